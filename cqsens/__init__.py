@@ -1,0 +1,1 @@
+"""cqsens: global sensitivity of SQL counting queries over multi-table databases."""

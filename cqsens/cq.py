@@ -1,0 +1,255 @@
+"""The intermediate representation: terms, atoms, conjunctive queries, aggregates.
+
+A conjunctive query (CQ) ``Q(x1..xn) :- R1(t1), ..., Rm(tm)`` is a head (a tuple
+of terms: variables, or constants once a chase has bound them) and a set of
+atoms; duplicate atoms collapse.  ``#Q(A)`` counts the *distinct* head tuples.
+A SQL row filter that is not an equality (``age > 30``) is kept as a *filter
+atom*: an atom over an uninterpreted relation named after the predicate
+(``$``-prefixed), so homomorphisms, cores and chases treat it soundly, while the
+bounds never let a filter atom play the added tuple (filters are public).
+
+References
+----------
+.. [1] M. Arapinis, D. Figueira, M. Gaboardi. Sensitivity of Counting Queries.
+   ICALP 2016, Section 3 (canonical structures).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+__all__ = [
+    "Var",
+    "Const",
+    "Term",
+    "Atom",
+    "CQ",
+    "Aggregate",
+    "AggregateQuery",
+    "format_term",
+]
+
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Var:
+    """A variable (an element of the canonical structure)."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True, slots=True)
+class Const:
+    """A constant: a string or a number.  Homomorphisms fix constants."""
+
+    value: str | int | float
+
+    def __str__(self) -> str:
+        return format_term(self)
+
+    def sort_key(self) -> tuple[int, str]:
+        """A total order over constants of mixed types."""
+        return (0 if isinstance(self.value, str) else 1, repr(self.value))
+
+
+Term = Var | Const
+
+
+def format_term(term: Term) -> str:
+    """Render a term as CQ text (strings single-quoted, numbers bare).
+
+    >>> format_term(Const("it's"))
+    "'it\\\\'s'"
+    >>> format_term(Var("x"))
+    'x'
+    """
+    if isinstance(term, Var):
+        return term.name
+    value = term.value
+    if isinstance(value, str):
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    return repr(value)
+
+
+def _term_key(term: Term) -> tuple[int, str]:
+    if isinstance(term, Var):
+        return (2, term.name)
+    return term.sort_key()
+
+
+@dataclass(frozen=True, slots=True)
+class Atom:
+    """``R(t1, ..., tr)``; a *filter atom* has a relation name starting with ``$``.
+
+    For a filter atom the relation name after ``$`` is a template of the
+    predicate with ``{0}``, ``{1}``... standing for its terms.
+    """
+
+    relation: str
+    terms: tuple[Term, ...]
+
+    @property
+    def is_filter(self) -> bool:
+        """True for a filter atom (a public predicate, never the added tuple)."""
+        return self.relation.startswith("$")
+
+    @property
+    def arity(self) -> int:
+        """Number of positions."""
+        return len(self.terms)
+
+    def variables(self) -> frozenset[Var]:
+        """The variables of the atom."""
+        return frozenset(t for t in self.terms if isinstance(t, Var))
+
+    def substitute(self, mapping: Mapping[Term, Term]) -> Atom:
+        """Apply ``mapping`` to every term (terms not in it stay)."""
+        return Atom(self.relation, tuple(mapping.get(t, t) for t in self.terms))
+
+    def sort_key(self) -> tuple[object, ...]:
+        """Stable order: relation atoms before filters, then by name and terms."""
+        return (self.is_filter, self.relation, tuple(_term_key(t) for t in self.terms))
+
+    def __str__(self) -> str:
+        if self.is_filter:
+            return "[" + self.relation[1:].format(*(format_term(t) for t in self.terms)) + "]"
+        return f"{self.relation}({', '.join(format_term(t) for t in self.terms)})"
+
+
+@dataclass(frozen=True, slots=True)
+class CQ:
+    """A conjunctive query: head terms, a set of atoms, and satisfiability.
+
+    ``satisfiable=False`` is ⊥ (the chase met two different constants): its
+    count is 0 on every database.
+    """
+
+    head: tuple[Term, ...]
+    atoms: frozenset[Atom]
+    name: str = "Q"
+    satisfiable: bool = True
+
+    @staticmethod
+    def of(head: Iterable[Term], atoms: Iterable[Atom], name: str = "Q") -> CQ:
+        """Build a CQ from any iterables."""
+        return CQ(tuple(head), frozenset(atoms), name)
+
+    @property
+    def free(self) -> tuple[Var, ...]:
+        """The free variables, in head order, without repetition."""
+        seen: dict[Var, None] = {}
+        for t in self.head:
+            if isinstance(t, Var):
+                seen.setdefault(t, None)
+        return tuple(seen)
+
+    @property
+    def is_boolean(self) -> bool:
+        """True when the head has no variable (the count is 0 or 1)."""
+        return not self.free
+
+    def sorted_atoms(self) -> list[Atom]:
+        """Atoms in the canonical (printing) order."""
+        return sorted(self.atoms, key=Atom.sort_key)
+
+    def relation_atoms(self) -> list[Atom]:
+        """The non-filter atoms, in canonical order."""
+        return [a for a in self.sorted_atoms() if not a.is_filter]
+
+    def variables(self) -> frozenset[Var]:
+        """Every variable of the body and the head."""
+        out = {t for t in self.head if isinstance(t, Var)}
+        for atom in self.atoms:
+            out |= atom.variables()
+        return frozenset(out)
+
+    def constants(self) -> frozenset[Const]:
+        """Every constant of the body."""
+        return frozenset(t for a in self.atoms for t in a.terms if isinstance(t, Const))
+
+    def elements(self) -> frozenset[Term]:
+        """The domain of the canonical structure (variables and body constants)."""
+        return frozenset(t for a in self.atoms for t in a.terms) | {
+            t for t in self.head if isinstance(t, Var)
+        }
+
+    def relations(self) -> dict[str, int]:
+        """Relation name → arity, over non-filter atoms."""
+        return {a.relation: a.arity for a in self.atoms if not a.is_filter}
+
+    def substitute(self, mapping: Mapping[Term, Term]) -> CQ:
+        """Apply ``mapping`` to the head and every atom."""
+        return CQ(
+            tuple(mapping.get(t, t) for t in self.head),
+            frozenset(a.substitute(mapping) for a in self.atoms),
+            self.name,
+            self.satisfiable,
+        )
+
+    def with_atoms(self, atoms: Iterable[Atom]) -> CQ:
+        """The same head with another body."""
+        return CQ(self.head, frozenset(atoms), self.name, self.satisfiable)
+
+    def __str__(self) -> str:
+        head = f"{self.name}({', '.join(format_term(t) for t in self.head)})"
+        if not self.satisfiable:
+            return f"{head} :- false."
+        body = ", ".join(str(a) for a in self.sorted_atoms())
+        return f"{head} :- {body}." if body else f"{head}."
+
+
+@dataclass(frozen=True, slots=True)
+class Aggregate:
+    """One aggregate of a SELECT list.
+
+    ``kind`` is one of ``count``, ``count_distinct``, ``sum``, ``avg``,
+    ``median``, ``min``, ``max``; ``column`` is the aggregated term (for
+    ``sum``/``avg``/``median``/``min``/``max``, and the column of ``COUNT(col)``);
+    ``columns`` lists the counted columns of ``COUNT(DISTINCT c1, ...)``;
+    ``column_name`` is ``table.column`` for value bounds.
+    """
+
+    kind: str
+    label: str
+    column: Term | None = None
+    columns: tuple[Term, ...] = ()
+    column_name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AggregateQuery:
+    """A counting (or other aggregate) query: the CQ whose answers are counted.
+
+    ``cq`` has as head the terms whose distinct combinations are counted
+    (every variable for ``COUNT(*)``; the listed columns for ``COUNT(DISTINCT)``).
+    ``body`` is the same body with every variable free (the rows of the join),
+    ``group_by`` the grouping terms, ``sql`` the user's SQL (evaluated for
+    witnesses), ``filters`` the texts of the row filters, ``notes`` remarks for
+    the output (columns assumed without a schema, for instance).
+    """
+
+    cq: CQ
+    aggregates: tuple[Aggregate, ...] = (Aggregate("count", "count"),)
+    group_by: tuple[Term, ...] = ()
+    sql: str | None = None
+    dialect: str | None = None
+    filters: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    columns: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    value_bounds: Mapping[str, tuple[float, float, str]] = field(default_factory=dict)
+    source: str = "<query>"
+
+    @property
+    def aggregate(self) -> str:
+        """The kind of the first aggregate (``count`` for a CQ)."""
+        return self.aggregates[0].kind
+
+    def is_identifier(self, name: str) -> bool:
+        """True if ``name`` can be printed as a bare CQ variable."""
+        return bool(_IDENT.match(name))

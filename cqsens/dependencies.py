@@ -1,0 +1,116 @@
+"""Functional and cardinality dependencies between two positions of a relation.
+
+A cardinality dependency ``R[i->j]<=k`` says that a value at position ``i`` of
+``R`` has at most ``k`` distinct values at position ``j``; a functional
+dependency ``R[i->j]`` is the case ``k = 1``.  ``#Σ R[i->j]`` is the least
+``k`` declared for ``(R, i, j)``, or ∞ (and 1 when ``i == j``).  Positions are
+stored 0-based and printed 1-based, as the paper and the CLI write them.
+
+References
+----------
+.. [1] M. Arapinis, D. Figueira, M. Gaboardi. Sensitivity of Counting Queries.
+   ICALP 2016, Sections 4 (FDs) and 5 (CDs).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+__all__ = ["Dependency", "Sigma", "satisfies", "violations"]
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Dependency:
+    """``R[i->j]<=k`` with 0-based positions ``i`` and ``j``; ``k = 1`` is an FD."""
+
+    relation: str
+    i: int
+    j: int
+    k: int = 1
+
+    @property
+    def is_fd(self) -> bool:
+        """True for a functional dependency (k = 1)."""
+        return self.k == 1
+
+    def __str__(self) -> str:
+        text = f"{self.relation}[{self.i + 1}->{self.j + 1}]"
+        return text if self.k == 1 else f"{text}<={self.k}"
+
+
+@dataclass(frozen=True, slots=True)
+class Sigma:
+    """A set of dependencies with the ``#Σ R[i->j]`` lookup.
+
+    >>> s = Sigma.of([Dependency("R", 0, 1, 3), Dependency("R", 0, 1, 2)])
+    >>> s.weight("R", 0, 1), s.weight("R", 1, 0), s.weight("R", 0, 0)
+    (2, inf, 1)
+    """
+
+    deps: frozenset[Dependency]
+
+    @staticmethod
+    def of(deps: Iterable[Dependency] = ()) -> Sigma:
+        """Build from any iterable of dependencies."""
+        return Sigma(frozenset(deps))
+
+    def weight(self, relation: str, i: int, j: int) -> float:
+        """``#Σ R[i->j]``: the least declared k, 1 when i == j, else ∞."""
+        if i == j:
+            return 1
+        best: float = math.inf
+        for d in self.deps:
+            if d.relation == relation and d.i == i and d.j == j and d.k < best:
+                best = d.k
+        return best
+
+    def weights(self) -> dict[tuple[str, int, int], int]:
+        """``(R, i, j) → least k`` for every declared pair."""
+        out: dict[tuple[str, int, int], int] = {}
+        for d in self.deps:
+            key = (d.relation, d.i, d.j)
+            if key not in out or d.k < out[key]:
+                out[key] = d.k
+        return out
+
+    def fds(self) -> Sigma:
+        """The k = 1 part."""
+        return Sigma(frozenset(d for d in self.deps if d.is_fd))
+
+    def __bool__(self) -> bool:
+        return bool(self.deps)
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(sorted(self.deps))
+
+    def __len__(self) -> int:
+        return len(self.deps)
+
+    def __str__(self) -> str:
+        return "{" + ", ".join(str(d) for d in sorted(self.deps)) + "}"
+
+
+def violations(
+    db: Mapping[str, Iterable[Sequence[object]]], sigma: Sigma
+) -> list[tuple[Dependency, object, int]]:
+    """The dependencies a database breaks: ``(dep, value at i, #distinct values at j)``.
+
+    >>> violations({"R": [(1, 2), (1, 3)]}, Sigma.of([Dependency("R", 0, 1)]))
+    [(Dependency(relation='R', i=0, j=1, k=1), 1, 2)]
+    """
+    out: list[tuple[Dependency, object, int]] = []
+    for dep in sorted(sigma.deps):
+        groups: dict[object, set[object]] = {}
+        for row in db.get(dep.relation, ()):
+            groups.setdefault(row[dep.i], set()).add(row[dep.j])
+        for value, targets in groups.items():
+            if len(targets) > dep.k:
+                out.append((dep, value, len(targets)))
+    return out
+
+
+def satisfies(db: Mapping[str, Iterable[Sequence[object]]], sigma: Sigma) -> bool:
+    """True when the database (relation → rows) satisfies every dependency of ``sigma``."""
+    return not violations(db, sigma)
