@@ -16,7 +16,6 @@ References
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -30,9 +29,6 @@ __all__ = [
     "AggregateQuery",
     "format_term",
 ]
-
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
 
 @dataclass(frozen=True, slots=True, order=True)
 class Var:
@@ -244,12 +240,18 @@ class AggregateQuery:
     columns: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     value_bounds: Mapping[str, tuple[float, float, str]] = field(default_factory=dict)
     source: str = "<query>"
+    heads: tuple[tuple[Term, ...], ...] = ()
+    body: CQ | None = None
+    text: str = ""
+    sqlite_sql: str | None = None
 
     @property
     def aggregate(self) -> str:
         """The kind of the first aggregate (``count`` for a CQ)."""
         return self.aggregates[0].kind
 
-    def is_identifier(self, name: str) -> bool:
-        """True if ``name`` can be printed as a bare CQ variable."""
-        return bool(_IDENT.match(name))
+    def cq_for(self, index: int) -> CQ:
+        """The CQ whose distinct answers the ``index``-th aggregate counts."""
+        if not self.heads:
+            return self.cq
+        return CQ(self.heads[index], self.cq.atoms, self.cq.name, self.cq.satisfiable)

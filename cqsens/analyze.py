@@ -1,0 +1,438 @@
+"""The analysis pipeline: source text in, an :class:`Analysis` out.
+
+``analyze`` parses SQL or CQ text, gathers Σ (schema keys, ``fds``, ``cds``, a
+constraints file), then runs the stages of :data:`PIPELINE` — chase with the
+FDs, core preserving the free variables, cqsens's sound upper bound, the
+paper's literal values — and writes the explanation.  Every stage is a pure
+function of the previous state and can be tested on its own.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from cqsens.bounds.paper import PaperValue, cd_upper_paper, delta_str_paper, fd_bounds_paper
+from cqsens.bounds.upper import UpperBound, upper_bound
+from cqsens.chase import chase
+from cqsens.core import core, core_result, in_cq_core
+from cqsens.cq import CQ, AggregateQuery
+from cqsens.dependencies import Dependency, Sigma
+from cqsens.errors import DependencyError, InputError
+from cqsens.gaifman import is_connected
+from cqsens.parse_cq import parse_cq, parse_dependencies, parse_dependency
+from cqsens.parse_sql import parse_sql
+from cqsens.paths import Weight
+from cqsens.schema import Schema, load_schema
+
+__all__ = ["Analysis", "analyze", "load_query", "resolve_sigma", "PIPELINE", "jsonable"]
+
+NEIGHBORS = ("add-remove", "substitute")
+CORE_BUDGET = 200_000
+
+
+def jsonable(value: Weight | None) -> int | float | str | None:
+    """∞ as the string ``"inf"``; integral floats as ints."""
+    if value is None:
+        return None
+    if value == math.inf:
+        return "inf"
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+@dataclass
+class State:
+    """What the pipeline stages pass along."""
+
+    query: AggregateQuery
+    sigma: Sigma
+    chased: CQ | None = None
+    core: CQ | None = None
+    core_minimal: bool = True
+    bound: UpperBound | None = None
+    delta_str: UpperBound | None = None
+    paper: dict[str, PaperValue] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def stage_chase(state: State) -> State:
+    """Chase with the k = 1 part of Σ (valid on C_Σ for CDs too)."""
+    state.chased = chase(state.query.cq, state.sigma.fds())
+    return state
+
+
+def stage_core(state: State) -> State:
+    """Core of the chased query preserving its free variables."""
+    assert state.chased is not None
+    result = core_result(state.chased, budget=CORE_BUDGET)
+    state.core, state.core_minimal = result.cq, result.minimal
+    if not result.minimal:
+        state.notes.append(
+            "the core search hit its budget: the core shown may not be minimal "
+            "(bounds stay sound, possibly less tight)"
+        )
+    return state
+
+
+def stage_bounds(state: State) -> State:
+    """cqsens's upper bound with Σ, and without constraints (``delta_str``)."""
+    assert state.core is not None
+    state.bound = upper_bound(state.core, state.sigma)
+    plain = core(state.query.cq, budget=CORE_BUDGET) if state.sigma else state.core
+    state.delta_str = upper_bound(plain, Sigma.of()) if state.sigma else upper_bound(plain, Sigma.of())
+    return state
+
+
+def stage_paper(state: State) -> State:
+    """The paper's literal Δ_STR, Thm 13 and Thm 17 values."""
+    cq = state.query.cq
+    state.paper["delta_str"] = delta_str_paper(cq)
+    fds = state.sigma.fds()
+    if fds:
+        assert state.core is not None
+        upper, lower = fd_bounds_paper(state.core, fds, in_cq_core=in_cq_core(cq))
+        state.paper["fd_upper"], state.paper["fd_lower"] = upper, lower
+    else:
+        reason = "no functional dependency given"
+        state.paper["fd_upper"] = state.paper["fd_lower"] = PaperValue(None, reason)
+    if state.sigma:
+        state.paper["cd_upper"] = cd_upper_paper(core(cq, budget=CORE_BUDGET), state.sigma)
+    else:
+        state.paper["cd_upper"] = PaperValue(None, "no dependency given")
+    return state
+
+
+PIPELINE: tuple[Callable[[State], State], ...] = (stage_chase, stage_core, stage_bounds, stage_paper)
+
+
+@dataclass
+class Analysis:
+    """The result of analysing one query; ``to_dict()`` is the SPEC §7 JSON object."""
+
+    query: str
+    source: str
+    query_obj: AggregateQuery
+    sigma: Sigma
+    cq: CQ
+    core: CQ
+    connected: bool
+    satisfiable: bool
+    delta_str: Weight
+    paper: dict[str, PaperValue]
+    upper: Weight
+    lower: Weight | None
+    neighbor: str
+    l1: Weight
+    l2: Weight
+    explanation: list[str]
+    bound: UpperBound
+    notes: list[str] = field(default_factory=list)
+    core_minimal: bool = True
+    suggestion: list[str] = field(default_factory=list)
+    witness: Any = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def free(self) -> tuple[str, ...]:
+        """Names of the core's free variables."""
+        return tuple(v.name for v in self.core.free)
+
+    @property
+    def aggregate(self) -> str:
+        """Kind of the (first) aggregate."""
+        return self.query_obj.aggregate
+
+    @property
+    def tight(self) -> bool:
+        """True when the verified lower bound meets the upper bound."""
+        return self.lower is not None and self.lower == self.upper
+
+    @property
+    def bounded(self) -> bool:
+        """True when the upper bound is finite."""
+        return self.upper != math.inf
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object of SPEC §7 (∞ as ``"inf"``)."""
+        out: dict[str, Any] = {
+            "query": self.query,
+            "source": self.source,
+            "cq": str(self.cq),
+            "core": str(self.core),
+            "free": list(self.free),
+            "aggregate": self.aggregate,
+            "connected": self.connected,
+            "satisfiable": self.satisfiable,
+            "delta_str": jsonable(self.delta_str),
+            "paper": {k: jsonable(v.value) for k, v in self.paper.items()},
+            "paper_notes": {k: v.reason for k, v in self.paper.items() if v.value is None},
+            "sensitivity": {
+                "upper": jsonable(self.upper),
+                "lower": jsonable(self.lower),
+                "tight": self.tight,
+                "neighbor": self.neighbor,
+                "l1": jsonable(self.l1),
+                "l2": jsonable(self.l2),
+            },
+            "dependencies": [str(d) for d in self.sigma],
+            "core_minimal": self.core_minimal,
+            "explanation": list(self.explanation),
+            "notes": list(self.notes),
+            "suggestion": list(self.suggestion),
+        }
+        if self.witness is not None:
+            out["witness"] = self.witness.to_dict()
+        out.update(self.extra)
+        return out
+
+
+_SQL_START = re.compile(r"^\s*(--[^\n]*\n\s*|/\*.*?\*/\s*)*(select|with|\()", re.I | re.S)
+
+
+def load_query(
+    source: str | Path,
+    *,
+    schema: Schema | None = None,
+    dialect: str | None = None,
+    kind: str | None = None,
+    name: str | None = None,
+) -> AggregateQuery:
+    """Read SQL or CQ text (or a ``.sql``/``.cq`` file) into an AggregateQuery."""
+    text = str(source)
+    origin = name
+    path: Path | None = None
+    if isinstance(source, Path):
+        path = source
+    elif "\n" not in text and len(text) < 4096 and text.endswith((".sql", ".cq")):
+        path = Path(text)
+    if path is not None:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise InputError(f"cannot read query file: {exc.strerror}", source=str(path)) from exc
+        origin = origin or str(path)
+        if kind is None:
+            kind = "cq" if path.suffix == ".cq" else "sql"
+    if kind is None:
+        kind = "sql" if _SQL_START.match(text) else "cq"
+    if kind == "cq":
+        cq = parse_cq(text, source=origin or "<cq>")
+        return AggregateQuery(cq=cq, source=origin or "<cq>", heads=(cq.head,), body=cq, text=text)
+    query = parse_sql(text, schema=schema, dialect=dialect, source=origin or "<sql>")
+    return replace(query, text=text)
+
+
+def resolve_sigma(
+    query: AggregateQuery,
+    *,
+    schema: Schema | None,
+    fds: Iterable[str | Dependency] = (),
+    cds: Iterable[str | Dependency] = (),
+    constraints: str | Path | None = None,
+) -> tuple[Sigma, list[str]]:
+    """Σ from the schema's keys, ``--fd``/``--cd`` flags and a constraints file."""
+    notes: list[str] = []
+    arities = query.cq.relations()
+    deps: list[Dependency] = []
+    if schema is not None:
+        deps.extend(schema.key_dependencies())
+
+    def check(dep: Dependency, text: str, *, strict: bool, source: str) -> Dependency | None:
+        if dep.relation.startswith("$"):
+            raise DependencyError(f"bad relation name in {text!r}", source=source)
+        if schema is None and dep.relation not in arities:
+            if strict:
+                raise DependencyError(
+                    f"unknown relation {dep.relation} in {text!r} (the query uses: "
+                    f"{', '.join(sorted(arities))}; pass --schema to declare others)",
+                    source=source, construct="dependency",
+                )
+            notes.append(f"dependency {text} ignored: the query does not use {dep.relation}")
+            return None
+        return dep
+
+    for kind, items in (("fd", fds), ("cd", cds)):
+        for item in items:
+            if isinstance(item, Dependency):
+                deps.append(item)
+                continue
+            dep = parse_dependency(item, schema=schema, arities=arities, kind=kind, source=f"--{kind}")
+            checked = check(dep, item, strict=True, source=f"--{kind}")
+            if checked is not None:
+                deps.append(checked)
+    if constraints is not None:
+        path = Path(constraints)
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except OSError as exc:
+            raise DependencyError(f"cannot read constraints file: {exc.strerror}", source=str(path)) from exc
+        for number, dep in enumerate(
+            parse_dependencies(lines, schema=schema, arities=arities, source=str(path)), start=1
+        ):
+            del number
+            checked = check(dep, str(dep), strict=False, source=str(path))
+            if checked is not None:
+                deps.append(checked)
+    return Sigma.of(deps), notes
+
+
+def _fmt(value: Weight | None) -> str:
+    if value is None:
+        return "unknown"
+    return "∞" if value == math.inf else str(value)
+
+
+def _explain(state: State, analysis_upper: Weight) -> list[str]:
+    lines: list[str] = []
+    q = state.query
+    assert state.core is not None and state.bound is not None
+    c = state.core
+    if not c.satisfiable:
+        lines.append(
+            "The query is unsatisfiable: "
+            + ("the functional dependencies force two different constants into one column"
+               if q.cq.satisfiable else "it equates a column with two different constants")
+            + ", so its count is 0 on every database and one row cannot change it: sensitivity 0."
+        )
+        return lines
+    free = ", ".join(v.name for v in c.free)
+    what = f"distinct ({free})" if free else "whether any match exists (a Boolean query: 0 or 1)"
+    lines.append(f"The query counts {what} over {', '.join(sorted(c.relations()))}.")
+    if c.is_boolean:
+        lines.append(
+            "A Boolean count is 0 or 1, so adding or removing one row changes it by at most 1."
+        )
+        return lines
+    for rel in state.bound.relations:
+        parts = []
+        for ab in rel.atoms:
+            if not ab.counted:
+                parts.append(f"{ab.atom} gives the same answer as an earlier {rel.relation} atom (0 more)")
+            elif ab.pattern is not None:
+                parts.append(f"{ab.atom} holds every free variable: one new row gives at most 1 answer")
+            elif ab.value == math.inf:
+                missing = [v.name for v in ab.unreachable]
+                if missing:
+                    parts.append(
+                        f"{ab.atom}: no bounded path of dependencies leads from this row or a constant "
+                        f"to {', '.join(missing)}, so one added {rel.relation} row can match "
+                        f"unboundedly many existing rows and create any number of answers (∞)"
+                    )
+                else:
+                    parts.append(f"{ab.atom}: unbounded (∞)")
+            elif ab.method == "joint tree of steps":
+                steps = "; ".join(str(s) for s in ab.tree_steps) or "none"
+                parts.append(
+                    f"{ab.atom}: at most {_fmt(ab.value)} answers, counting joint values along "
+                    f"the tree {steps} (per-variable product: {_fmt(ab.product)})"
+                )
+            else:
+                routes = "; ".join(
+                    f"{v.name} ×{_fmt(r.cardinality)} [{r.describe()}]"
+                    for v, r in ab.routes if r is not None
+                )
+                parts.append(f"{ab.atom}: at most {_fmt(ab.value)} answers: {routes}")
+        lines.append(
+            f"One added or removed {rel.relation} row changes the count by at most "
+            f"{_fmt(rel.total)}: " + "; ".join(parts) + "."
+        )
+    if analysis_upper == math.inf:
+        lines.append(
+            "Unbounded: no noise calibrated to a finite sensitivity makes this release "
+            "differentially private unless the data obey further constraints."
+        )
+    return lines
+
+
+def analyze(
+    source: str | Path,
+    *,
+    schema: str | Path | Schema | None = None,
+    fds: Sequence[str | Dependency] = (),
+    cds: Sequence[str | Dependency] = (),
+    constraints: str | Path | None = None,
+    dialect: str | None = None,
+    neighbor: str = "add-remove",
+    kind: str | None = None,
+    name: str | None = None,
+) -> Analysis:
+    """Analyse one counting query: sensitivity bounds, the paper's values and why.
+
+    Parameters
+    ----------
+    source : str or Path
+        SQL text, CQ text, or a path to a ``.sql``/``.cq`` file.
+    schema : str, Path or Schema, optional
+        DDL text, a DDL file, or a parsed schema.
+    fds, cds : sequences
+        ``"PatDoc[1->2]"`` / ``"PatDoc[1->2]<=3"`` strings or Dependency values.
+    constraints : path, optional
+        A file with one dependency per line (``#`` comments).
+    dialect : str, optional
+        sqlglot dialect of the SQL.
+    neighbor : {"add-remove", "substitute"}
+        The neighbour model.
+    kind : {"sql", "cq"}, optional
+        Force the input language (otherwise guessed).
+    name : str, optional
+        Source name used in messages.
+
+    Returns
+    -------
+    Analysis
+
+    Raises
+    ------
+    InputError
+        Any bad input (query, schema, dependency), with file, position and construct.
+
+    Examples
+    --------
+    >>> a = analyze("Q(x) :- R(x, y), S(y, z)")
+    >>> a.to_dict()["delta_str"], a.upper
+    ('inf', inf)
+    >>> analyze("Q(x) :- R(x, y), S(y, z)", fds=["S[1->2]", "R[2->1]"]).upper
+    1
+    """
+    if neighbor not in NEIGHBORS:
+        raise InputError(f"unknown neighbour model {neighbor!r} (choose add-remove or substitute)",
+                         construct="--neighbor")
+    parsed_schema = load_schema(schema, dialect=dialect)
+    query = load_query(source, schema=parsed_schema, dialect=dialect, kind=kind, name=name)
+    sigma, notes = resolve_sigma(query, schema=parsed_schema, fds=fds, cds=cds, constraints=constraints)
+    state = State(query, sigma, notes=list(query.notes) + notes)
+    for stage in PIPELINE:
+        state = stage(state)
+    assert state.core is not None and state.bound is not None and state.delta_str is not None
+    upper = state.bound.value
+    delta = state.delta_str.value
+    explanation = _explain(state, upper)
+    return Analysis(
+        query=query.text.strip(),
+        source=query.source,
+        query_obj=query,
+        sigma=sigma,
+        cq=query.cq,
+        core=state.core,
+        connected=is_connected(state.core),
+        satisfiable=state.core.satisfiable,
+        delta_str=delta,
+        paper=state.paper,
+        upper=upper,
+        lower=None,
+        neighbor=neighbor,
+        l1=upper,
+        l2=upper,
+        explanation=explanation,
+        bound=state.bound,
+        notes=state.notes,
+        core_minimal=state.core_minimal,
+    )
+
+

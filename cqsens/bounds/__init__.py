@@ -1,0 +1,1 @@
+"""The sensitivity bounds, one module per bound."""

@@ -1,0 +1,83 @@
+"""Rendering of analyses: text for people, JSON for programs.
+
+The library returns :class:`~cqsens.analyze.Analysis` values; this module turns
+them into output.  JSON follows SPEC §7 (∞ as ``"inf"``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from enum import Enum
+from typing import Any
+
+from cqsens.analyze import Analysis
+
+__all__ = ["Format", "to_json", "to_text", "fmt"]
+
+
+class Format(str, Enum):
+    """Output formats of ``cqsens analyze``."""
+
+    text = "text"
+    json = "json"
+
+
+def fmt(value: object) -> str:
+    """A bound for people: ∞ for infinity, ``unknown`` for None."""
+    if value is None:
+        return "unknown"
+    if value == math.inf or value == "inf":
+        return "∞"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def to_json(analyses: Sequence[Analysis]) -> str:
+    """One object for one analysis, a list for several."""
+    records: list[dict[str, Any]] = [a.to_dict() for a in analyses]
+    payload: Any = records[0] if len(records) == 1 else records
+    return json.dumps(payload, indent=2, ensure_ascii=False)
+
+
+def to_text(analysis: Analysis) -> str:
+    """A readable account: the CQ, its core, connectivity, the bounds and why."""
+    d = analysis.to_dict()
+    s = d["sensitivity"]
+    lines = [f"== {analysis.source}"]
+    lines.append(f"  query      {d['cq']}")
+    if d["core"] != d["cq"]:
+        lines.append(f"  core       {d['core']}" + ("" if analysis.core_minimal else "  (may not be minimal)"))
+    if analysis.sigma:
+        lines.append(f"  Σ          {', '.join(d['dependencies'])}")
+    lines.append(
+        f"  shape      {'connected' if d['connected'] else 'disconnected'}, "
+        f"{'satisfiable' if d['satisfiable'] else 'unsatisfiable'}, "
+        f"free: {', '.join(d['free']) or '(none: Boolean)'}"
+    )
+    verdict = "bounded" if analysis.bounded else "UNBOUNDED"
+    lines.append(
+        f"  sensitivity upper {fmt(s['upper'])}   lower {fmt(s['lower'])}"
+        f"{'   (tight)' if s['tight'] else ''}   [{verdict}; neighbours: {s['neighbor']}]"
+    )
+    if s["l1"] != s["upper"] or s["l2"] != s["upper"]:
+        lines.append(f"  ℓ1 {fmt(s['l1'])}   ℓ2 {fmt(s['l2'])}")
+    lines.append(f"  without constraints (Δ_STR, corrected): {fmt(d['delta_str'])}")
+    paper = ", ".join(f"{k} {fmt(v)}" for k, v in d["paper"].items())
+    lines.append(f"  paper's literal values: {paper}")
+    for key, reason in d.get("paper_notes", {}).items():
+        if reason and not reason.startswith("no "):
+            lines.append(f"    ({key}: {reason})")
+    lines.append("  why:")
+    for sentence in d["explanation"]:
+        lines.append(f"    - {sentence}")
+    for suggestion in d.get("suggestion", []):
+        lines.append(f"  suggestion: {suggestion}")
+    if "witness" in d:
+        w = d["witness"]
+        lines.append(f"  witness: {w.get('summary', '')}")
+    for note in d["notes"]:
+        lines.append(f"  note: {note}")
+    return "\n".join(lines)
