@@ -84,8 +84,13 @@ def stage_bounds(state: State) -> State:
     """cqsens's upper bound with Σ, and without constraints (``delta_str``)."""
     assert state.core is not None
     state.bound = upper_bound(state.core, state.sigma)
-    plain = core(state.query.cq, budget=CORE_BUDGET) if state.sigma else state.core
-    state.delta_str = upper_bound(plain, Sigma.of()) if state.sigma else upper_bound(plain, Sigma.of())
+    plain = core(state.query.cq, budget=CORE_BUDGET) if state.sigma.fds() else state.core
+    if plain is not state.core and state.core.satisfiable:
+        # the chase only uses dependencies C_Σ satisfies, so both bounds are sound: keep the smaller
+        unchased = upper_bound(plain, state.sigma)
+        if unchased.value < state.bound.value:
+            state.bound = unchased
+    state.delta_str = upper_bound(plain, Sigma.of())
     return state
 
 

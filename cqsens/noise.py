@@ -35,9 +35,9 @@ Examples
 >>> c.laplace_scale
 2.0
 >>> round(c.gaussian_sigma, 3), c.gaussian_method
-(7.736, 'analytic')
+(8.058, 'analytic')
 >>> round(c.gaussian_classical_sigma, 3)
-10.597
+10.598
 """
 
 from __future__ import annotations
@@ -328,7 +328,7 @@ def analytic_gaussian_sigma(l2: float, epsilon: float, delta: float) -> float:
     Examples
     --------
     >>> round(analytic_gaussian_sigma(1, 1.0, 1e-5), 4)
-    3.7305
+    3.7306
     """
     delta2 = _check_sensitivity(l2, "l2")
     eps = _check_epsilon(epsilon)

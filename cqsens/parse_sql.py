@@ -358,7 +358,7 @@ def parse_sql(
     >>> q = parse_sql("SELECT COUNT(DISTINCT d.id) FROM Doc d, PatDoc pd "
     ...               "WHERE d.id = pd.doc AND d.specialty = 'O'")
     >>> print(q.cq)
-    Q(d_id) :- Doc(d_id, 'O', d_rest), PatDoc(pd_doc, pd_rest).
+    Q(d_id) :- Doc(d_id, 'O', d_rest), PatDoc(d_id, pd_rest).
     """
     try:
         statements = sqlglot.parse(sql, read=dialect)
@@ -400,9 +400,19 @@ def parse_sql(
     # Resolve every column reference first, so that (without a schema) each
     # table knows all the columns the query mentions.
     refs: dict[int, tuple[_Instance, int]] = {}
-    for node in [*conjuncts, *tree.expressions, *(tree.args.get("group").expressions if tree.args.get("group") else [])]:
-        for col in node.find_all(exp.Column):
-            refs[id(col)] = tr.resolve(col, instances)
+    group_nodes = tree.args.get("group").expressions if tree.args.get("group") else []
+    columns_in_text = [
+        col
+        for node in [*tree.expressions, *conjuncts, *group_nodes]
+        for col in node.find_all(exp.Column)
+    ]
+
+    def text_offset(col: exp.Column) -> int:
+        meta = getattr(col.this, "_meta", None) or {}
+        return int(meta.get("start", 1 << 30))
+
+    for col in sorted(columns_in_text, key=text_offset):
+        refs[id(col)] = tr.resolve(col, instances)
 
     _ORDER.clear()
     for inst in instances:

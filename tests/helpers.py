@@ -1,0 +1,53 @@
+"""Loaders for the case tables and golden files under tests/fixtures."""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from pathlib import Path
+from typing import Any
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def load_cases(name: str) -> list[dict[str, Any]]:
+    """The ``[[case]]`` entries of ``fixtures/<name>``."""
+    with open(FIXTURES / name, "rb") as fh:
+        return list(tomllib.load(fh)["case"])
+
+
+def expected(value: Any) -> Any:
+    """``"inf"`` → ∞; other values unchanged."""
+    return math.inf if value == "inf" else value
+
+
+def load_golden_pairs(name: str) -> list[tuple[dict[str, str], str, str]]:
+    """``(meta, input, expected)`` triples of a golden file.
+
+    A golden file holds ``# key: value`` meta lines, the input, a line ``;``,
+    the expected output and a line ``;`` (sqlglot's fixture shape).
+    """
+    triples: list[tuple[dict[str, str], str, str]] = []
+    meta: dict[str, str] = {}
+    chunks: list[str] = []
+    current: list[str] = []
+    for line in (FIXTURES / name).read_text(encoding="utf-8").splitlines():
+        if line.strip() == ";":
+            chunks.append("\n".join(current).strip())
+            current = []
+            if len(chunks) == 2:
+                triples.append((meta, chunks[0], chunks[1]))
+                meta, chunks = {}, []
+            continue
+        if line.startswith("# ") and ":" in line and not current:
+            key, value = line[2:].split(":", 1)
+            meta[key.strip()] = value.strip()
+            continue
+        current.append(line)
+    return triples
+
+
+def load_invalid(name: str) -> list[str]:
+    """One bad input per non-empty, non-comment line."""
+    lines = (FIXTURES / name).read_text(encoding="utf-8").splitlines()
+    return [line for line in lines if line.strip() and not line.startswith("#")]

@@ -1,0 +1,494 @@
+"""Tests of cqsens.bounds.aggregates: the SPEC §4 table, the §6.4-6.6 errata, soundness.
+
+The table cells and errata live in ``tests/fixtures/bounds/aggregates.toml``; the
+property tests draw small databases and neighbours (add a row, remove a row,
+change a row), evaluate the aggregate for real (SQLite for COUNT/SUM/histograms,
+Python for MEDIAN/AVG/MIN/MAX) and check that no observed change exceeds the
+reported ℓ1 or ℓ2 bound.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import sqlite3
+import statistics
+import tomllib
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from cqsens.bounds.aggregates import (
+    NEIGHBORS,
+    AggregateBound,
+    avg_bound,
+    count_bound,
+    histogram_bound,
+    median_bound,
+    min_max_bound,
+    sum_bound,
+    vector_bound,
+)
+from cqsens.errors import InputError
+
+FIXTURE = Path(__file__).parent / "fixtures" / "bounds" / "aggregates.toml"
+CASES: list[dict[str, Any]] = tomllib.loads(FIXTURE.read_text(encoding="utf-8"))["case"]
+TOL = 1e-9  # slack for float rounding of observed ℓ2 norms and of √2·Δ
+
+
+# ----------------------------------------------------------------------------- table cases
+
+
+def _bound_for(case: dict[str, Any]) -> AggregateBound:
+    kind = case["kind"]
+    delta = case.get("count_delta", 1)
+    common: dict[str, Any] = {
+        "neighbor": case["neighbor"],
+        "contributions": case.get("contributions", 1),
+    }
+    if kind == "count":
+        return count_bound(delta, **common)
+    if kind == "histogram":
+        return histogram_bound(delta, **common)
+    low, high = case["low"], case["high"]
+    if kind == "sum":
+        unfiltered = case.get("single_table_unfiltered", False)
+        return sum_bound(delta, low, high, single_table_unfiltered=unfiltered, **common)
+    if kind == "avg":
+        return avg_bound(delta, low, high, **common)
+    if kind == "min_max":
+        return min_max_bound(delta, low, high, **common)
+    if kind == "median":
+        return median_bound(delta, low, high, rows=case.get("rows"), **common)
+    raise AssertionError(f"unknown kind {kind!r} in {FIXTURE.name}")
+
+
+def _same(a: float, b: float) -> bool:
+    return a == b or math.isclose(a, b, rel_tol=1e-12)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_table_case(case: dict[str, Any]) -> None:
+    bound = _bound_for(case)
+    assert _same(bound.l1, case["expect"]["l1"]), bound
+    assert _same(bound.l2, case["expect"]["l2"]), bound
+    assert bound.neighbor == case["neighbor"]
+    assert bound.rule.endswith(".") and bound.rule.count(". ") == 0  # one sentence
+    if "seed" in case:  # the seed's literal value is what SPEC §6 corrects
+        assert not (
+            _same(bound.l1, case["seed"]["l1"]) and _same(bound.l2, case["seed"]["l2"])
+        )
+
+
+def test_fixture_covers_the_spec_table() -> None:
+    ids = {c["id"] for c in CASES}
+    for kind in ("count", "histogram", "sum", "median"):
+        for neighbor in NEIGHBORS:
+            assert any(i.startswith(f"table-{kind}-{neighbor}") for i in ids), (kind, neighbor)
+    assert sum(i.startswith("errata-6.4") for i in ids) >= 3
+    assert any(i.startswith("errata-6.5") for i in ids)
+    assert any(i.startswith("errata-6.6") for i in ids)
+
+
+def test_rules_name_their_source() -> None:
+    assert "seed 000" in histogram_bound(1, neighbor="substitute").rule
+    assert "§6.4" in histogram_bound(1, neighbor="substitute").rule
+    assert "§6.6" in sum_bound(1, 0, 1, neighbor="substitute").rule
+    assert "seed 004" in median_bound(1, 0, 1, neighbor="substitute", rows=2).rule
+    assert "Observation 1" in count_bound(1, contributions=2).rule
+    assert "defined" in avg_bound(1, 0, 1).rule
+    assert "defined" in min_max_bound(1, 0, 1).rule
+
+
+def test_vector_bound() -> None:
+    parts = [sum_bound(1, 0, 3), sum_bound(1, -4, 0), count_bound(1)]
+    b = vector_bound(parts)
+    assert b.l1 == 8
+    assert math.isclose(b.l2, math.sqrt(9 + 16 + 1))
+    assert b.neighbor == "add-remove"
+    assert vector_bound([count_bound(math.inf), count_bound(1)]).l2 == math.inf
+    h = vector_bound([histogram_bound(1, neighbor="substitute")])
+    assert math.isclose(h.l2, math.sqrt(2))
+
+
+# ----------------------------------------------------------------------------- bad input
+
+BAD_CALLS: list[tuple[str, Callable[[], object], str]] = [
+    ("unknown-neighbor", lambda: count_bound(1, neighbor="change-one"), "change-one"),
+    ("neighbor-choices", lambda: sum_bound(1, 0, 1, neighbor="bounded"), "substitute"),
+    ("low-above-high", lambda: sum_bound(1, 5, 2), "low 5 > high 2"),
+    ("range-nan", lambda: median_bound(1, math.nan, 2), "low"),
+    ("range-of-no-real", lambda: avg_bound(1, math.inf, math.inf), "no real number"),
+    ("negative-delta", lambda: histogram_bound(-1), ">= 0"),
+    ("nan-delta", lambda: count_bound(math.nan), "count_delta"),
+    ("bool-delta", lambda: count_bound(True), "count_delta"),
+    ("zero-contributions", lambda: count_bound(1, contributions=0), "contributions"),
+    ("float-contributions", lambda: min_max_bound(1, 0, 1, contributions=1.5), "contrib"),  # type: ignore[arg-type]
+    ("zero-rows", lambda: median_bound(1, 0, 1, neighbor="substitute", rows=0), "rows"),
+    (
+        "unfiltered-needs-delta-1",
+        lambda: sum_bound(2, 0, 1, neighbor="substitute", single_table_unfiltered=True),
+        "count_delta == 1",
+    ),
+    ("empty-vector", lambda: vector_bound([]), "no aggregate"),
+    (
+        "mixed-neighbors",
+        lambda: vector_bound([count_bound(1), count_bound(1, neighbor="substitute")]),
+        "different neighbour models",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("call", "needle"), [(c, n) for _, c, n in BAD_CALLS], ids=[i for i, _, _ in BAD_CALLS]
+)
+def test_bad_input_raises_input_error(call: Callable[[], object], needle: str) -> None:
+    with pytest.raises(InputError) as info:
+        call()
+    assert needle in str(info.value)
+
+
+def test_results_are_frozen() -> None:
+    b = count_bound(1)
+    with pytest.raises(AttributeError):
+        b.l1 = 2  # type: ignore[misc]
+
+
+# ----------------------------------------------------------------------------- evaluation
+
+Row = tuple[int, str, int]  # (v, category, flag)
+CATEGORIES = ("a", "b", "c")
+
+
+def _sqlite(rows: Iterable[Row], sql: str) -> list[tuple[Any, ...]]:
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.execute("CREATE TABLE t (v INTEGER, cat TEXT, flag INTEGER)")
+        conn.executemany("INSERT INTO t VALUES (?, ?, ?)", list(rows))
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+
+
+def _scalar(rows: Sequence[Row], sql: str) -> float:
+    return _sqlite(rows, sql)[0][0]  # type: ignore[no-any-return]
+
+
+def _histogram(rows: Sequence[Row], where: str) -> Counter[str]:
+    sql = f"SELECT cat, COUNT(*) FROM t {where} GROUP BY cat"
+    return Counter({cat: n for cat, n in _sqlite(rows, sql)})
+
+
+def _norms(before: Counter[str], after: Counter[str]) -> tuple[float, float]:
+    diffs = [after[k] - before[k] for k in set(before) | set(after)]
+    return float(sum(abs(d) for d in diffs)), math.sqrt(sum(d * d for d in diffs))
+
+
+def _assert_within(observed_l1: float, observed_l2: float, bound: AggregateBound) -> None:
+    assert observed_l1 <= bound.l1 + TOL, (observed_l1, bound)
+    assert observed_l2 <= bound.l2 + TOL, (observed_l2, bound)
+
+
+# ----------------------------------------------------------------------------- strategies
+
+
+@st.composite
+def value_ranges(draw: st.DrawFn) -> tuple[int, int]:
+    low = draw(st.integers(-20, 20))
+    high = draw(st.integers(low, 20))
+    return low, high
+
+
+@st.composite
+def single_tables(draw: st.DrawFn, *, min_size: int = 0) -> tuple[int, int, list[Row]]:
+    """A value range [m, M] and a bag of rows (v in [m, M], a category, a 0/1 flag)."""
+    low, high = draw(value_ranges())
+    row = st.tuples(st.integers(low, high), st.sampled_from(CATEGORIES), st.integers(0, 1))
+    rows = draw(st.lists(row, min_size=min_size, max_size=8))
+    return low, high, rows
+
+
+@st.composite
+def neighbours(
+    draw: st.DrawFn, *, neighbor: str, min_size: int = 0, k: int = 1
+) -> tuple[int, int, list[Row], list[Row]]:
+    """(m, M, D, D') where D' is a neighbour of D changing at most k rows.
+
+    add-remove: D' adds j ≤ k rows to D, or removes j ≤ k rows of D (one person's
+    rows); substitute: j ≤ k rows of D are replaced by j arbitrary rows.
+    Both D and D' have at least ``min_size`` rows.
+    """
+    low, high, rows = draw(single_tables(min_size=min_size))
+    new_row = st.tuples(st.integers(low, high), st.sampled_from(CATEGORIES), st.integers(0, 1))
+    if neighbor == "add-remove":
+        grow = len(rows) - k < min_size or draw(st.booleans())
+        if grow:
+            added = draw(st.lists(new_row, min_size=1, max_size=k))
+            return low, high, rows, rows + added
+        j = draw(st.integers(1, min(k, len(rows) - min_size)))
+        gone = set(draw(st.permutations(range(len(rows))))[:j])
+        return low, high, rows, [r for i, r in enumerate(rows) if i not in gone]
+    assume(rows)
+    j = draw(st.integers(1, min(k, len(rows))))
+    changed = draw(st.permutations(range(len(rows))))[:j]
+    after = list(rows)
+    for i in changed:
+        after[i] = draw(new_row)
+    return low, high, rows, after
+
+
+FILTERS = {
+    "none": "",
+    "flag": "WHERE flag = 1",
+    "value-threshold": "WHERE v >= 3",
+    "category": "WHERE cat <> 'b'",
+}
+
+
+# ----------------------------------------------------------------------------- properties
+
+
+@pytest.mark.parametrize("neighbor", NEIGHBORS)
+@given(data=st.data())
+def test_count_is_sound(neighbor: str, data: st.DataObject) -> None:
+    _, _, before, after = data.draw(neighbours(neighbor=neighbor))
+    where = FILTERS[data.draw(st.sampled_from(sorted(FILTERS)))]
+    sql = f"SELECT COUNT(*) FROM t {where}"
+    change = abs(_scalar(after, sql) - _scalar(before, sql))
+    _assert_within(change, change, count_bound(1, neighbor=neighbor))
+
+
+@pytest.mark.parametrize("neighbor", NEIGHBORS)
+@given(data=st.data())
+def test_histogram_is_sound(neighbor: str, data: st.DataObject) -> None:
+    _, _, before, after = data.draw(neighbours(neighbor=neighbor))
+    where = FILTERS[data.draw(st.sampled_from(sorted(FILTERS)))]
+    l1, l2 = _norms(_histogram(before, where), _histogram(after, where))
+    _assert_within(l1, l2, histogram_bound(1, neighbor=neighbor))
+
+
+@pytest.mark.parametrize("neighbor", NEIGHBORS)
+@given(data=st.data())
+def test_sum_is_sound(neighbor: str, data: st.DataObject) -> None:
+    low, high, before, after = data.draw(neighbours(neighbor=neighbor))
+    name = data.draw(st.sampled_from(sorted(FILTERS)))
+    sql = f"SELECT COALESCE(SUM(v), 0) FROM t {FILTERS[name]}"  # an empty sum is 0
+    change = abs(_scalar(after, sql) - _scalar(before, sql))
+    bound = sum_bound(
+        1, low, high, neighbor=neighbor, single_table_unfiltered=(name == "none")
+    )
+    _assert_within(change, change, bound)
+    # the filtered rule also covers the unfiltered query (it is never smaller)
+    _assert_within(change, change, sum_bound(1, low, high, neighbor=neighbor))
+
+
+@pytest.mark.parametrize("neighbor", NEIGHBORS)
+@given(data=st.data())
+def test_median_is_sound(neighbor: str, data: st.DataObject) -> None:
+    low, high, before, after = data.draw(neighbours(neighbor=neighbor, min_size=1))
+    change = abs(statistics.median(r[0] for r in after) - statistics.median(r[0] for r in before))
+    for rows in (len(before), None):
+        _assert_within(change, change, median_bound(1, low, high, neighbor=neighbor, rows=rows))
+
+
+@pytest.mark.parametrize("neighbor", NEIGHBORS)
+@given(data=st.data())
+def test_avg_min_max_are_sound(neighbor: str, data: st.DataObject) -> None:
+    low, high, before, after = data.draw(neighbours(neighbor=neighbor, min_size=1, k=2))
+    xs, ys = [r[0] for r in before], [r[0] for r in after]
+    for f, bound in (
+        (statistics.fmean, avg_bound(1, low, high, neighbor=neighbor, contributions=2)),
+        (min, min_max_bound(1, low, high, neighbor=neighbor, contributions=2)),
+        (max, min_max_bound(1, low, high, neighbor=neighbor, contributions=2)),
+    ):
+        change = abs(f(ys) - f(xs))
+        _assert_within(change, change, bound)
+
+
+@pytest.mark.parametrize("neighbor", NEIGHBORS)
+@given(data=st.data())
+def test_contributions_are_sound(neighbor: str, data: st.DataObject) -> None:
+    k = data.draw(st.integers(2, 3))
+    low, high, before, after = data.draw(neighbours(neighbor=neighbor, min_size=1, k=k))
+    name = data.draw(st.sampled_from(sorted(FILTERS)))
+    where = FILTERS[name]
+    sql = f"SELECT COUNT(*) FROM t {where}"
+    change = abs(_scalar(after, sql) - _scalar(before, sql))
+    _assert_within(change, change, count_bound(1, neighbor=neighbor, contributions=k))
+    l1, l2 = _norms(_histogram(before, where), _histogram(after, where))
+    _assert_within(l1, l2, histogram_bound(1, neighbor=neighbor, contributions=k))
+    sql = f"SELECT COALESCE(SUM(v), 0) FROM t {where}"
+    change = abs(_scalar(after, sql) - _scalar(before, sql))
+    unfiltered = name == "none"
+    bound = sum_bound(
+        1, low, high, neighbor=neighbor, contributions=k, single_table_unfiltered=unfiltered
+    )
+    _assert_within(change, change, bound)
+    change = abs(statistics.median(r[0] for r in after) - statistics.median(r[0] for r in before))
+    bound = median_bound(1, low, high, neighbor=neighbor, rows=len(before), contributions=k)
+    _assert_within(change, change, bound)
+
+
+# A join with a key and a degree bound: R(a, g) with key a, S(a, v) with at most d
+# values v per a. Adding R(a, g) creates at most d answers of R ⋈ S, adding S(a, v)
+# at most one (the key): the CQ count bound is Δ = d, also with g free.
+
+JoinDb = tuple[frozenset[tuple[int, str]], frozenset[tuple[int, int]]]
+KEYS = range(4)
+
+
+def _join_ok(db: JoinDb, d: int) -> bool:
+    r, s = db
+    return len({a for a, _ in r}) == len(r) and all(
+        n <= d for n in Counter(a for a, _ in s).values()
+    )
+
+
+def _join_rows(db: JoinDb, sql: str) -> list[tuple[Any, ...]]:
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.execute("CREATE TABLE R (a INTEGER, g TEXT)")
+        conn.execute("CREATE TABLE S (a INTEGER, v INTEGER)")
+        conn.executemany("INSERT INTO R VALUES (?, ?)", sorted(db[0]))
+        conn.executemany("INSERT INTO S VALUES (?, ?)", sorted(db[1]))
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+
+
+def _additions(db: JoinDb, d: int, low: int, high: int) -> list[JoinDb]:
+    r, s = db
+    out: list[JoinDb] = []
+    for a, g in itertools.product(KEYS, CATEGORIES):
+        cand: JoinDb = (r | {(a, g)}, s)
+        if (a, g) not in r and _join_ok(cand, d):
+            out.append(cand)
+    for a, v in itertools.product(KEYS, range(low, high + 1)):
+        cand = (r, s | {(a, v)})
+        if (a, v) not in s and _join_ok(cand, d):
+            out.append(cand)
+    return out
+
+
+def _removals(db: JoinDb) -> list[JoinDb]:
+    r, s = db
+    return [(r - {t}, s) for t in sorted(r)] + [(r, s - {t}) for t in sorted(s)]
+
+
+@st.composite
+def join_neighbours(draw: st.DrawFn, *, neighbor: str) -> tuple[int, int, int, JoinDb, JoinDb]:
+    d = draw(st.integers(1, 3))
+    low, high = draw(value_ranges().filter(lambda lh: lh[1] - lh[0] <= 8))
+    keys = draw(st.lists(st.sampled_from(list(KEYS)), unique=True))
+    r = frozenset((a, draw(st.sampled_from(CATEGORIES))) for a in keys)
+    s_rows: set[tuple[int, int]] = set()
+    for a in KEYS:
+        vals = draw(st.lists(st.integers(low, high), unique=True, max_size=d))
+        s_rows |= {(a, v) for v in vals}
+    before: JoinDb = (r, frozenset(s_rows))
+    if neighbor == "add-remove":
+        moves = _additions(before, d, low, high) + _removals(before)
+    else:  # remove one tuple, then add one (any relation); the class is closed under removal
+        moves = [
+            after
+            for middle in _removals(before)
+            for after in _additions(middle, d, low, high)
+        ]
+    assume(moves)
+    return d, low, high, before, draw(st.sampled_from(moves))
+
+
+JOIN = "FROM R JOIN S ON R.a = S.a"
+
+
+@pytest.mark.parametrize("neighbor", NEIGHBORS)
+@given(data=st.data())
+def test_join_rules_are_sound(neighbor: str, data: st.DataObject) -> None:
+    d, low, high, before, after = data.draw(join_neighbours(neighbor=neighbor))
+    where = data.draw(st.sampled_from(["", "WHERE S.v >= 2", "WHERE R.g <> 'a'"]))
+
+    def scalar(db: JoinDb, sql: str) -> float:
+        return _join_rows(db, sql)[0][0]  # type: ignore[no-any-return]
+
+    count_sql = f"SELECT COUNT(*) {JOIN} {where}"
+    change = abs(scalar(after, count_sql) - scalar(before, count_sql))
+    assert change <= d  # the engine's Δ is right for this class
+    _assert_within(change, change, count_bound(d, neighbor=neighbor))
+
+    hist_sql = f"SELECT R.g, COUNT(*) {JOIN} {where} GROUP BY R.g"
+    l1, l2 = _norms(
+        Counter(dict(_join_rows(before, hist_sql))), Counter(dict(_join_rows(after, hist_sql)))
+    )
+    _assert_within(l1, l2, histogram_bound(d, neighbor=neighbor))
+
+    sum_sql = f"SELECT COALESCE(SUM(S.v), 0) {JOIN} {where}"
+    change = abs(scalar(after, sum_sql) - scalar(before, sum_sql))
+    _assert_within(change, change, sum_bound(d, low, high, neighbor=neighbor))
+
+    xs = [v for (v,) in _join_rows(before, f"SELECT S.v {JOIN} {where}")]
+    ys = [v for (v,) in _join_rows(after, f"SELECT S.v {JOIN} {where}")]
+    if xs and ys:  # MEDIAN/AVG/MIN/MAX are assumed defined on both neighbours
+        for rows in (len(xs), None):
+            change = abs(statistics.median(ys) - statistics.median(xs))
+            bound = median_bound(d, low, high, neighbor=neighbor, rows=rows)
+            _assert_within(change, change, bound)
+        change = abs(statistics.fmean(ys) - statistics.fmean(xs))
+        _assert_within(change, change, avg_bound(d, low, high, neighbor=neighbor))
+        for f in (min, max):
+            change = abs(f(ys) - f(xs))
+            _assert_within(change, change, min_max_bound(d, low, high, neighbor=neighbor))
+
+
+# ----------------------------------------------------------------------------- exhaustive
+
+
+def _all_tables(values: Sequence[int], n: int) -> Iterable[tuple[int, ...]]:
+    return itertools.combinations_with_replacement(values, n)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5])
+def test_median_change_one_is_tight(n: int) -> None:
+    """Exhaustively over bags of n values in {0, 3, 7, 10}: max change == bound."""
+    values = (0, 3, 7, 10)
+    worst = 0.0
+    for xs in _all_tables(values, n):
+        for i, new in itertools.product(range(n), values):
+            ys = list(xs)
+            ys[i] = new
+            worst = max(worst, abs(statistics.median(ys) - statistics.median(xs)))
+    assert worst == median_bound(1, 0, 10, neighbor="substitute", rows=n).l1
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5])
+def test_median_add_remove_is_tight(n: int) -> None:
+    values = (0, 3, 7, 10)
+    worst = 0.0
+    for xs in _all_tables(values, n):
+        for new in values:
+            worst = max(worst, abs(statistics.median([*xs, new]) - statistics.median(xs)))
+    assert worst == median_bound(1, 0, 10, neighbor="add-remove").l1
+
+
+def test_filtered_sum_witness_breaks_seed_001() -> None:
+    """SPEC §6.6: values in [5, 10], a row moves from filtered out to counted at 10."""
+    before = [(5, "a", 0)]
+    after = [(10, "a", 1)]
+    sql = "SELECT COALESCE(SUM(v), 0) FROM t WHERE flag = 1"
+    change = abs(_scalar(after, sql) - _scalar(before, sql))
+    seed_bound = 10 - 5
+    assert change == 10 > seed_bound
+    assert change == sum_bound(1, 5, 10, neighbor="substitute").l1
+
+
+def test_histogram_change_one_l2_is_reached() -> None:
+    """One row moving between groups: ℓ1 = 2 and ℓ2 = √2 exactly (SPEC §6.4)."""
+    before = [(0, "a", 1), (0, "b", 1)]
+    after = [(0, "b", 1), (0, "b", 1)]
+    l1, l2 = _norms(_histogram(before, ""), _histogram(after, ""))
+    b = histogram_bound(1, neighbor="substitute")
+    assert (l1, l2) == (b.l1, b.l2)
