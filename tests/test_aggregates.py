@@ -128,7 +128,11 @@ BAD_CALLS: list[tuple[str, Callable[[], object], str]] = [
     ("nan-delta", lambda: count_bound(math.nan), "count_delta"),
     ("bool-delta", lambda: count_bound(True), "count_delta"),
     ("zero-contributions", lambda: count_bound(1, contributions=0), "contributions"),
-    ("float-contributions", lambda: min_max_bound(1, 0, 1, contributions=1.5), "contrib"),  # type: ignore[arg-type]
+    (
+        "float-contributions",
+        lambda: min_max_bound(1, 0, 1, contributions=1.5),  # type: ignore[arg-type]
+        "contributions",
+    ),
     ("zero-rows", lambda: median_bound(1, 0, 1, neighbor="substitute", rows=0), "rows"),
     (
         "unfiltered-needs-delta-1",
@@ -416,6 +420,7 @@ def test_join_rules_are_sound(neighbor: str, data: st.DataObject) -> None:
 def _check_join(
     d: int, low: int, high: int, neighbor: str, before: JoinDb, after: JoinDb, where: str
 ) -> None:
+    """Check every aggregate rule with the join's count bound Δ = d, for one filter."""
 
     def scalar(db: JoinDb, sql: str) -> float:
         return _join_rows(db, sql)[0][0]  # type: ignore[no-any-return]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from hypothesis import given, note
+from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
 from cqsens.analyze import analyze
@@ -17,6 +17,7 @@ from cqsens.chase import chase
 from cqsens.core import core
 from cqsens.dependencies import Sigma
 
+from tests.conftest import soundness_examples
 from tests.oracle import local_sensitivity
 from tests.strategies import ARITIES, COLUMNS, cqs, databases, dependencies_for
 
@@ -31,6 +32,7 @@ def _check(cq, sigma, db, upper):  # type: ignore[no-untyped-def]
     assert observed <= upper
 
 
+@settings(max_examples=soundness_examples())
 @given(data=st.data())
 def test_delta_str_is_sound(data: st.DataObject) -> None:
     cq = data.draw(cqs())
@@ -42,6 +44,7 @@ def test_delta_str_is_sound(data: st.DataObject) -> None:
     assert a.delta_str == a.upper
 
 
+@settings(max_examples=soundness_examples())
 @given(data=st.data())
 def test_upper_bound_with_dependencies_is_sound(data: st.DataObject) -> None:
     cq = data.draw(cqs())
@@ -55,6 +58,7 @@ def test_upper_bound_with_dependencies_is_sound(data: st.DataObject) -> None:
     assert a.upper <= a.delta_str
 
 
+@settings(max_examples=soundness_examples())
 @given(data=st.data())
 def test_self_join_heavy_queries_are_sound(data: st.DataObject) -> None:
     """One relation only: many self-joins, where position patterns matter (SPEC §6.1)."""
@@ -70,3 +74,21 @@ def test_report_trial_counts() -> None:
     """Prints the number of trials (run with -s to see it)."""
     print(f"\nsoundness trials: {TRIALS}")
     assert math.isfinite(sum(TRIALS.values()))
+
+
+def test_oracle_sees_the_self_join_erratum() -> None:
+    """The oracle is strong enough to refute Prop 7's Δ_STR = 1 (SPEC §6.1)."""
+    from cqsens.parse_cq import parse_cq
+
+    cq = parse_cq("Q(x) :- R(x, y), R(y, x)")
+    observed, _ = local_sensitivity(cq, {"R": 2}, COLUMNS, {"R": {("b", "a")}}, Sigma.of())
+    assert observed == 2
+
+
+def test_oracle_sees_growth_of_an_unbounded_query() -> None:
+    from cqsens.parse_cq import parse_cq
+
+    cq = parse_cq("Q(x) :- R(x, y), T(y)")
+    db = {"R": {(v, 1) for v in ("a", "b", 2, 3)}, "T": set()}
+    observed, _ = local_sensitivity(cq, {"R": 2, "T": 1}, COLUMNS, db, Sigma.of())
+    assert observed == 4
