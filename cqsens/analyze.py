@@ -28,6 +28,7 @@ from cqsens.parse_cq import parse_cq, parse_dependencies, parse_dependency
 from cqsens.parse_sql import parse_sql
 from cqsens.paths import Weight
 from cqsens.schema import Schema, load_schema
+from cqsens.suggest import suggest
 
 __all__ = ["Analysis", "analyze", "load_query", "resolve_sigma", "PIPELINE", "jsonable"]
 
@@ -355,6 +356,46 @@ def _explain(state: State, analysis_upper: Weight) -> list[str]:
     return lines
 
 
+def _column_name(query: AggregateQuery, schema: Schema | None, relation: str, i: int) -> str:
+    if schema is not None and (rel := schema.find(relation)) is not None:
+        return rel.columns[i]
+    columns = query.columns.get(relation)
+    return columns[i] if columns and i < len(columns) else str(i + 1)
+
+
+def _bound_with(state: State, extra: Sequence[Dependency]) -> Weight:
+    sigma = Sigma.of([*state.sigma, *extra])
+    chased = core(chase(state.query.cq, sigma.fds()), budget=CORE_BUDGET)
+    return upper_bound(chased, sigma).value
+
+
+def _suggestion(state: State, schema: Schema | None) -> list[str]:
+    """The fewest dependencies that bound the query, confirmed by re-analysis."""
+    assert state.core is not None
+    advice = suggest(state.core, state.sigma)
+    if not advice.dependencies:
+        return [f"No dependency helps: {advice.reason}."] if advice.reason else []
+
+    def named(dep: Dependency, k: int | None = None) -> str:
+        q = state.query
+        text = (f"{dep.relation}[{_column_name(q, schema, dep.relation, dep.i)}->"
+                f"{_column_name(q, schema, dep.relation, dep.j)}]")
+        return text if k is None else f"{text}<={k}"
+
+    lines: list[str] = []
+    for n, option in enumerate((advice.dependencies, *advice.alternatives)):
+        fd_bound = _bound_with(state, option)
+        cd_bound = _bound_with(state, [Dependency(d.relation, d.i, d.j, 3) for d in option])
+        if fd_bound == math.inf:
+            continue  # not confirmed: never suggest what does not work
+        fds = " and ".join(named(d) for d in option)
+        cds = " and ".join(named(d, 3).replace("<=3", "<=k") for d in option)
+        text = (f"declare {fds} (FD: the upper bound becomes {_fmt(fd_bound)}) or {cds} "
+                f"(CD: with k = 3 it becomes {_fmt(cd_bound)})")
+        lines.append(("To bound it, " if n == 0 else "Or instead, ") + text + ".")
+    return lines
+
+
 def analyze(
     source: str | Path,
     *,
@@ -418,6 +459,7 @@ def analyze(
     upper = state.bound.value
     delta = state.delta_str.value
     explanation = _explain(state, upper)
+    suggestion = _suggestion(state, parsed_schema) if upper == math.inf else []
     return Analysis(
         query=query.text.strip(),
         source=query.source,
@@ -438,6 +480,7 @@ def analyze(
         bound=state.bound,
         notes=state.notes,
         core_minimal=state.core_minimal,
+        suggestion=suggestion,
     )
 
 
