@@ -1,0 +1,53 @@
+"""Advice for unbounded queries, confirmed by re-running the analysis."""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cqsens.analyze import analyze
+from cqsens.chase import chase
+from cqsens.core import core
+from cqsens.dependencies import Sigma
+from cqsens.parse_cq import parse_cq
+from cqsens.suggest import suggest
+
+from tests.strategies import cqs, dependencies_for
+
+
+def test_example_2_suggests_one_doctor_per_patient_among_the_options() -> None:
+    a = analyze("examples/hospital/oncology.sql", schema="examples/hospital/schema.sql")
+    text = " ".join(a.suggestion)
+    assert "PatDoc[pat->doc] (FD: the upper bound becomes 1)" in text
+    assert "PatDoc[pat->doc]<=k (CD: with k = 3 it becomes 3)" in text
+
+
+def test_disconnected_query_gets_a_reason() -> None:
+    a = analyze("Q(x) :- R(x), S(y)")
+    assert a.upper == math.inf and "No dependency helps" in a.suggestion[0]
+
+
+def test_bounded_query_gets_no_suggestion() -> None:
+    assert analyze("Q(x) :- R(x, y)").suggestion == []
+
+
+@given(data=st.data())
+def test_every_suggestion_bounds_the_query(data: st.DataObject) -> None:
+    cq = data.draw(cqs(max_atoms=4))
+    sigma = data.draw(dependencies_for(cq))
+    c = core(chase(cq, sigma.fds()))
+    advice = suggest(c, sigma)
+    if not advice.dependencies:
+        return
+    a = analyze(str(cq), fds=[d for d in sigma if d.k == 1], cds=[d for d in sigma if d.k > 1])
+    b = analyze(str(cq), fds=[d for d in sigma if d.k == 1] + list(advice.dependencies),
+                cds=[d for d in sigma if d.k > 1])
+    assert a.upper == math.inf and b.upper < math.inf
+
+
+def test_suggestion_is_minimal_for_a_chain() -> None:
+    c = parse_cq("Q(x) :- R(x, y), S(y, z), T(z, w)")
+    advice = suggest(c, Sigma.of())
+    assert len(advice.dependencies) == 2  # S and T atoms each need one step back to x
