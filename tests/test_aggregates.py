@@ -13,13 +13,13 @@ import itertools
 import math
 import sqlite3
 import statistics
-import tomllib
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+import tomllib
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
@@ -74,18 +74,18 @@ def _same(a: float, b: float) -> bool:
 
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
 def test_table_case(case: dict[str, Any]) -> None:
+    """One cell of the SPEC §4 table (or a §6 erratum): the rule gives the expected ℓ1, ℓ2."""
     bound = _bound_for(case)
     assert _same(bound.l1, case["expect"]["l1"]), bound
     assert _same(bound.l2, case["expect"]["l2"]), bound
     assert bound.neighbor == case["neighbor"]
     assert bound.rule.endswith(".") and bound.rule.count(". ") == 0  # one sentence
     if "seed" in case:  # the seed's literal value is what SPEC §6 corrects
-        assert not (
-            _same(bound.l1, case["seed"]["l1"]) and _same(bound.l2, case["seed"]["l2"])
-        )
+        assert not (_same(bound.l1, case["seed"]["l1"]) and _same(bound.l2, case["seed"]["l2"]))
 
 
 def test_fixture_covers_the_spec_table() -> None:
+    """Every (query, neighbour) cell of SPEC §4 and each of §6.4-6.6 has a case."""
     ids = {c["id"] for c in CASES}
     for kind in ("count", "histogram", "sum", "median"):
         for neighbor in NEIGHBORS:
@@ -96,6 +96,7 @@ def test_fixture_covers_the_spec_table() -> None:
 
 
 def test_rules_name_their_source() -> None:
+    """Each rule sentence names the SPEC section or seed it comes from."""
     assert "seed 000" in histogram_bound(1, neighbor="substitute").rule
     assert "§6.4" in histogram_bound(1, neighbor="substitute").rule
     assert "§6.6" in sum_bound(1, 0, 1, neighbor="substitute").rule
@@ -106,6 +107,7 @@ def test_rules_name_their_source() -> None:
 
 
 def test_vector_bound() -> None:
+    """Several aggregates: ℓ1 adds up, ℓ2 is the root of the sum of squares."""
     parts = [sum_bound(1, 0, 3), sum_bound(1, -4, 0), count_bound(1)]
     b = vector_bound(parts)
     assert b.l1 == 8
@@ -152,12 +154,14 @@ BAD_CALLS: list[tuple[str, Callable[[], object], str]] = [
     ("call", "needle"), [(c, n) for _, c, n in BAD_CALLS], ids=[i for i, _, _ in BAD_CALLS]
 )
 def test_bad_input_raises_input_error(call: Callable[[], object], needle: str) -> None:
+    """Bad parameters raise InputError naming the value at fault."""
     with pytest.raises(InputError) as info:
         call()
     assert needle in str(info.value)
 
 
 def test_results_are_frozen() -> None:
+    """AggregateBound is immutable."""
     b = count_bound(1)
     with pytest.raises(AttributeError):
         b.l1 = 2  # type: ignore[misc]
@@ -203,6 +207,7 @@ def _assert_within(observed_l1: float, observed_l2: float, bound: AggregateBound
 
 @st.composite
 def value_ranges(draw: st.DrawFn) -> tuple[int, int]:
+    """Draw integer bounds m ≤ M in [-20, 20]."""
     low = draw(st.integers(-20, 20))
     high = draw(st.integers(low, 20))
     return low, high
@@ -210,7 +215,7 @@ def value_ranges(draw: st.DrawFn) -> tuple[int, int]:
 
 @st.composite
 def single_tables(draw: st.DrawFn, *, min_size: int = 0) -> tuple[int, int, list[Row]]:
-    """A value range [m, M] and a bag of rows (v in [m, M], a category, a 0/1 flag)."""
+    """Draw a value range [m, M] and a bag of rows (v in [m, M], a category, a 0/1 flag)."""
     low, high = draw(value_ranges())
     row = st.tuples(st.integers(low, high), st.sampled_from(CATEGORIES), st.integers(0, 1))
     rows = draw(st.lists(row, min_size=min_size, max_size=8))
@@ -260,6 +265,7 @@ FILTERS = {
 @pytest.mark.parametrize("neighbor", NEIGHBORS)
 @given(data=st.data())
 def test_count_is_sound(neighbor: str, data: st.DataObject) -> None:
+    """COUNT, with and without filters: no neighbour changes it by more than the bound."""
     _, _, before, after = data.draw(neighbours(neighbor=neighbor))
     for where in FILTERS.values():
         sql = f"SELECT COUNT(*) FROM t {where}"
@@ -270,6 +276,7 @@ def test_count_is_sound(neighbor: str, data: st.DataObject) -> None:
 @pytest.mark.parametrize("neighbor", NEIGHBORS)
 @given(data=st.data())
 def test_histogram_is_sound(neighbor: str, data: st.DataObject) -> None:
+    """GROUP BY counts: observed ℓ1 and ℓ2 of the change stay within the bound."""
     _, _, before, after = data.draw(neighbours(neighbor=neighbor))
     for where in FILTERS.values():
         l1, l2 = _norms(_histogram(before, where), _histogram(after, where))
@@ -279,13 +286,12 @@ def test_histogram_is_sound(neighbor: str, data: st.DataObject) -> None:
 @pytest.mark.parametrize("neighbor", NEIGHBORS)
 @given(data=st.data())
 def test_sum_is_sound(neighbor: str, data: st.DataObject) -> None:
+    """SUM with every filter; the unfiltered single-table rule only without a filter."""
     low, high, before, after = data.draw(neighbours(neighbor=neighbor))
     for name, where in FILTERS.items():
         sql = f"SELECT COALESCE(SUM(v), 0) FROM t {where}"  # an empty sum is 0
         change = abs(_scalar(after, sql) - _scalar(before, sql))
-        bound = sum_bound(
-            1, low, high, neighbor=neighbor, single_table_unfiltered=(name == "none")
-        )
+        bound = sum_bound(1, low, high, neighbor=neighbor, single_table_unfiltered=(name == "none"))
         _assert_within(change, change, bound)
         # the filtered rule also covers the unfiltered query (it is never smaller)
         _assert_within(change, change, sum_bound(1, low, high, neighbor=neighbor))
@@ -294,6 +300,7 @@ def test_sum_is_sound(neighbor: str, data: st.DataObject) -> None:
 @pytest.mark.parametrize("neighbor", NEIGHBORS)
 @given(data=st.data())
 def test_median_is_sound(neighbor: str, data: st.DataObject) -> None:
+    """MEDIAN (mean of the two middle values for even n) within the seed-004 rules."""
     low, high, before, after = data.draw(neighbours(neighbor=neighbor, min_size=1))
     change = abs(statistics.median(r[0] for r in after) - statistics.median(r[0] for r in before))
     for rows in (len(before), None):
@@ -303,6 +310,7 @@ def test_median_is_sound(neighbor: str, data: st.DataObject) -> None:
 @pytest.mark.parametrize("neighbor", NEIGHBORS)
 @given(data=st.data())
 def test_avg_min_max_are_sound(neighbor: str, data: st.DataObject) -> None:
+    """AVG, MIN and MAX within M − m, even when two rows change."""
     low, high, before, after = data.draw(neighbours(neighbor=neighbor, min_size=1, k=2))
     xs, ys = [r[0] for r in before], [r[0] for r in after]
     for f, bound in (
@@ -317,6 +325,7 @@ def test_avg_min_max_are_sound(neighbor: str, data: st.DataObject) -> None:
 @pytest.mark.parametrize("neighbor", NEIGHBORS)
 @given(data=st.data())
 def test_contributions_are_sound(neighbor: str, data: st.DataObject) -> None:
+    """Up to k rows per individual: the additive bounds times k hold."""
     k = data.draw(st.integers(2, 3))
     low, high, before, after = data.draw(neighbours(neighbor=neighbor, min_size=1, k=k))
     for name, where in FILTERS.items():
@@ -385,6 +394,7 @@ def _removals(db: JoinDb) -> list[JoinDb]:
 
 @st.composite
 def join_neighbours(draw: st.DrawFn, *, neighbor: str) -> tuple[int, int, int, JoinDb, JoinDb]:
+    """Draw (d, m, M, D, D'): D' is a neighbour of D, both satisfying the key and degree d."""
     d = draw(st.integers(1, 3))
     low, high = draw(value_ranges().filter(lambda lh: lh[1] - lh[0] <= 8))
     keys = draw(st.lists(st.sampled_from(list(KEYS)), unique=True))
@@ -398,9 +408,7 @@ def join_neighbours(draw: st.DrawFn, *, neighbor: str) -> tuple[int, int, int, J
         moves = _additions(before, d, low, high) + _removals(before)
     else:  # remove one tuple, then add one (any relation); the class is closed under removal
         moves = [
-            after
-            for middle in _removals(before)
-            for after in _additions(middle, d, low, high)
+            after for middle in _removals(before) for after in _additions(middle, d, low, high)
         ]
     assume(moves)
     return d, low, high, before, draw(st.sampled_from(moves))
@@ -412,6 +420,7 @@ JOIN = "FROM R JOIN S ON R.a = S.a"
 @pytest.mark.parametrize("neighbor", NEIGHBORS)
 @given(data=st.data())
 def test_join_rules_are_sound(neighbor: str, data: st.DataObject) -> None:
+    """On a keyed join with Δ = d, every aggregate rule holds for the real change."""
     d, low, high, before, after = data.draw(join_neighbours(neighbor=neighbor))
     for where in ("", "WHERE S.v >= 2", "WHERE R.g <> 'a'"):
         _check_join(d, low, high, neighbor, before, after, where)
@@ -476,6 +485,7 @@ def test_median_change_one_is_tight(n: int) -> None:
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5])
 def test_median_add_remove_is_tight(n: int) -> None:
+    """Exhaustively over small bags: adding a row moves the median by at most (M − m)/2, reached."""
     values = (0, 3, 7, 10)
     worst = 0.0
     for xs in _all_tables(values, n):

@@ -17,8 +17,11 @@ Two neighbour models are supported (SPEC §3):
     one tuple is changed ("change-one"), i.e. removed and another one added.
 
 With ``contributions=k`` one individual owns up to ``k`` tuples, so a neighbour
-changes up to ``k`` tuples; by the triangle inequality each additive bound is
-multiplied by ``k`` (Observation 1 of the ICALP paper).
+adds or removes up to ``k`` tuples (add-remove) or changes up to ``k`` tuples in
+place (substitute); it is a chain of ``k`` single-tuple neighbours, so by the
+triangle inequality each additive bound (COUNT, histogram, SUM) is multiplied
+by ``k`` (Observation 1 of the ICALP paper). Range bounds (AVG, MIN/MAX, MEDIAN
+beyond one row) do not grow with ``k``.
 
 Every value returned is an upper bound that is never below the truth. ℓ2 is
 always a norm, never a squared norm (SPEC §6.4). ``math.inf`` means "unbounded"
@@ -123,9 +126,7 @@ def _check_count_delta(count_delta: object) -> float:
             construct="count_delta",
         )
     if count_delta < 0:
-        raise InputError(
-            f"count_delta must be >= 0, not {count_delta!r}", construct="count_delta"
-        )
+        raise InputError(f"count_delta must be >= 0, not {count_delta!r}", construct="count_delta")
     return count_delta
 
 
@@ -137,8 +138,7 @@ def _check_contributions(contributions: object) -> int:
         )
     if contributions < 1:
         raise InputError(
-            f"contributions must be >= 1 (tuples owned by one individual), "
-            f"not {contributions!r}",
+            f"contributions must be >= 1 (tuples owned by one individual), not {contributions!r}",
             construct="contributions",
         )
     return contributions
@@ -154,9 +154,7 @@ def _check_range(low: float, high: float) -> tuple[float, float]:
         checked.append(value)
     low, high = checked
     if low > high:
-        raise InputError(
-            f"empty value range: low {low!r} > high {high!r}", construct="bounds"
-        )
+        raise InputError(f"empty value range: low {low!r} > high {high!r}", construct="bounds")
     if low == math.inf or high == -math.inf:
         raise InputError(
             f"value range [{low!r}, {high!r}] holds no real number", construct="bounds"
@@ -168,7 +166,7 @@ def _check_range(low: float, high: float) -> tuple[float, float]:
 
 
 def _mul(a: float, b: float) -> float:
-    """``a * b`` with ``0 * inf == 0``: a zero bound stays zero whatever it scales."""
+    """Multiply two bounds, with ``0 * inf == 0``: a zero bound stays zero whatever it scales."""
     if a == 0 or b == 0:
         return 0
     return a * b
@@ -430,7 +428,7 @@ def sum_bound(
         value = _mul(_mul(k, delta), _magnitude(low, high))
         rule = (
             f"SUM over [{lo_s}, {hi_s}]: one tuple added or removed adds or removes at most "
-            f"Δ = {_fmt(delta)} rows, each worth at most max(|m|, |M|) = "
+            f"Δ = {_fmt(delta)} row(s), each worth at most max(|m|, |M|) = "
             f"{_fmt(_magnitude(low, high))} (SPEC §4; seed 001 Thm 3, ℓ2 not squared "
             "per SPEC §6.4)"
         )
@@ -444,7 +442,7 @@ def sum_bound(
     else:
         value = _mul(_mul(k, delta), _signed_span(low, high))
         rule = (
-            f"SUM over [{lo_s}, {hi_s}] under substitution: at most Δ = {_fmt(delta)} rows "
+            f"SUM over [{lo_s}, {hi_s}] under substitution: at most Δ = {_fmt(delta)} row(s) "
             f"removed and Δ added move the sum by at most Δ·(max(M,0) − min(m,0)) with "
             f"max(M,0) − min(m,0) = {_fmt(_signed_span(low, high))}, since a filtered "
             "row can enter or leave the sum (SPEC §4, §6.6)"
@@ -663,12 +661,9 @@ def median_bound(
     delta = _check_count_delta(count_delta)
     k = _check_contributions(contributions)
     low, high = _check_range(low, high)
-    if rows is not None and (
-        not isinstance(rows, int) or isinstance(rows, bool) or rows < 1
-    ):
+    if rows is not None and (not isinstance(rows, int) or isinstance(rows, bool) or rows < 1):
         raise InputError(
-            f"rows must be an integer >= 1 (the median of no rows is undefined), "
-            f"not {rows!r}",
+            f"rows must be an integer >= 1 (the median of no rows is undefined), not {rows!r}",
             construct="rows",
         )
     span = _span(low, high)
