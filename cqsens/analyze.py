@@ -29,6 +29,7 @@ from cqsens.parse_sql import parse_sql
 from cqsens.paths import Weight
 from cqsens.schema import Schema, load_schema
 from cqsens.suggest import suggest
+from cqsens.witness import Witness, find_witness
 
 __all__ = ["Analysis", "analyze", "load_query", "resolve_sigma", "PIPELINE", "jsonable"]
 
@@ -164,8 +165,8 @@ class Analysis:
         """True when the upper bound is finite."""
         return self.upper != math.inf
 
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON object of SPEC §7 (∞ as ``"inf"``)."""
+    def to_dict(self, *, witness: bool = False) -> dict[str, Any]:
+        """The JSON object of SPEC §7 (∞ as ``"inf"``); ``witness`` adds the databases."""
         out: dict[str, Any] = {
             "query": self.query,
             "source": self.source,
@@ -192,7 +193,7 @@ class Analysis:
             "notes": list(self.notes),
             "suggestion": list(self.suggestion),
         }
-        if self.witness is not None:
+        if witness and self.witness is not None:
             out["witness"] = self.witness.to_dict()
         out.update(self.extra)
         return out
@@ -363,6 +364,21 @@ def _column_name(query: AggregateQuery, schema: Schema | None, relation: str, i:
     return columns[i] if columns and i < len(columns) else str(i + 1)
 
 
+def _column_checks(schema: Schema | None) -> dict[tuple[str, int], list[str]]:
+    """The schema's CHECK bounds as SQLite predicates a witness value must meet."""
+    out: dict[tuple[str, int], list[str]] = {}
+    for rel in schema.relations if schema is not None else ():
+        for pos, low, high in rel.bounds:
+            parts = []
+            if low != -math.inf:
+                parts.append(f"{{0}} >= {jsonable(low)!r}")
+            if high != math.inf:
+                parts.append(f"{{0}} <= {jsonable(high)!r}")
+            if parts:
+                out[(rel.name, pos)] = [" AND ".join(parts)]
+    return out
+
+
 def _bound_with(state: State, extra: Sequence[Dependency]) -> Weight:
     sigma = Sigma.of([*state.sigma, *extra])
     chased = core(chase(state.query.cq, sigma.fds()), budget=CORE_BUDGET)
@@ -407,6 +423,9 @@ def analyze(
     neighbor: str = "add-remove",
     kind: str | None = None,
     name: str | None = None,
+    prove_lower: bool = True,
+    witness_time: float = 0.25,
+    seed: int = 0,
 ) -> Analysis:
     """Analyse one counting query: sensitivity bounds, the paper's values and why.
 
@@ -428,6 +447,13 @@ def analyze(
         Force the input language (otherwise guessed).
     name : str, optional
         Source name used in messages.
+    prove_lower : bool
+        Search for a witness (two databases) proving a lower bound; without
+        one ``lower`` is None.
+    witness_time : float
+        Seconds of local search when the constructions do not reach the upper bound.
+    seed : int
+        Seed of that search (results are reproducible).
 
     Returns
     -------
@@ -460,6 +486,17 @@ def analyze(
     delta = state.delta_str.value
     explanation = _explain(state, upper)
     suggestion = _suggestion(state, parsed_schema) if upper == math.inf else []
+    witness: Witness | None = None
+    if prove_lower:
+        witness = find_witness(query, sigma, state.core, upper=upper, columns=query.columns,
+                               time_budget=witness_time, seed=seed,
+                               column_checks=_column_checks(parsed_schema))
+    lower: Weight | None = witness.lower if witness is not None else None
+    if lower is not None and lower > upper:  # a real pair of databases beats the bound: a bug
+        raise AssertionError(
+            f"internal error: witness difference {lower} exceeds the upper bound {upper} "
+            f"for {query.cq}; please report it"
+        )
     return Analysis(
         query=query.text.strip(),
         source=query.source,
@@ -472,7 +509,7 @@ def analyze(
         delta_str=delta,
         paper=state.paper,
         upper=upper,
-        lower=None,
+        lower=lower,
         neighbor=neighbor,
         l1=upper,
         l2=upper,
@@ -481,6 +518,7 @@ def analyze(
         notes=state.notes,
         core_minimal=state.core_minimal,
         suggestion=suggestion,
+        witness=witness,
     )
 
 

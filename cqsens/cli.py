@@ -72,6 +72,12 @@ def cli() -> None:
 @dependency_options
 @click.option("--format", "fmt", type=click.Choice([f.value for f in Format]), default="text",
               show_default=True, help="Output format.")
+@click.option("--witness", "show_witness", is_flag=True,
+              help="Show the witness databases behind the lower bound.")
+@click.option("--no-lower", is_flag=True,
+              help="Skip the witness search (faster; the lower bound is then null).")
+@click.option("--witness-time", type=click.FloatRange(min=0), default=0.25, show_default=True,
+              help="Seconds of local search when the constructions do not reach the upper bound.")
 def analyze_cmd(
     files: tuple[str, ...],
     cq_texts: tuple[str, ...],
@@ -83,6 +89,9 @@ def analyze_cmd(
     constraints: str | None,
     neighbor: str,
     fmt: str,
+    show_witness: bool,
+    no_lower: bool,
+    witness_time: float,
 ) -> None:
     """Analyse queries from FILES (.sql, .cq) or --cq/--sql text.
 
@@ -106,17 +115,75 @@ def analyze_cmd(
         try:
             results.append(
                 analyze(source, schema=schema, fds=fds, cds=cds, constraints=constraints,
-                        dialect=dialect, neighbor=neighbor, kind=kind, name=name)
+                        dialect=dialect, neighbor=neighbor, kind=kind, name=name,
+                        prove_lower=not no_lower, witness_time=witness_time)
             )
         except InputError as err:
             _error(err)
             failed = True
     if results:
         if fmt == Format.json.value:
-            click.echo(to_json(results))
+            click.echo(to_json(results, witness=show_witness))
         else:
-            click.echo("\n\n".join(to_text(a) for a in results))
+            click.echo("\n\n".join(to_text(a, witness=show_witness) for a in results))
     sys.exit(EXIT_INPUT if failed else EXIT_OK)
+
+
+@cli.command("witness")
+@click.argument("query", type=click.Path(dir_okay=False), required=False)
+@click.option("--cq", "cq_text", default=None, metavar="TEXT", help="A conjunctive query.")
+@click.option("--sql", "sql_text", default=None, metavar="TEXT", help="A SQL query.")
+@schema_options
+@dependency_options
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="Where to write: a .sql script, or a .sqlite/.db database.")
+@click.option("--witness-time", type=click.FloatRange(min=0), default=1.0, show_default=True,
+              help="Seconds of local search when the constructions do not reach the upper bound.")
+def witness_cmd(
+    query: str | None,
+    cq_text: str | None,
+    sql_text: str | None,
+    schema: str | None,
+    dialect: str | None,
+    fds: tuple[str, ...],
+    cds: tuple[str, ...],
+    constraints: str | None,
+    neighbor: str,
+    output: str,
+    witness_time: float,
+) -> None:
+    """Write the databases that prove the lower bound of QUERY.
+
+    A .sql output is a runnable script: CREATE TABLE, the INSERTs of A, the
+    counts as comments, and the INSERT of the added row t as the last
+    statement.  A .sqlite/.db output holds A in the tables and A ∪ {t} in
+    <table>_with_t copies.
+    """
+    from cqsens.witness import write_witness
+
+    given = [x for x in (query, cq_text, sql_text) if x is not None]
+    if len(given) != 1:
+        raise click.UsageError("give exactly one query: QUERY file, --cq TEXT or --sql TEXT")
+    kind = "cq" if cq_text is not None else "sql" if sql_text is not None else None
+    source: str | Path = Path(query) if query is not None else given[0]
+    try:
+        result = analyze(source, schema=schema, fds=fds, cds=cds, constraints=constraints,
+                         dialect=dialect, neighbor=neighbor, kind=kind,
+                         witness_time=witness_time)
+    except InputError as err:
+        _error(err)
+        sys.exit(EXIT_INPUT)
+    if result.witness is None:
+        click.echo(f"error: no witness found for {result.source}", err=True)
+        sys.exit(EXIT_INPUT)
+    try:
+        write_witness(result.witness, output, title=f"{result.source}: {result.cq}")
+    except OSError as exc:
+        click.echo(f"error: {output}: cannot write: {exc.strerror}", err=True)
+        sys.exit(EXIT_INPUT)
+    click.echo(f"{output}: {result.witness.summary()}")
+    click.echo(f"upper bound {result.upper}, lower bound {result.lower}"
+               + (" (tight)" if result.tight else ""))
 
 
 def main() -> None:

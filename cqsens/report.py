@@ -35,16 +35,16 @@ def fmt(value: object) -> str:
     return str(value)
 
 
-def to_json(analyses: Sequence[Analysis]) -> str:
+def to_json(analyses: Sequence[Analysis], *, witness: bool = False) -> str:
     """One object for one analysis, a list for several."""
-    records: list[dict[str, Any]] = [a.to_dict() for a in analyses]
+    records: list[dict[str, Any]] = [a.to_dict(witness=witness) for a in analyses]
     payload: Any = records[0] if len(records) == 1 else records
     return json.dumps(payload, indent=2, ensure_ascii=False)
 
 
-def to_text(analysis: Analysis) -> str:
+def to_text(analysis: Analysis, *, witness: bool = False) -> str:
     """A readable account: the CQ, its core, connectivity, the bounds and why."""
-    d = analysis.to_dict()
+    d = analysis.to_dict(witness=witness)
     s = d["sensitivity"]
     lines = [f"== {analysis.source}"]
     lines.append(f"  query      {d['cq']}")
@@ -75,9 +75,14 @@ def to_text(analysis: Analysis) -> str:
         lines.append(f"    - {sentence}")
     for suggestion in d.get("suggestion", []):
         lines.append(f"  suggestion: {suggestion}")
-    if "witness" in d:
-        w = d["witness"]
-        lines.append(f"  witness: {w.get('summary', '')}")
+    if analysis.witness is not None:
+        lines.append(f"  lower bound proven by: {analysis.witness.summary()}")
+        if witness:
+            for rel, rows in analysis.witness.database.as_lists().items():
+                shown = ", ".join(repr(r) for r in rows[:12]) + (" ..." if len(rows) > 12 else "")
+                lines.append(f"    A.{rel}: {shown or '(empty)'}")
+    elif analysis.lower is None and analysis.satisfiable:
+        lines.append("  lower bound: none proven (no witness found)")
     for note in d["notes"]:
         lines.append(f"  note: {note}")
     return "\n".join(lines)

@@ -157,6 +157,9 @@ def _build(core_cq: CQ, relation: str, players: Sequence[Atom], copies: int) -> 
         root = classes[p]
         if root not in class_value:
             class_value[root] = consts[root] if root in consts else s.fresh()
+            term = players[0].terms[p]
+            if isinstance(term, Var):
+                s.origin[class_value[root]] = term  # type: ignore[index]
     t: Row = tuple(class_value[classes[p]] for p in range(len(classes)))
     s.t = (relation, t)
     atoms = core_cq.relation_atoms()
@@ -329,8 +332,16 @@ def _literals_in(template: str) -> list[Value]:
     return out
 
 
-def _unary_checks(core_cq: CQ) -> dict[Var, list[str]]:
+def _unary_checks(
+    core_cq: CQ, column_checks: Mapping[tuple[str, int], Sequence[str]]
+) -> dict[Var, list[str]]:
     checks: dict[Var, list[str]] = {}
+    for atom in core_cq.relation_atoms():
+        for pos, term in enumerate(atom.terms):
+            if isinstance(term, Var):
+                for template in column_checks.get((atom.relation, pos), ()):
+                    if template not in checks.setdefault(term, []):
+                        checks[term].append(template)
     for atom in core_cq.atoms:
         if atom.is_filter and len(atom.variables()) == 1:
             (var,) = atom.variables()
@@ -475,6 +486,7 @@ def find_witness(
     columns: Mapping[str, tuple[str, ...]] | None = None,
     time_budget: float = 1.0,
     seed: int = 0,
+    column_checks: Mapping[tuple[str, int], Sequence[str]] | None = None,
 ) -> Witness | None:
     """The best witness found for ``query`` on C_Σ, or None.
 
@@ -494,6 +506,9 @@ def find_witness(
         Seconds for the local search after the constructions.
     seed : int
         Seed of the local search (results are reproducible).
+    column_checks : mapping, optional
+        ``(relation, position) → [template]``: predicates (``{0} BETWEEN 0 AND
+        120``) every value of that column must meet, such as the schema's CHECKs.
 
     Returns
     -------
@@ -513,7 +528,8 @@ def find_witness(
     for rel, arity in query.cq.relations().items():
         cols.setdefault(rel, tuple(f"c{i + 1}" for i in range(arity)))
     scratch = sqlite3.connect(":memory:")
-    ctx = _Context(query, sigma, core_cq, cols, _unary_checks(core_cq), scratch)
+    checks = _unary_checks(core_cq, column_checks or {})
+    ctx = _Context(query, sigma, core_cq, cols, checks, scratch)
     try:
         return _search(ctx, upper, time_budget, seed)
     finally:

@@ -38,7 +38,7 @@ def test_delta_str_is_sound(data: st.DataObject) -> None:
     cq = data.draw(cqs())
     sigma = Sigma.of()
     db = data.draw(databases({r: ARITIES[r] for r in cq.relations()}, sigma))
-    a = analyze(str(cq))
+    a = analyze(str(cq), prove_lower=False)
     TRIALS["no_constraints"] += 1
     _check(cq, sigma, db, a.upper)
     assert a.delta_str == a.upper
@@ -50,7 +50,8 @@ def test_upper_bound_with_dependencies_is_sound(data: st.DataObject) -> None:
     cq = data.draw(cqs())
     sigma = data.draw(dependencies_for(cq))
     db = data.draw(databases({r: ARITIES[r] for r in cq.relations()}, sigma))
-    a = analyze(str(cq), fds=[d for d in sigma if d.k == 1], cds=[d for d in sigma if d.k > 1])
+    a = analyze(str(cq), fds=[d for d in sigma if d.k == 1], cds=[d for d in sigma if d.k > 1],
+                prove_lower=False)
     TRIALS["constraints"] += 1
     _check(cq, sigma, db, a.upper)
     # the bound never exceeds the one computed without the chase or without Σ
