@@ -172,18 +172,47 @@ def arborescence_bound(
     reach = least_cardinalities(graph, source_set)
     if not target_set <= set(reach):
         return math.inf, ()
+    # The shortest-walk tree (Dijkstra's predecessors) is one arborescence reaching
+    # every target; Edmonds' minimum spanning arborescence, pruned, is often better.
+    dijkstra_steps = {step for t in target_set for step in reach[t].steps}
+    best_steps = tuple(sorted(dijkstra_steps, key=lambda s: (str(s.source), str(s.target))))
+    best = _product(best_steps)
+    edmonds = _edmonds_steps(graph, source_set, reach, target_set)
+    if edmonds is not None and _product(edmonds) < best:
+        best_steps, best = edmonds, _product(edmonds)
+    return best, best_steps
+
+
+def _product(steps: Iterable[Step]) -> Weight:
+    product: Weight = 1
+    for s in steps:
+        product *= s.weight
+    return product
+
+
+def _edmonds_steps(
+    graph: dict[Term, dict[Term, Step]],
+    source_set: list[Term],
+    reach: dict[Term, Route],
+    target_set: set[Var],
+) -> tuple[Step, ...] | None:
     root = ("__root__",)
     g = nx.DiGraph()
     g.add_node(root)
     for s in source_set:
         g.add_edge(root, s, weight=0.0)
+    tie = itertools.count(1)
     for u, edges in graph.items():
         if u not in reach:
             continue
         for v, step in edges.items():
             if v in reach and v not in source_set:
-                g.add_edge(u, v, weight=math.log(step.weight), step=step)
-    tree = nx.minimum_spanning_arborescence(g, attr="weight", preserve_attrs=True)
+                # a tiny distinct offset breaks ties (exact products are recomputed after)
+                g.add_edge(u, v, weight=math.log(step.weight) + next(tie) * 1e-9, step=step)
+    try:
+        tree = nx.minimum_spanning_arborescence(g, attr="weight", preserve_attrs=True)
+    except nx.NetworkXException:
+        return None
     changed = True
     while changed:
         changed = False
@@ -191,16 +220,12 @@ def arborescence_bound(
             if node is not root and tree.out_degree(node) == 0 and node not in target_set:
                 tree.remove_node(node)
                 changed = True
-    steps = tuple(
+    return tuple(
         sorted(
             (d["step"] for _, _, d in tree.edges(data=True) if "step" in d),
             key=lambda s: (str(s.source), str(s.target)),
         )
     )
-    product: Weight = 1
-    for s in steps:
-        product *= s.weight
-    return product, steps
 
 
 def simple_path_cardinality(
