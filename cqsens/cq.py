@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 __all__ = [
+    "position_classes",
     "Var",
     "Const",
     "Term",
@@ -116,6 +117,45 @@ class Atom:
         if self.is_filter:
             return "[" + self.relation[1:].format(*(format_term(t) for t in self.terms)) + "]"
         return f"{self.relation}({', '.join(format_term(t) for t in self.terms)})"
+
+
+def position_classes(atoms: Iterable[Atom]) -> tuple[list[int], dict[int, Const]] | None:
+    """Unify atoms of one relation position-wise, as when all are sent onto one tuple.
+
+    Returns the class (a representative position) of every position and the
+    constant each class is bound to, or None when two different constants meet.
+
+    >>> position_classes([Atom("R", (Var("x"), Var("x"), Var("y"))), Atom("R", (Var("u"), Var("v"), Const(1)))])
+    ([0, 0, 2], {2: Const(value=1)})
+    """
+    atoms = list(atoms)
+    if not atoms:
+        return [], {}
+    parent = list(range(atoms[0].arity))
+
+    def find(p: int) -> int:
+        while parent[p] != p:
+            p = parent[p]
+        return p
+
+    for atom in atoms:
+        first: dict[Term, int] = {}
+        for p, term in enumerate(atom.terms):
+            if isinstance(term, Var):
+                if term in first:
+                    a, b = find(p), find(first[term])
+                    parent[max(a, b)] = min(a, b)
+                else:
+                    first[term] = p
+    consts: dict[int, Const] = {}
+    for atom in atoms:
+        for p, term in enumerate(atom.terms):
+            if isinstance(term, Const):
+                root = find(p)
+                if root in consts and consts[root] != term:
+                    return None
+                consts[root] = term
+    return [find(p) for p in range(len(parent))], consts
 
 
 @dataclass(frozen=True, slots=True)

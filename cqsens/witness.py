@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cqsens.cq import CQ, AggregateQuery, Atom, Const, Term, Var
+from cqsens.cq import CQ, AggregateQuery, Atom, Const, Var, position_classes
 from cqsens.dependencies import Sigma, satisfies
 from cqsens.evaluate import Database, Value, connect, count_answers, quote_ident, sql_literal
 
@@ -116,33 +116,7 @@ class _Structure:
 
 
 def _pattern_for(atoms: Sequence[Atom]) -> tuple[list[int], dict[int, Const]] | None:
-    """Unify the atoms position-wise: classes of positions and constants per class."""
-    arity = atoms[0].arity
-    parent = list(range(arity))
-
-    def find(p: int) -> int:
-        while parent[p] != p:
-            p = parent[p]
-        return p
-
-    for atom in atoms:
-        first: dict[Term, int] = {}
-        for p, term in enumerate(atom.terms):
-            if isinstance(term, Var):
-                if term in first:
-                    parent[find(p)] = find(first[term])
-                else:
-                    first[term] = p
-    consts: dict[int, Const] = {}
-    for atom in atoms:
-        for p, term in enumerate(atom.terms):
-            if isinstance(term, Const):
-                root = find(p)
-                if root in consts and consts[root] != term:
-                    return None
-                consts[root] = term
-    # a variable at two positions of one atom, constants shared: checked above
-    return [find(p) for p in range(arity)], consts
+    return position_classes(atoms)
 
 
 def _build(core_cq: CQ, relation: str, players: Sequence[Atom], copies: int) -> _Structure | None:

@@ -23,9 +23,10 @@ core; a Boolean query's count is 0 or 1 (SPEC §6.2); ⊥ gives 0.
 from __future__ import annotations
 
 import math
+import itertools
 from dataclasses import dataclass
 
-from cqsens.cq import CQ, Atom, Term, Var
+from cqsens.cq import CQ, Atom, Term, Var, position_classes
 from cqsens.dependencies import Sigma
 from cqsens.paths import Route, Step, Weight, arborescence_bound, least_cardinalities, step_graph
 
@@ -74,6 +75,39 @@ def _pattern(atom: Atom, free: tuple[Var, ...]) -> tuple[int, ...] | None:
     if not all(v in atom.terms for v in free):
         return None
     return tuple(atom.terms.index(v) for v in free)
+
+
+def _distinct_answers(full: list[AtomBound], free: tuple[Var, ...]) -> set[Atom]:
+    """Atoms holding every free variable, as many as the most answers one tuple gives.
+
+    One added tuple t matches a set S of these atoms that unify (position
+    classes); each gives the single answer read off t at its positions of the
+    free variables, and two give the same answer when those positions fall in
+    the same classes.  The count is the maximum over unifiable S (exhaustive up
+    to 12 atoms; beyond, every distinct position pattern counts once).
+    """
+    if len(full) > 12:
+        seen: dict[tuple[int, ...], Atom] = {}
+        for b in full:
+            assert b.pattern is not None
+            seen.setdefault(b.pattern, b.atom)
+        return set(seen.values())
+    best: set[Atom] = set()
+    for size in range(len(full), 0, -1):
+        if size <= len(best):
+            break
+        for combo in itertools.combinations(full, size):
+            unified = position_classes([b.atom for b in combo])
+            if unified is None:
+                continue
+            classes, _ = unified
+            answers: dict[tuple[int, ...], Atom] = {}
+            for b in combo:
+                key = tuple(classes[b.atom.terms.index(v)] for v in free)
+                answers.setdefault(key, b.atom)
+            if len(answers) > len(best):
+                best = set(answers.values())
+    return best
 
 
 def atom_bound(cq: CQ, sigma: Sigma, atom: Atom, graph: dict[Term, dict[Term, Step]]) -> AtomBound:
@@ -132,16 +166,15 @@ def upper_bound(cq: CQ, sigma: Sigma) -> UpperBound:
         by_relation.setdefault(atom.relation, []).append(atom_bound(cq, sigma, atom, graph))
     relations: list[RelationBound] = []
     for relation, bounds in sorted(by_relation.items()):
-        seen: set[tuple[int, ...]] = set()
+        full = [b for b in bounds if b.pattern is not None]
+        counted = _distinct_answers(full, cq.free)
         marked: list[AtomBound] = []
         total: Weight = 0
         for b in bounds:
-            if b.pattern is not None and b.pattern in seen:
+            if b.pattern is not None and b.atom not in counted:
                 marked.append(AtomBound(b.atom, b.value, "same answer as an atom above",
                                         b.routes, b.product, b.tree, b.tree_steps, b.pattern, False))
                 continue
-            if b.pattern is not None:
-                seen.add(b.pattern)
             marked.append(b)
             total = total + b.value
         relations.append(RelationBound(relation, tuple(marked), total))
