@@ -490,7 +490,7 @@ def analyze(
     if prove_lower:
         witness = find_witness(query, sigma, state.core, upper=upper, columns=query.columns,
                                time_budget=witness_time, seed=seed,
-                               column_checks=_column_checks(parsed_schema))
+                               column_checks=_column_checks(parsed_schema), bound=state.bound)
     lower: Weight | None = witness.lower if witness is not None else None
     if lower is not None and lower > upper:  # a real pair of databases beats the bound: a bug
         raise AssertionError(

@@ -21,6 +21,7 @@ endomorphism of the core missing t), so the difference is at least N.
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 import sqlite3
@@ -30,7 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cqsens.cq import CQ, AggregateQuery, Atom, Const, Var, position_classes
+from cqsens.cq import CQ, AggregateQuery, Atom, Const, Term, Var, position_classes
+from cqsens.bounds.upper import UpperBound
 from cqsens.dependencies import Sigma, satisfies
 from cqsens.evaluate import Database, Value, connect, count_answers, quote_ident, sql_literal
 
@@ -119,8 +121,25 @@ def _pattern_for(atoms: Sequence[Atom]) -> tuple[list[int], dict[int, Const]] | 
     return position_classes(atoms)
 
 
-def _build(core_cq: CQ, relation: str, players: Sequence[Atom], copies: int) -> _Structure | None:
-    """Glue ``copies`` copies of the core per player atom, every player sent onto t."""
+Tree = dict[Var, tuple[Term, int]]  # child variable → (parent term, number of values)
+
+
+def _build(
+    core_cq: CQ,
+    relation: str,
+    players: Sequence[Atom],
+    copies: int,
+    trees: Sequence[Tree | None] | None = None,
+) -> _Structure | None:
+    """Glue copies of the core per player atom, every player sent onto t.
+
+    Without a tree, ``copies`` copies with every other variable fresh.  With a
+    tree of steps for a player (the one behind its upper bound), a *product*
+    construction: one copy per choice of a value index on every tree edge,
+    and a tree variable's value depends only on the indices along its path
+    from the root, so siblings share their ancestors' values as the bound
+    assumes.
+    """
     unified = _pattern_for(players)
     if unified is None:
         return None
@@ -137,8 +156,27 @@ def _build(core_cq: CQ, relation: str, players: Sequence[Atom], copies: int) -> 
     t: Row = tuple(class_value[classes[p]] for p in range(len(classes)))
     s.t = (relation, t)
     atoms = core_cq.relation_atoms()
-    for player in players:
-        for _ in range(copies):
+    keyed: dict[tuple[object, ...], int] = {}
+    for number, player in enumerate(players):
+        tree = trees[number] if trees is not None else None
+        edges = sorted(tree.items(), key=lambda kv: kv[0].name) if tree else []
+        position = {child: k for k, (child, _) in enumerate(edges)}
+
+        def path(v: Var, tree: Tree | None = tree, position: dict[Var, int] = position) -> list[int]:
+            out: list[int] = []
+            while tree is not None and v in tree:
+                out.append(position[v])
+                parent = tree[v][0]
+                if not isinstance(parent, Var):
+                    break
+                v = parent
+            return out
+
+        if edges:
+            indices = list(itertools.product(*(range(w) for _, (_, w) in edges)))
+        else:
+            indices = [(c,) for c in range(copies)]
+        for index in indices:
             mapping: dict[Var, Element] = {}
             for p, term in enumerate(player.terms):
                 if isinstance(term, Var):
@@ -146,10 +184,16 @@ def _build(core_cq: CQ, relation: str, players: Sequence[Atom], copies: int) -> 
             for atom in atoms:
                 for term in atom.terms:
                     if isinstance(term, Var) and term not in mapping:
-                        null = s.fresh()
-                        mapping[term] = null
-                        s.copied.add(null)
-                        s.origin[null] = term
+                        if edges and term in position:
+                            key: tuple[object, ...] = (number, term, tuple(index[k] for k in path(term)))
+                        else:
+                            key = (number, term, index)
+                        if key not in keyed:
+                            null = s.fresh()
+                            keyed[key] = null
+                            s.copied.add(null)
+                            s.origin[null] = term
+                        mapping[term] = keyed[key]
             for atom in atoms:
                 s.add(atom.relation, tuple(term if isinstance(term, Const) else mapping[term]
                                            for term in atom.terms))
@@ -332,6 +376,7 @@ class _Context:
     columns: dict[str, tuple[str, ...]]
     checks: dict[Var, list[str]]
     scratch: sqlite3.Connection
+    bound: UpperBound | None = None
 
 
 def _materialise(ctx: _Context, s: _Structure) -> tuple[Database, str, tuple[Value, ...]]:
@@ -374,9 +419,13 @@ def _evaluate(ctx: _Context, db: Database, relation: str, row: tuple[Value, ...]
 
 
 def _attempt(
-    ctx: _Context, relation: str, players: Sequence[Atom], copies: int
+    ctx: _Context,
+    relation: str,
+    players: Sequence[Atom],
+    copies: int,
+    trees: Sequence[Tree | None] | None = None,
 ) -> tuple[Witness, _Structure, int] | None:
-    s = _build(ctx.core, relation, players, copies)
+    s = _build(ctx.core, relation, players, copies, trees)
     if s is None:
         return None
     repaired = _repair(s, ctx.sigma)
@@ -388,10 +437,40 @@ def _attempt(
     if counts is None:
         return None
     names = ", ".join(str(p) for p in players)
-    how = f"{copies} cop{'y' if copies == 1 else 'ies'} of the core glued along {names}"
+    if trees is not None:
+        how = f"a product of choices along the bound's tree of steps, glued along {names}"
+    else:
+        how = f"{copies} cop{'y' if copies == 1 else 'ies'} of the core glued along {names}"
     if merges:
         how += f", {merges} value merge{'s' if merges != 1 else ''} to satisfy Σ"
     return Witness(db, rel, row, counts[0], counts[1], how), s2, merges
+
+
+def _trees(bound: UpperBound | None, cap: int = 512) -> dict[Atom, Tree]:
+    """Per atom, the tree of steps behind its bound, with weights capped so the
+    product construction stays small."""
+    out: dict[Atom, Tree] = {}
+    if bound is None:
+        return out
+    for rel in bound.relations:
+        for ab in rel.atoms:
+            steps = ab.tree_steps or tuple(
+                step for _, route in ab.routes if route is not None for step in route.steps
+            )
+            if not steps or ab.value == math.inf:
+                continue
+            tree: Tree = {}
+            for step in steps:
+                if isinstance(step.target, Var) and step.target not in tree:
+                    tree[step.target] = (step.source, int(step.weight))
+            total = 1
+            for child in sorted(tree, key=lambda v: v.name):
+                parent, w = tree[child]
+                w = max(1, min(w, cap // total))
+                tree[child] = (parent, w)
+                total *= w
+            out[ab.atom] = tree
+    return out
 
 
 def _copy_counts(upper: float) -> list[int]:
@@ -461,6 +540,7 @@ def find_witness(
     time_budget: float = 1.0,
     seed: int = 0,
     column_checks: Mapping[tuple[str, int], Sequence[str]] | None = None,
+    bound: UpperBound | None = None,
 ) -> Witness | None:
     """The best witness found for ``query`` on C_Σ, or None.
 
@@ -483,6 +563,9 @@ def find_witness(
     column_checks : mapping, optional
         ``(relation, position) → [template]``: predicates (``{0} BETWEEN 0 AND
         120``) every value of that column must meet, such as the schema's CHECKs.
+    bound : UpperBound, optional
+        The upper bound's explanation: its trees of steps guide a product
+        construction that meets joint-assignment bounds.
 
     Returns
     -------
@@ -503,7 +586,7 @@ def find_witness(
         cols.setdefault(rel, tuple(f"c{i + 1}" for i in range(arity)))
     scratch = sqlite3.connect(":memory:")
     checks = _unary_checks(core_cq, column_checks or {})
-    ctx = _Context(query, sigma, core_cq, cols, checks, scratch)
+    ctx = _Context(query, sigma, core_cq, cols, checks, scratch, bound)
     try:
         return _search(ctx, upper, time_budget, seed)
     finally:
@@ -524,8 +607,15 @@ def _search(ctx: _Context, upper: float, time_budget: float, seed: int) -> Witne
     best: Witness | None = None
     best_structure: _Structure | None = None
     deadline = time.monotonic() + max(time_budget, 0.05) * 4
+    trees = _trees(ctx.bound)
     for relation in sorted(ctx.core.relations()):
         for players in _player_sets(ctx.core, relation):
+            if upper != math.inf and all(p in trees for p in players):
+                got = _attempt(ctx, relation, players, 1, [trees[p] for p in players])
+                if got is not None and (best is None or got[0].difference > best.difference):
+                    best, best_structure = got[0], got[1]
+                    if best.difference >= upper:
+                        return best
             family: list[tuple[int, int, int]] = []
             growth_witnesses: list[Witness] = []
             for n in _copy_counts(upper):
