@@ -20,7 +20,7 @@ from cqsens.bounds.paper import PaperValue, cd_upper_paper, delta_str_paper, fd_
 from cqsens.bounds.upper import UpperBound, upper_bound
 from cqsens.chase import chase
 from cqsens.core import core, core_result, in_cq_core
-from cqsens.cq import CQ, AggregateQuery
+from cqsens.cq import CQ, AggregateQuery, Const, Var, format_term
 from cqsens.dependencies import Dependency, Sigma
 from cqsens.errors import DependencyError, InputError
 from cqsens.gaifman import is_connected
@@ -165,6 +165,45 @@ class Analysis:
         """True when the upper bound is finite."""
         return self.upper != math.inf
 
+    def structure(self) -> dict[str, Any]:
+        """The core's canonical structure and the routes behind the bound, for drawings.
+
+        ``elements``: name and kind (``free``, ``constant``, ``existential``);
+        ``atoms``: relation, element names, whether a filter, its bound;
+        ``steps``: the steps (from, to, relation, weight, atom) behind finite atom
+        bounds; ``unbounded``: per unbounded atom, the free variables it cannot reach.
+        """
+        free = set(self.core.free)
+        elements = []
+        for term in sorted(self.core.elements(), key=lambda t: (isinstance(t, Var), str(t))):
+            kind = "constant" if isinstance(term, Const) else "free" if term in free else "existential"
+            elements.append({"name": format_term(term), "kind": kind})
+        bounds = {ab.atom: ab for rel in self.bound.relations for ab in rel.atoms}
+        atoms = []
+        for atom in self.core.sorted_atoms():
+            ab = bounds.get(atom)
+            atoms.append({
+                "relation": atom.relation[1:] if atom.is_filter else atom.relation,
+                "text": str(atom),
+                "terms": [format_term(t) for t in atom.terms],
+                "filter": atom.is_filter,
+                "bound": jsonable(ab.value) if ab is not None else None,
+                "counted": ab.counted if ab is not None else None,
+            })
+        steps: list[dict[str, Any]] = []
+        unbounded: list[dict[str, Any]] = []
+        for ab in bounds.values():
+            if ab.value == math.inf:
+                unbounded.append({"atom": str(ab.atom), "missing": [v.name for v in ab.unreachable]})
+                continue
+            chosen = ab.tree_steps if ab.method == "joint tree of steps" else tuple(
+                step for _, route in ab.routes if route is not None for step in route.steps)
+            for step in dict.fromkeys(chosen):
+                steps.append({"atom": str(ab.atom), "relation": step.relation,
+                              "from": format_term(step.source), "to": format_term(step.target),
+                              "weight": jsonable(step.weight)})
+        return {"elements": elements, "atoms": atoms, "steps": steps, "unbounded": unbounded}
+
     def to_dict(self, *, witness: bool = False) -> dict[str, Any]:
         """The JSON object of SPEC §7 (∞ as ``"inf"``); ``witness`` adds the databases."""
         out: dict[str, Any] = {
@@ -193,6 +232,7 @@ class Analysis:
             "notes": list(self.notes),
             "suggestion": list(self.suggestion),
         }
+        out["structure"] = self.structure()
         if witness and self.witness is not None:
             out["witness"] = self.witness.to_dict()
         out.update(self.extra)
