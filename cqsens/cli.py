@@ -186,6 +186,15 @@ def witness_cmd(
                + (" (tight)" if result.tight else ""))
 
 
+def _register_subcommands() -> None:
+    from cqsens.cli_noiseless import noiseless
+
+    cli.add_command(noiseless)
+
+
+_register_subcommands()
+
+
 def main() -> None:
     """Entry point for ``python -m cqsens``."""
     cli(prog_name="cqsens")

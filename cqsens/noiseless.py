@@ -64,6 +64,7 @@ References
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -97,10 +98,9 @@ MAX_RECORDS = 10**9
 
 #: What can be said about Proposition 27 of the thesis from the available text.
 PROPOSITION_27_NOTE = (
-    "Proposition 27 (Grining & Klonowski, Theorem 3 as printed in the thesis): not "
-    "computed. Its formula was lost when the thesis text was extracted; the text only "
-    "says that it depends on the average second moment and the average absolute third "
-    "moment of the X_i, and that its proof needs an extra condition the authors omit."
+    "Proposition 27 (Grining & Klonowski, as printed in the thesis): not computed; its "
+    "formula did not survive the extraction of the thesis text, which only names its "
+    "ingredients (the average second moment and average absolute third moment of the X_i)."
 )
 
 _LOG2 = math.log(2.0)
@@ -211,8 +211,11 @@ def _bd0(x: FloatArray, mu: FloatArray) -> FloatArray:
     far = ~close
     if np.any(far):
         xf, mf = x[far], mu[far]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            out[far] = np.where(xf > 0, xf * np.log(xf / mf), 0.0) + mf - xf
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+            ratio = xf / mf
+            log_ratio = np.where((ratio > 0) & np.isfinite(ratio), np.log(ratio),
+                                 np.log(xf) - np.log(mf))
+            out[far] = np.where(xf > 0, xf * log_ratio, 0.0) + mf - xf
     if np.any(close):
         xc, dc = x[close], diff[close]
         v = dc / (x[close] + mu[close])
@@ -279,8 +282,8 @@ def binomial_logpmf(k: ArrayLike, n: int, p: float, q: float | None = None) -> F
     .. [1] C. Loader. Fast and accurate computation of binomial probabilities, 2000.
     """
     kk = np.asarray(k, dtype=np.float64)
-    scalar = kk.ndim == 0
-    kk = np.atleast_1d(kk)
+    shape = kk.shape
+    kk = kk.reshape(-1)
     nf = float(n)
     pf = float(p)
     qf = 1.0 - pf if q is None else float(q)
@@ -289,7 +292,7 @@ def binomial_logpmf(k: ArrayLike, n: int, p: float, q: float | None = None) -> F
     if pf == 0.0 or qf == 0.0:
         target = 0.0 if pf == 0.0 else nf
         out[kk == target] = 0.0
-        return out[0] if scalar else out  # type: ignore[return-value]
+        return out.reshape(shape)
     lo = inside & (kk == 0)
     hi = inside & (kk == nf)
     out[lo] = nf * math.log(qf) if qf < 0.5 else nf * math.log1p(-pf)
@@ -303,7 +306,7 @@ def binomial_logpmf(k: ArrayLike, n: int, p: float, q: float | None = None) -> F
               - _bd0(x, nf * pf + 0 * x) - _bd0(rest, nf * qf + 0 * x))
         lf = _LOG_2PI + np.log(x) + np.log1p(-x / nf)
         out[mid] = lc - 0.5 * lf
-    return out[0] if scalar else out  # type: ignore[return-value]
+    return out.reshape(shape)
 
 
 def _logsumexp(values: FloatArray) -> float:
@@ -315,7 +318,7 @@ def _logsumexp(values: FloatArray) -> float:
     return top + math.log(float(np.sum(np.exp(values - top))))
 
 
-# --------------------------------------------------------------------------- pmfs as (offset, values)
+# --------------------------------------------------------------------------- pmfs with offsets
 
 
 @dataclass(frozen=True, slots=True)
@@ -402,7 +405,7 @@ def poisson_binomial_pmf(ps: ArrayLike) -> FloatArray:
     if arr.size and not np.all((arr >= 0.0) & (arr <= 1.0)):
         raise InputError("probabilities must be in [0, 1]", construct="p")
     values, counts = np.unique(arr, return_counts=True)
-    pmf = _product([_binomial_pmf(int(c), float(v)) for v, c in zip(values, counts)])
+    pmf = _product([_binomial_pmf(int(c), float(v)) for v, c in zip(values, counts, strict=True)])
     out = np.zeros(arr.size + 1)
     out[pmf.offset: pmf.offset + pmf.values.size] = pmf.values
     return out
@@ -527,8 +530,8 @@ def pmf_epsilon(r: ArrayLike, delta: float) -> float:
     --------
     >>> pmf_epsilon([0.5, 0.5], 0.6)
     0.0
-    >>> round(pmf_epsilon([0.25, 0.5, 0.25], 0.3), 6)  # ratios 2 at the tails
-    0.405465
+    >>> round(pmf_epsilon([0.25, 0.5, 0.25], 0.3), 6)  # 0.25 + (0.5 - 0.25 x) = 0.3
+    0.587787
 
     References
     ----------
@@ -568,7 +571,7 @@ def _leave_one_out(values: FloatArray, counts: NDArray[np.int64]) -> Iterator[tu
     convolved with the sibling's pmf.  At a leaf, the outside pmf convolved with
     ``Bin(count - 1, p)`` is the leave-one-out pmf.
     """
-    leaves = [_binomial_pmf(int(c), float(v)) for v, c in zip(values, counts)]
+    leaves = [_binomial_pmf(int(c), float(v)) for v, c in zip(values, counts, strict=True)]
     root = _build_tree(leaves, 0, len(leaves))
 
     def walk(node: _Node, outside: _Pmf) -> Iterator[tuple[int, _Pmf]]:
@@ -659,7 +662,7 @@ def exact_delta(ps: ArrayLike, epsilon: float) -> float:
     Examples
     --------
     >>> round(exact_delta([0.5] * 10, 1.0), 6)
-    0.013672
+    0.036752
     >>> exact_delta([1.0, 1.0], 3.0)  # nothing random: the count reveals the record
     1.0
 
@@ -695,7 +698,7 @@ def exact_epsilon(ps: ArrayLike, delta: float) -> float:
 
     Examples
     --------
-    >>> round(exact_epsilon([0.5] * 10, 0.013672), 3)
+    >>> round(exact_epsilon([0.5] * 10, 0.036753), 3)
     1.0
 
     References
@@ -714,7 +717,7 @@ def _sigmoid(epsilon: float) -> float:
 
 
 def _first_active(m: NDArray[np.int64] | int, epsilon: float) -> NDArray[np.int64]:
-    """``k_m``: smallest ``s`` with ``Bin(m,1/2)+1`` above ``e^eps`` times ``Bin(m,1/2)`` at ``s``."""
+    """``k_m``: least ``s`` where ``Bin(m,1/2)+1`` exceeds ``e^eps`` times ``Bin(m,1/2)``."""
     mm = np.asarray(m, dtype=np.int64)
     k = np.floor((mm + 1).astype(np.float64) * _sigmoid(epsilon)).astype(np.int64) + 1
     return np.minimum(k, mm + 1)
@@ -744,14 +747,14 @@ def _log_abs_d(i: NDArray[np.int64], s: NDArray[np.int64], epsilon: float) -> Fl
 
 def _binomial_logpmf_half(s: NDArray[np.int64], m: NDArray[np.int64]) -> FloatArray:
     """``log P[Bin(m, 1/2) = s]`` for arrays ``s`` and ``m`` of equal shape."""
-    s = np.asarray(s, dtype=np.float64)
-    m = np.asarray(m, dtype=np.float64)
-    out = np.full(s.shape, -np.inf)
-    edge = (s == 0) | (s == m)
-    out[edge] = -m[edge] * _LOG2
-    mid = (s > 0) & (s < m)
+    sf = np.asarray(s, dtype=np.float64)
+    mf = np.asarray(m, dtype=np.float64)
+    out = np.full(sf.shape, -np.inf)
+    edge = (sf == 0) | (sf == mf)
+    out[edge] = -mf[edge] * _LOG2
+    mid = (sf > 0) & (sf < mf)
     if np.any(mid):
-        x, n = s[mid], m[mid]
+        x, n = sf[mid], mf[mid]
         rest = n - x
         half = 0.5 * n
         lc = (_stirlerr(n) - _stirlerr(x) - _stirlerr(rest) - _bd0(x, half) - _bd0(rest, half))
@@ -843,7 +846,7 @@ def _log_fair_coin_deltas(lo: int, hi: int, epsilon: float) -> FloatArray:
     # Cells below 2**-1000 (relative) may have lost precision to underflow: raise them
     # to that floor, which keeps every value an upper bound.
     tail = np.maximum(tail, 2.0**-1000)
-    return scale + np.log(tail)
+    return np.asarray(scale + np.log(tail), dtype=np.float64)
 
 
 def _log_geometric_tail(log_first: float, rho: float) -> float:
@@ -869,6 +872,29 @@ def _log_class_delta(others: int, q: float, epsilon: float) -> float:
     return min(0.0, total)
 
 
+def _log_lower_tail_bound(others: int, q: float, epsilon: float, lo: int, step: int) -> float:
+    """``log`` of an upper bound on ``sum_{m < lo} P[Bin(others, q) = m] delta_m``.
+
+    The range ``[0, lo)`` is cut into blocks ``[a, e]`` whose widths double away from
+    ``lo``.  On a block ``delta_m <= delta_a`` (``delta`` is non-increasing in ``m``), and
+    the block's mass is at most the whole tail ``sum_{m <= e} w_m <= w_e / (1 - rho_e)``,
+    where ``rho_e = w_{e-1}/w_e = e(1-q)/((N-e+1)q)`` bounds every later ratio (the ratios
+    shrink as ``m`` decreases).  A staircase instead of ``delta_m <= 1`` keeps the bound
+    tight when ``delta`` itself is tiny.
+    """
+    terms: list[float] = []
+    end = lo - 1
+    width = step
+    while end >= 0:
+        start = max(0, end - width + 1)
+        rho = end * (1.0 - q) / ((others - end + 1) * q)
+        log_mass = _log_geometric_tail(float(binomial_logpmf(end, others, q, 1.0 - q)), rho)
+        terms.append(log_mass + _log_fair_coin_delta(start, epsilon))
+        end = start - 1
+        width *= 2
+    return _logsumexp(np.array(terms))
+
+
 def _log_class_delta_window(others: int, q: float, epsilon: float,
                             width: float) -> tuple[float, float]:
     """The windowed sum and the log of its lower-tail bound term (``-inf`` if none)."""
@@ -882,11 +908,15 @@ def _log_class_delta_window(others: int, q: float, epsilon: float,
     parts = [log_w + log_d]
     log_lower = -math.inf
     if lo > 0:
-        # Lower tail: w_{m-1}/w_m = m(1-q)/((N-m+1)q) shrinks as m decreases, so
-        # sum_{m < lo} w_m <= w_{lo-1} / (1 - rho); and delta_m <= 1.
+        # Below the window delta_m <= 1, and w_{m-1}/w_m = m(1-q)/((N-m+1)q) shrinks as m
+        # decreases: sum_{m < lo} w_m <= w_{lo-1} / (1 - rho).  When that is not negligible
+        # next to the window (tiny delta), a staircase bound replaces delta_m <= 1.
         edge = lo - 1
         rho = edge * (1.0 - q) / ((others - edge + 1) * q)
         log_lower = _log_geometric_tail(float(binomial_logpmf(edge, others, q, 1.0 - q)), rho)
+        if log_lower >= _logsumexp(np.concatenate(parts)) + _NEGLIGIBLE:
+            log_lower = min(log_lower,
+                            _log_lower_tail_bound(others, q, epsilon, lo, max(1, int(sd))))
         parts.append(np.array([log_lower]))
     if hi < others:
         # Upper tail: w_{m+1}/w_m shrinks as m grows; delta_m <= delta_hi there.
@@ -895,6 +925,14 @@ def _log_class_delta_window(others: int, q: float, epsilon: float,
         log_mass = _log_geometric_tail(float(binomial_logpmf(edge, others, q, 1.0 - q)), rho)
         parts.append(np.array([log_mass + float(log_d[-1])]))
     return _logsumexp(np.concatenate(parts)), log_lower
+
+
+def _exp_upper(log_value: float) -> float:
+    """``exp(log_value)`` capped at 1, rounded *up* where doubles lose precision (subnormals)."""
+    value = math.exp(min(log_value, 0.0))
+    if value < sys.float_info.min:
+        value = math.nextafter(value, 1.0)
+    return min(value, 1.0)
 
 
 def class_delta(n: int, lam: float, epsilon: float) -> float:
@@ -915,7 +953,8 @@ def class_delta(n: int, lam: float, epsilon: float) -> float:
     float
         ``sum_m P[Bin(n-1, 2 lambda) = m] delta_m(epsilon)``, with ``delta_m`` the
         divergence between ``Bin(m,1/2)+1`` and ``Bin(m,1/2)`` (:func:`fair_coin_delta`).
-        It is exact when ``lambda = 1/2``.
+        It is exact when ``lambda = 1/2``.  It is never 0: below the normal
+        doubles (``~2.2e-308``) it is rounded up to the next representable value.
 
     Notes
     -----
@@ -944,9 +983,10 @@ def class_delta(n: int, lam: float, epsilon: float) -> float:
     the exact recursion ``delta_{m+1} = delta_m - |D_m(k_{m+1}-1)|/2`` (see
     :func:`fair_coin_delta` for ``D`` and ``k``), accumulated from the top so
     that only non-negative numbers are added.  The outer mass outside the window
-    is bounded by a geometric series (binomial ratios shrink away from the
-    mode) and added with ``delta_m <= 1`` below the window and
-    ``delta_m <= delta_hi`` above it, so the result remains an upper bound.
+    is bounded by geometric series (binomial ratios shrink away from the
+    mode) and added with ``delta_m <= delta_hi`` above the window and, below
+    it, a staircase ``delta_m <= delta_a`` on blocks ``[a, e]`` of doubling
+    width, so the result remains an upper bound.
     For ``e^eps > n - 1`` only the cell ``s = m+1`` is active and the bound is
     ``E[2^-M] = (1 - lambda)^(n-1)`` exactly.  Cost ``O(sqrt(n lambda))``.
 
@@ -957,9 +997,9 @@ def class_delta(n: int, lam: float, epsilon: float) -> float:
     Examples
     --------
     >>> f"{class_delta(10_000, 0.05, 0.3):.3e}"
-    '7.931e-07'
+    '1.853e-08'
     >>> round(class_delta(3, 0.5, 0.0), 6)  # lambda = 1/2: exact, 2 fair coins
-    0.375
+    0.5
 
     References
     ----------
@@ -970,7 +1010,7 @@ def class_delta(n: int, lam: float, epsilon: float) -> float:
     nn = _check_n(n)
     lv = _check_lambda(lam)
     eps = _check_epsilon(epsilon)
-    return min(1.0, math.exp(_log_class_delta(nn - 1, 2.0 * lv, eps)))
+    return _exp_upper(_log_class_delta(nn - 1, 2.0 * lv, eps))
 
 
 def _bisect_epsilon(delta_of: Callable[[float], float], delta: float, ceiling: float) -> float:
@@ -1019,7 +1059,7 @@ def class_epsilon(n: int, lam: float, delta: float) -> float:
     Examples
     --------
     >>> round(class_epsilon(10_000, 0.05, 1e-6), 4)
-    0.2958
+    0.2447
 
     References
     ----------
@@ -1174,7 +1214,7 @@ def closed_form_epsilon(n: int, lam: float, delta: float) -> float | None:
     Examples
     --------
     >>> round(closed_form_epsilon(10_000, 0.05, 1e-6), 4)
-    0.6223
+    0.622
     >>> closed_form_epsilon(100, 0.05, 1e-6) is None
     True
 
@@ -1220,7 +1260,7 @@ def closed_form_delta(n: int, lam: float, epsilon: float) -> float | None:
     Examples
     --------
     >>> f"{closed_form_delta(10_000, 0.05, 0.3):.4e}"
-    '4.0184e-02'
+    '4.0197e-02'
 
     References
     ----------
