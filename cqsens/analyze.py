@@ -29,6 +29,9 @@ from cqsens.parse_sql import parse_sql
 from cqsens.paths import Weight
 from cqsens.schema import Schema, load_schema
 from cqsens.suggest import suggest
+from cqsens.bounds.aggregates import AggregateBound
+from cqsens.noise import calibrate
+from cqsens.release import VALUE_KINDS, aggregate_bound, combine, parse_value_bounds, value_bound
 from cqsens.witness import Witness, find_witness
 
 __all__ = ["Analysis", "analyze", "load_query", "resolve_sigma", "PIPELINE", "jsonable"]
@@ -332,7 +335,11 @@ def resolve_sigma(
 def _fmt(value: Weight | None) -> str:
     if value is None:
         return "unknown"
-    return "∞" if value == math.inf else str(value)
+    if value == math.inf:
+        return "∞"
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else f"{value:.6g}"
+    return str(value)
 
 
 def _explain(state: State, analysis_upper: Weight) -> list[str]:
@@ -466,6 +473,11 @@ def analyze(
     prove_lower: bool = True,
     witness_time: float = 0.25,
     seed: int = 0,
+    bounds: Sequence[str] = (),
+    contributions: int = 1,
+    rows: int | None = None,
+    epsilon: float | None = None,
+    delta: float | None = None,
 ) -> Analysis:
     """Analyse one counting query: sensitivity bounds, the paper's values and why.
 
@@ -494,6 +506,16 @@ def analyze(
         Seconds of local search when the constructions do not reach the upper bound.
     seed : int
         Seed of that search (results are reproducible).
+    bounds : sequence of str
+        Value bounds ``"Table.column=low:high"`` for SUM/AVG/MEDIAN/MIN/MAX.
+    contributions : int
+        Tuples one individual may own (a neighbour relation of order k
+        multiplies the sensitivity by k, Observation 1).
+    rows : int, optional
+        Number of rows, for the parity rule of a single-table MEDIAN.
+    epsilon, delta : float, optional
+        Privacy parameters: the output then gives the Laplace scale and the
+        analytic Gaussian σ.
 
     Returns
     -------
@@ -515,6 +537,10 @@ def analyze(
     if neighbor not in NEIGHBORS:
         raise InputError(f"unknown neighbour model {neighbor!r} (choose add-remove or substitute)",
                          construct="--neighbor")
+    if contributions < 1:
+        raise InputError(f"--contributions must be at least 1, got {contributions}",
+                         construct="--contributions")
+    cli_bounds = parse_value_bounds(bounds)
     parsed_schema = load_schema(schema, dialect=dialect)
     query = load_query(source, schema=parsed_schema, dialect=dialect, kind=kind, name=name)
     sigma, notes = resolve_sigma(query, schema=parsed_schema, fds=fds, cds=cds, constraints=constraints)
@@ -523,11 +549,12 @@ def analyze(
         state = stage(state)
     assert state.core is not None and state.bound is not None and state.delta_str is not None
     upper = state.bound.value
-    delta = state.delta_str.value
     explanation = _explain(state, upper)
     suggestion = _suggestion(state, parsed_schema) if upper == math.inf else []
+    release, records = _release(state, parsed_schema, cli_bounds, neighbor, contributions, rows)
+    counts_only = all(a.kind in ("count", "count_distinct") for a in query.aggregates)
     witness: Witness | None = None
-    if prove_lower:
+    if prove_lower and counts_only and len(query.aggregates) == 1:
         witness = find_witness(query, sigma, state.core, upper=upper, columns=query.columns,
                                time_budget=witness_time, seed=seed,
                                column_checks=_column_checks(parsed_schema), bound=state.bound)
@@ -537,6 +564,16 @@ def analyze(
             f"internal error: witness difference {lower} exceeds the upper bound {upper} "
             f"for {query.cq}; please report it"
         )
+    if neighbor != "add-remove" and lower is not None:
+        state.notes.append("the witness is an add/remove pair; under substitution no lower bound "
+                           "is claimed")
+        lower = None
+    extra: dict[str, Any] = {"aggregates": records, "contributions": contributions}
+    if len(records) > 1 or records[0]["kind"] not in ("count", "count_distinct") or contributions > 1 \
+            or query.group_by:
+        explanation.append(f"Released statistic: {release.rule.rstrip('.')}.")
+    if epsilon is not None:
+        extra["noise"] = _noise(release.l1, release.l2, epsilon, delta)
     return Analysis(
         query=query.text.strip(),
         source=query.source,
@@ -546,19 +583,75 @@ def analyze(
         core=state.core,
         connected=is_connected(state.core),
         satisfiable=state.core.satisfiable,
-        delta_str=delta,
+        delta_str=state.delta_str.value,
         paper=state.paper,
-        upper=upper,
+        upper=release.l1,
         lower=lower,
         neighbor=neighbor,
-        l1=upper,
-        l2=upper,
+        l1=release.l1,
+        l2=release.l2,
         explanation=explanation,
         bound=state.bound,
         notes=state.notes,
         core_minimal=state.core_minimal,
         suggestion=suggestion,
-        witness=witness,
+        witness=witness if lower is not None else None,
+        extra=extra,
     )
 
 
+def _count_upper(state: State, cq: CQ) -> Weight:
+    """The engine's bound for another head over the same body."""
+    if cq.head == state.query.cq.head:
+        assert state.bound is not None
+        return state.bound.value
+    chased = core(chase(cq, state.sigma.fds()), budget=CORE_BUDGET)
+    value = upper_bound(chased, state.sigma).value
+    if state.sigma.fds():
+        value = min(value, upper_bound(core(cq, budget=CORE_BUDGET), state.sigma).value)
+    return value
+
+
+def _release(
+    state: State,
+    schema: Schema | None,
+    cli_bounds: dict[str, tuple[float, float]],
+    neighbor: str,
+    contributions: int,
+    rows: int | None,
+) -> tuple[AggregateBound, list[dict[str, Any]]]:
+    """ℓ1/ℓ2 of each aggregate and of all of them together."""
+    query = state.query
+    single = len(query.cq.relation_atoms()) == 1 and not any(a.is_filter for a in query.cq.atoms)
+    out: list[AggregateBound] = []
+    records: list[dict[str, Any]] = []
+    for index, agg in enumerate(query.aggregates):
+        count_delta = _count_upper(state, query.cq_for(index))
+        values = None
+        if agg.kind in VALUE_KINDS:
+            assert agg.column_name is not None
+            values = value_bound(agg.column_name, cli=cli_bounds, schema=schema, query=query)
+        b = aggregate_bound(agg, count_delta, grouped=bool(query.group_by), neighbor=neighbor,
+                            contributions=contributions, values=values,
+                            single_table_unfiltered=single, rows=rows)
+        out.append(b)
+        records.append({
+            "label": agg.label, "kind": agg.kind, "count_bound": jsonable(count_delta),
+            "l1": jsonable(b.l1), "l2": jsonable(b.l2), "rule": b.rule,
+            "values": values.describe() if values is not None else None,
+        })
+    return combine(out), records
+
+
+def _noise(l1: Weight, l2: Weight, epsilon: float, delta: float | None) -> dict[str, Any]:
+    cal = calibrate(l1, l2, epsilon=epsilon, delta=delta)
+    return {
+        "epsilon": epsilon,
+        "delta": delta,
+        "laplace_scale": jsonable(cal.laplace_scale),
+        "laplace_halfwidth_95": jsonable(cal.laplace_halfwidth_95),
+        "gaussian_sigma": jsonable(cal.gaussian_sigma),
+        "gaussian_method": cal.gaussian_method,
+        "gaussian_classical_sigma": jsonable(cal.gaussian_classical_sigma),
+        "gaussian_halfwidth_95": jsonable(cal.gaussian_halfwidth_95),
+    }

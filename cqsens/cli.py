@@ -33,6 +33,21 @@ def schema_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
+def release_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """--bounds, --contributions, --rows, --epsilon, --delta."""
+    f = click.option("--delta", type=float, default=None,
+                     help="δ for the Gaussian mechanism (with --epsilon).")(f)
+    f = click.option("--epsilon", type=float, default=None,
+                     help="ε: print the Laplace scale Δ1/ε (and the Gaussian σ with --delta).")(f)
+    f = click.option("--rows", type=click.IntRange(min=1), default=None,
+                     help="Number of rows, for the parity rule of a single-table MEDIAN.")(f)
+    f = click.option("--contributions", type=click.IntRange(min=1), default=1, show_default=True,
+                     help="Rows one individual may own: the sensitivity is multiplied by it.")(f)
+    f = click.option("--bounds", "value_bounds", multiple=True, metavar="'T.col=low:high'",
+                     help="Value bounds of a summed/averaged column, e.g. 'Pat.age=0:120'.")(f)
+    return f
+
+
 def dependency_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """--fd, --cd, --constraints, --neighbor."""
     f = click.option("--neighbor", type=click.Choice(["add-remove", "substitute"]),
@@ -70,6 +85,7 @@ def cli() -> None:
 @click.option("--sql", "sql_texts", multiple=True, metavar="TEXT", help="A SQL query.")
 @schema_options
 @dependency_options
+@release_options
 @click.option("--format", "fmt", type=click.Choice([f.value for f in Format]), default="text",
               show_default=True, help="Output format.")
 @click.option("--witness", "show_witness", is_flag=True,
@@ -92,6 +108,11 @@ def analyze_cmd(
     show_witness: bool,
     no_lower: bool,
     witness_time: float,
+    value_bounds: tuple[str, ...],
+    contributions: int,
+    rows: int | None,
+    epsilon: float | None,
+    delta: float | None,
 ) -> None:
     """Analyse queries from FILES (.sql, .cq) or --cq/--sql text.
 
@@ -116,7 +137,9 @@ def analyze_cmd(
             results.append(
                 analyze(source, schema=schema, fds=fds, cds=cds, constraints=constraints,
                         dialect=dialect, neighbor=neighbor, kind=kind, name=name,
-                        prove_lower=not no_lower, witness_time=witness_time)
+                        prove_lower=not no_lower, witness_time=witness_time,
+                        bounds=value_bounds, contributions=contributions, rows=rows,
+                        epsilon=epsilon, delta=delta)
             )
         except InputError as err:
             _error(err)

@@ -62,8 +62,25 @@ def to_text(analysis: Analysis, *, witness: bool = False) -> str:
         f"  sensitivity upper {fmt(s['upper'])}   lower {fmt(s['lower'])}"
         f"{'   (tight)' if s['tight'] else ''}   [{verdict}; neighbours: {s['neighbor']}]"
     )
-    if s["l1"] != s["upper"] or s["l2"] != s["upper"]:
+    if s["l1"] != s["upper"] or s["l2"] != s["upper"] or len(d.get("aggregates", [])) > 1:
         lines.append(f"  ℓ1 {fmt(s['l1'])}   ℓ2 {fmt(s['l2'])}")
+    for agg in d.get("aggregates", []):
+        if len(d["aggregates"]) > 1 or agg["kind"] not in ("count", "count_distinct") \
+                or d.get("contributions", 1) > 1:
+            values = f"; {agg['values']}" if agg.get("values") else ""
+            lines.append(f"  {agg['label']}: ℓ1 {fmt(agg['l1'])}, ℓ2 {fmt(agg['l2'])}{values}")
+    noise = d.get("noise")
+    if noise:
+        text = (f"  noise at ε = {noise['epsilon']}: Laplace scale {fmt(noise['laplace_scale'])} "
+                f"(95 % of errors within ±{fmt(noise['laplace_halfwidth_95'])})")
+        lines.append(text)
+        if noise.get("gaussian_sigma") is not None:
+            lines.append(
+                f"  Gaussian at δ = {noise['delta']}: σ {fmt(noise['gaussian_sigma'])} "
+                f"({noise['gaussian_method']}, Balle & Wang 2018; 95 % within "
+                f"±{fmt(noise['gaussian_halfwidth_95'])})"
+                + (f"; classical σ {fmt(noise['gaussian_classical_sigma'])}"
+                   if noise.get("gaussian_classical_sigma") is not None else ""))
     lines.append(f"  without constraints (Δ_STR, corrected): {fmt(d['delta_str'])}")
     paper = ", ".join(f"{k} {fmt(v)}" for k, v in d["paper"].items())
     lines.append(f"  paper's literal values: {paper}")
@@ -82,7 +99,13 @@ def to_text(analysis: Analysis, *, witness: bool = False) -> str:
                 shown = ", ".join(repr(r) for r in rows[:12]) + (" ..." if len(rows) > 12 else "")
                 lines.append(f"    A.{rel}: {shown or '(empty)'}")
     elif analysis.lower is None and analysis.satisfiable:
-        lines.append("  lower bound: none proven (no witness found)")
+        kinds = {a["kind"] for a in d.get("aggregates", [])}
+        if kinds - {"count", "count_distinct"} or len(d.get("aggregates", [])) > 1:
+            lines.append("  lower bound: not searched (witnesses are built for a single COUNT)")
+        elif analysis.neighbor != "add-remove":
+            lines.append("  lower bound: not claimed under substitution (witnesses add or remove a row)")
+        else:
+            lines.append("  lower bound: none proven (no witness found)")
     for note in d["notes"]:
         lines.append(f"  note: {note}")
     return "\n".join(lines)

@@ -1,0 +1,110 @@
+"""Aggregates end to end: SUM/MEDIAN/GROUP BY through the CQ engine, value bounds, noise."""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+
+import pytest
+from hypothesis import given, note, settings
+from hypothesis import strategies as st
+
+from cqsens.analyze import analyze
+from cqsens.errors import InputError
+
+SCHEMA = "examples/hospital/schema.sql"
+
+
+def run(sql: str, **kw):  # type: ignore[no-untyped-def]
+    return analyze(sql, schema=SCHEMA, **kw).to_dict()["sensitivity"]
+
+
+def test_sum_with_check_bounds() -> None:
+    assert run("SELECT SUM(age) FROM Pat")["l1"] == 120
+    assert run("SELECT SUM(age) FROM Pat", neighbor="substitute")["l1"] == 120
+
+
+def test_histogram_under_substitution() -> None:
+    s = run("SELECT COUNT(*) FROM Pat GROUP BY sex", neighbor="substitute")
+    assert s["l1"] == 2 and s["l2"] == pytest.approx(math.sqrt(2))
+    s = run("SELECT COUNT(*) FROM Pat GROUP BY sex")
+    assert s["l1"] == 1 and s["lower"] == 1 and s["tight"]
+
+
+@pytest.mark.parametrize(
+    ("neighbor", "rows", "expected"),
+    [("add-remove", None, 60), ("substitute", 10, 60), ("substitute", 11, 120), ("substitute", None, 120)],
+)
+def test_median_table(neighbor: str, rows: int | None, expected: int) -> None:
+    assert run("SELECT MEDIAN(age) FROM Pat", neighbor=neighbor, rows=rows)["l1"] == expected
+
+
+def test_sum_over_join_is_count_bound_times_magnitude() -> None:
+    a = analyze("SELECT SUM(p.age) FROM Pat p JOIN PatDoc pd ON pd.pat = p.id", schema=SCHEMA,
+                fds=["PatDoc[1->2]"])
+    assert a.l1 == 1 * 120
+    b = analyze("SELECT SUM(p.age) FROM Pat p JOIN PatDoc pd ON pd.pat = p.id", schema=SCHEMA,
+                cds=["PatDoc[1->2]<=3"], bounds=["Pat.age=0:90"])
+    assert b.l1 == 3 * 90 and "--bounds" in b.to_dict()["aggregates"][0]["values"]
+
+
+def test_filter_tightens_the_bounds_and_says_so() -> None:
+    d = analyze("SELECT SUM(age) FROM Pat WHERE age BETWEEN 18 AND 65", schema=SCHEMA).to_dict()
+    agg = d["aggregates"][0]
+    assert agg["l1"] == 65 and "WHERE filter" in agg["values"]
+    # a filtered single table under substitution: max(M,0) - min(m,0), SPEC §6.6
+    assert analyze("SELECT SUM(age) FROM Pat WHERE age BETWEEN 18 AND 65", schema=SCHEMA,
+                   neighbor="substitute").l1 == 65
+
+
+def test_missing_bounds_error_names_the_three_ways() -> None:
+    with pytest.raises(InputError) as info:
+        analyze("SELECT SUM(x) FROM R")
+    text = str(info.value)
+    assert "R.x" in text and "--bounds" in text and "CHECK" in text and "WHERE" in text
+
+
+def test_several_aggregates_and_noise() -> None:
+    a = analyze("SELECT SUM(age), COUNT(*) FROM Pat", schema=SCHEMA, epsilon=1.0, delta=1e-5)
+    d = a.to_dict()
+    assert d["sensitivity"]["l1"] == 121
+    assert d["sensitivity"]["l2"] == pytest.approx(math.hypot(120, 1))
+    assert d["noise"]["laplace_scale"] == 121
+    assert d["noise"]["gaussian_method"] == "analytic"
+
+
+def test_contributions_multiply() -> None:
+    assert analyze("SELECT COUNT(*) FROM Pat", schema=SCHEMA, contributions=3).l1 == 3
+
+
+@settings(max_examples=80)
+@given(data=st.data())
+def test_join_sum_brute_force(data: st.DataObject) -> None:
+    """SUM(R.v) over R(a, v) ⋈ S(a, b) with S[1->2]<=d: no move exceeds the reported ℓ1."""
+    d = data.draw(st.integers(1, 3))
+    r_rows = data.draw(st.sets(st.tuples(st.integers(0, 3), st.integers(0, 10)), max_size=6))
+    s_rows: set[tuple[int, int]] = set()
+    for row in data.draw(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 5)), max_size=10)):
+        if len({b for a, b in s_rows | {row} if a == row[0]}) <= d:
+            s_rows.add(row)
+    sql = "SELECT SUM(r.v) FROM R r JOIN S s ON r.a = s.a"
+    ddl = "CREATE TABLE R (a INT, v INT CHECK (v BETWEEN 0 AND 10)); CREATE TABLE S (a INT, b INT)"
+    bound = analyze(sql, schema=ddl, cds=[f"S[1->2]<={d}"], prove_lower=False).l1
+
+    def total(r: set, s: set) -> int:  # type: ignore[type-arg]
+        conn = sqlite3.connect(":memory:")
+        conn.execute("CREATE TABLE R (a, v)")
+        conn.execute("CREATE TABLE S (a, b)")
+        conn.executemany("INSERT INTO R VALUES (?, ?)", sorted(r))
+        conn.executemany("INSERT INTO S VALUES (?, ?)", sorted(s))
+        return conn.execute(sql).fetchone()[0] or 0
+
+    base = total(r_rows, s_rows)
+    for row in [(a, v) for a in range(4) for v in (0, 10)]:
+        if row not in r_rows:
+            change = abs(total(r_rows | {row}, s_rows) - base)
+            note(f"add R{row}: {change} vs {bound}")
+            assert change <= bound
+    for row in [(a, b) for a in range(4) for b in range(6)]:
+        if row not in s_rows and len({b for a, b in s_rows | {row} if a == row[0]}) <= d:
+            assert abs(total(r_rows, s_rows | {row}) - base) <= bound
