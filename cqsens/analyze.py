@@ -22,7 +22,7 @@ from cqsens.chase import chase
 from cqsens.core import core, core_result, in_cq_core
 from cqsens.cq import CQ, AggregateQuery, Const, Var, format_term
 from cqsens.dependencies import Dependency, Sigma
-from cqsens.errors import DependencyError, InputError
+from cqsens.errors import DependencyError, InputError, SchemaError
 from cqsens.gaifman import is_connected
 from cqsens.parse_cq import parse_cq, parse_dependencies, parse_dependency
 from cqsens.parse_sql import parse_sql
@@ -273,9 +273,28 @@ def load_query(
         kind = "sql" if _SQL_START.match(text) else "cq"
     if kind == "cq":
         cq = parse_cq(text, source=origin or "<cq>")
+        if schema is not None:
+            _check_cq_against_schema(cq, schema, origin or "<cq>")
         return AggregateQuery(cq=cq, source=origin or "<cq>", heads=(cq.head,), body=cq, text=text)
     query = parse_sql(text, schema=schema, dialect=dialect, source=origin or "<sql>")
     return replace(query, text=text)
+
+
+def _check_cq_against_schema(cq: CQ, schema: Schema, source: str) -> None:
+    """A CQ used with a schema must name its tables with their arities."""
+    for relation, arity in sorted(cq.relations().items()):
+        rel = schema.find(relation)
+        if rel is None:
+            raise SchemaError(f"relation {relation} is not in the schema (it has: "
+                              f"{', '.join(schema.relation_names())})", source=source,
+                              construct=f"relation {relation}")
+        if len(rel.columns) != arity:
+            raise SchemaError(f"relation {relation} has {len(rel.columns)} columns in the schema but "
+                              f"{arity} arguments in the query", source=source,
+                              construct=f"relation {relation}")
+        if rel.name != relation:
+            raise SchemaError(f"relation {relation} is spelled {rel.name} in the schema; use that "
+                              "spelling in the CQ", source=source, construct=f"relation {relation}")
 
 
 def resolve_sigma(

@@ -269,6 +269,9 @@ def simple_path_cardinality(
                     adjacency.setdefault(a, []).append(
                         (b, weights.get((other.relation, i, j), math.inf))
                     )
+    for edges in adjacency.values():
+        edges.sort(key=lambda e: e[1])  # finite, light steps first: good bounds early
+    constants = {t for t in adjacency if isinstance(t, Const)}
     best: Weight = math.inf
     left = [budget]
 
@@ -278,6 +281,11 @@ def simple_path_cardinality(
             left[0] -= 1
             if left[0] < 0:
                 raise BudgetExceeded
+        if best == 1:
+            return
+        # branch and bound: a heavier prefix can only win by resetting at a constant
+        if since_const >= best and constants <= visited:
+            return
         for nxt, w in adjacency.get(node, ()):
             if nxt in visited:
                 continue

@@ -124,12 +124,30 @@ def _pattern_for(atoms: Sequence[Atom]) -> tuple[list[int], dict[int, Const]] | 
 Tree = dict[Var, tuple[Term, int]]  # child variable → (parent term, number of values)
 
 
+def _determined(core_cq: CQ, sigma: Sigma | None, player: Atom) -> set[Var]:
+    """Variables the FDs fix once the player's elements and the constants are fixed."""
+    if sigma is None:
+        return set()
+    fds = {(r, i, j) for (r, i, j), k in sigma.weights().items() if k == 1}
+    known: set[Term] = set(player.terms) | set(core_cq.constants())
+    changed = True
+    while changed:
+        changed = False
+        for atom in core_cq.relation_atoms():
+            for (r, i, j) in fds:
+                if r == atom.relation and atom.terms[i] in known and atom.terms[j] not in known:
+                    known.add(atom.terms[j])
+                    changed = True
+    return {t for t in known if isinstance(t, Var) and t not in player.terms}
+
+
 def _build(
     core_cq: CQ,
     relation: str,
     players: Sequence[Atom],
     copies: int,
     trees: Sequence[Tree | None] | None = None,
+    sigma: Sigma | None = None,
 ) -> _Structure | None:
     """Glue copies of the core per player atom, every player sent onto t.
 
@@ -158,6 +176,7 @@ def _build(
     atoms = core_cq.relation_atoms()
     keyed: dict[tuple[object, ...], int] = {}
     for number, player in enumerate(players):
+        shared = _determined(core_cq, sigma, player)  # one value in every copy (FDs force it)
         tree = trees[number] if trees is not None else None
         edges = sorted(tree.items(), key=lambda kv: kv[0].name) if tree else []
         position = {child: k for k, (child, _) in enumerate(edges)}
@@ -184,14 +203,17 @@ def _build(
             for atom in atoms:
                 for term in atom.terms:
                     if isinstance(term, Var) and term not in mapping:
-                        if edges and term in position:
-                            key: tuple[object, ...] = (number, term, tuple(index[k] for k in path(term)))
+                        if term in shared:
+                            key: tuple[object, ...] = (number, term, "shared")
+                        elif edges and term in position:
+                            key = (number, term, tuple(index[k] for k in path(term)))
                         else:
                             key = (number, term, index)
                         if key not in keyed:
                             null = s.fresh()
                             keyed[key] = null
-                            s.copied.add(null)
+                            if term not in shared:
+                                s.copied.add(null)
                             s.origin[null] = term
                         mapping[term] = keyed[key]
             for atom in atoms:
@@ -231,14 +253,18 @@ def _repair(s: _Structure, sigma: Sigma) -> tuple[_Structure, int] | None:
                         if not nulls:
                             return None
                         target = nulls[0]
-                    a, b = (e, target) if not isinstance(e, Const) else (target, e)
-                    if a != b:
-                        parent[a] = b  # a is a null
-                        merges += 1
+                    a, b = find(e), find(target)
+                    if a == b:
+                        continue
+                    if isinstance(a, Const) and isinstance(b, Const):
+                        return None
+                    if isinstance(a, Const):
+                        a, b = b, a
+                    parent[a] = b  # a is a null
+                    merges += 1
                 violation = True
-                break
             if violation:
-                break
+                break  # apply this dependency's merges, then look again
         if not violation:
             break
         s = _substituted(s, find)
@@ -425,7 +451,7 @@ def _attempt(
     copies: int,
     trees: Sequence[Tree | None] | None = None,
 ) -> tuple[Witness, _Structure, int] | None:
-    s = _build(ctx.core, relation, players, copies, trees)
+    s = _build(ctx.core, relation, players, copies, trees, ctx.sigma)
     if s is None:
         return None
     repaired = _repair(s, ctx.sigma)
@@ -446,7 +472,7 @@ def _attempt(
     return Witness(db, rel, row, counts[0], counts[1], how), s2, merges
 
 
-def _trees(bound: UpperBound | None, cap: int = 512) -> dict[Atom, Tree]:
+def _trees(bound: UpperBound | None, cap: int = 8192) -> dict[Atom, Tree]:
     """Per atom, the tree of steps behind its bound, with weights capped so the
     product construction stays small."""
     out: dict[Atom, Tree] = {}
@@ -500,19 +526,20 @@ def _proves_every_n(ctx: _Context, player: Atom, family: list[tuple[int, int, in
         return False
     if not all(diff >= n for n, diff, _ in family):
         return False
-    free_copied = [v for v in ctx.core.free if v not in player.terms]
+    shared = _determined(ctx.core, ctx.sigma, player)
+    free_copied = [v for v in ctx.core.free if v not in player.terms and v not in shared]
     if not free_copied:
         return False
     copied_vars = {t for a in ctx.core.relation_atoms() for t in a.terms if isinstance(t, Var)} - set(
         t for t in player.terms if isinstance(t, Var)
-    )
+    ) - shared
     for atom in ctx.core.atoms:
         if atom.is_filter and atom.variables() & copied_vars:
             return False
     # group sizes of every dependency must not grow with N: compare N = 1 and N = 2
     sizes = []
     for n in (1, 2):
-        s = _build(ctx.core, player.relation, [player], n)
+        s = _build(ctx.core, player.relation, [player], n, sigma=ctx.sigma)
         assert s is not None
         sizes.append(_group_sizes(s, ctx.sigma))
     return sizes[0] == sizes[1]

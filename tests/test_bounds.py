@@ -10,18 +10,20 @@ from cqsens.analyze import analyze
 
 from tests.helpers import FIXTURES, expected, load_cases
 
-CASES = [(f, c) for f in ("paper.toml", "seed_errata.toml") for c in load_cases(f"bounds/{f}")]
+FILES = ("paper.toml", "seed_errata.toml", "arborescence.toml")
+CASES = [(f, c) for f in FILES for c in load_cases(f"bounds/{f}")]
 
 
 @pytest.mark.parametrize("case", [c for _, c in CASES], ids=[c["id"] for _, c in CASES])
 def test_case(case: dict[str, Any]) -> None:
     source = case.get("cq") or case["sql"]
-    schema = FIXTURES / case["schema"] if "schema" in case else None
+    schema = (FIXTURES / "bounds" / case["schema"]).resolve() if "schema" in case else None
     a = analyze(source, schema=schema, fds=case.get("fds", []), cds=case.get("cds", []),
-                kind="cq" if "cq" in case else "sql")
+                kind="cq" if "cq" in case else "sql", prove_lower="lower" in case["expect"])
     want = case["expect"]
     got = {
         "upper": a.upper,
+        "lower": a.lower,
         "delta_str": a.delta_str,
         "connected": a.connected,
         "satisfiable": a.satisfiable,

@@ -91,8 +91,10 @@ def test_missing_file_is_input_error() -> None:
 def test_every_example_runs(path: Path) -> None:
     args = ["analyze", str(path)]
     schema = path.parent / "schema.sql"
-    if path.suffix == ".sql" and schema.exists():
+    if schema.exists():
         args += ["--schema", str(schema)]
+    if (path.parent / "constraints.txt").exists():
+        args += ["--constraints", str(path.parent / "constraints.txt")]
     code, out, err = run(*args)
     assert code == EXIT_OK, err
     assert "sensitivity upper" in out
