@@ -168,6 +168,35 @@ class Analysis:
         """True when the upper bound is finite."""
         return self.upper != math.inf
 
+    def reason(self) -> str:
+        """The one-line reason for the bound (the relation that gives it)."""
+        if not self.satisfiable:
+            return "unsatisfiable: the count is always 0"
+        if self.core.is_boolean:
+            return "a Boolean query: its count is 0 or 1"
+        worst = max(self.bound.relations, key=lambda r: r.total, default=None)
+        if worst is None:
+            return "no relation atom"
+        if worst.total == math.inf:
+            for ab in worst.atoms:
+                if ab.value == math.inf:
+                    missing = ", ".join(v.name for v in ab.unreachable) or "a free variable"
+                    return (f"one added {worst.relation} row can create unboundedly many answers: "
+                            f"no bounded route from {ab.atom} to {missing}")
+        parts = []
+        for ab in worst.atoms:
+            if not ab.counted:
+                continue
+            if ab.pattern is not None:
+                parts.append(f"{ab.atom} holds every counted column (1)")
+            else:
+                steps = ab.tree_steps if ab.method == "joint tree of steps" else tuple(
+                    st for _, r in ab.routes if r is not None for st in r.steps)
+                route = "; ".join(str(st) for st in dict.fromkeys(steps))
+                parts.append(f"{ab.atom}: {_fmt(ab.value)} via {route}")
+        return (f"one {worst.relation} row changes the count by at most {_fmt(worst.total)}: "
+                + "; ".join(parts))
+
     def structure(self) -> dict[str, Any]:
         """The core's canonical structure and the routes behind the bound, for drawings.
 

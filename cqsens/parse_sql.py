@@ -319,7 +319,8 @@ _SAFE = re.compile(r"[^A-Za-z0-9_]")
 
 
 def _var_name(alias: str, column: str) -> str:
-    name = _SAFE.sub("_", f"{alias}_{column}")
+    prefix = "" if column.lower().startswith(alias.lower() + "_") else f"{alias}_"
+    name = _SAFE.sub("_", f"{prefix}{column}")
     return name if re.match(r"[A-Za-z_]", name) else f"v_{name}"
 
 

@@ -1,0 +1,244 @@
+"""Analyse a batch of query files: a folder of analysts' queries, in a process pool.
+
+``analyze_paths`` expands folders into their ``.sql``/``.cq`` files (DDL and
+data scripts are skipped), analyses each with a per-query time limit, and
+returns a :class:`BatchResult` whose rows keep the input order whatever the
+number of worker processes.  A file that fails to parse or is unsupported is a
+row with its error; the batch goes on.  Nothing is rendered here.
+"""
+
+from __future__ import annotations
+
+
+import multiprocessing
+import os
+import re
+import signal
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from cqsens.analyze import Analysis, analyze
+from cqsens.errors import InputError
+
+__all__ = ["BatchResult", "collect_files", "analyze_paths", "summarise"]
+
+_NOT_A_QUERY = re.compile(r"^\s*(--[^\n]*\n\s*)*(create|insert|drop|alter|copy|begin)\b", re.I)
+
+
+@dataclass
+class BatchResult:
+    """Rows (one per file, input order) and the options they were run with."""
+
+    rows: list[dict[str, Any]]
+    options: dict[str, Any] = field(default_factory=dict)
+    command: str = ""
+    skipped: list[str] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        """Counts of bounded / unbounded / errors / timed out / tight and the bound histogram."""
+        return summarise(self.rows)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON report object (also the input of the HTML and Markdown renderers)."""
+        return {
+            "title": "cqsens report",
+            "generated": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "command": self.command,
+            "options": self.options,
+            "summary": self.summary(),
+            "skipped": self.skipped,
+            "rows": self.rows,
+        }
+
+    @property
+    def failed(self) -> bool:
+        """Any error or time-out."""
+        return any(r["status"] != "ok" for r in self.rows)
+
+    @property
+    def unbounded(self) -> bool:
+        """Any analysed query with an infinite upper bound."""
+        return any(r["status"] == "ok" and r["upper"] == "inf" for r in self.rows)
+
+
+def _bucket(upper: Any) -> str:
+    if upper == "inf":
+        return "inf"
+    value = float(upper)
+    if value == 0:
+        return "0"
+    if value <= 1:
+        return "1"
+    if value <= 10:
+        return "2-10"
+    if value <= 1000:
+        return "11-1000"
+    return ">1000"
+
+
+def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Counts and the distribution of upper bounds."""
+    ok = [r for r in rows if r["status"] == "ok"]
+    bounds = {k: 0 for k in ("0", "1", "2-10", "11-1000", ">1000", "inf")}
+    for r in ok:
+        bounds[_bucket(r["upper"])] += 1
+    return {
+        "total": len(rows),
+        "bounded": sum(1 for r in ok if r["upper"] != "inf"),
+        "unbounded": sum(1 for r in ok if r["upper"] == "inf"),
+        "errors": sum(1 for r in rows if r["status"] == "error"),
+        "timed_out": sum(1 for r in rows if r["status"] == "timeout"),
+        "tight": sum(1 for r in ok if r["tight"]),
+        "bounds": bounds,
+    }
+
+
+def collect_files(inputs: Iterable[str | Path], *, exclude: Iterable[str | Path] = ()) -> tuple[list[Path], list[str]]:
+    """Query files under the inputs (sorted per folder), and the files skipped with why."""
+    excluded = {Path(p).resolve() for p in exclude}
+    files: list[Path] = []
+    skipped: list[str] = []
+    for item in inputs:
+        path = Path(item)
+        candidates = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+        for p in candidates:
+            if p.suffix not in (".sql", ".cq") or p.resolve() in excluded:
+                continue
+            if p.suffix == ".sql" and p.exists():
+                try:
+                    head = p.read_text(encoding="utf-8", errors="replace")[:4000]
+                except OSError:
+                    head = ""
+                if _NOT_A_QUERY.match(head):
+                    skipped.append(f"{p}: DDL or data, not a query")
+                    continue
+            files.append(p)
+    return files, skipped
+
+
+class _Timeout(Exception):
+    pass
+
+
+def _alarm(signum: int, frame: Any) -> None:  # pragma: no cover - signal handler
+    raise _Timeout
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def row_for(path: Path, analysis: Analysis) -> dict[str, Any]:
+    """A report row for an analysed file."""
+    d = analysis.to_dict()
+    s = d["sensitivity"]
+    return {
+        "file": str(path),
+        "status": "ok",
+        "error": None,
+        "aggregate": d["aggregate"],
+        "upper": s["upper"],
+        "lower": s["lower"],
+        "tight": s["tight"],
+        "reason": analysis.reason(),
+        "suggestion": d["suggestion"][0] if d["suggestion"] else None,
+        "noise": d.get("noise"),
+        "analysis": d,
+    }
+
+
+def _error_row(path: Path, status: str, message: str) -> dict[str, Any]:
+    return {"file": str(path), "status": status, "error": message, "aggregate": None,
+            "upper": None, "lower": None, "tight": False, "reason": message, "suggestion": None,
+            "noise": None, "analysis": None}
+
+
+def _options_for(path: Path, options: dict[str, Any]) -> dict[str, Any]:
+    """Per-file options: a schema.sql / constraints.txt beside the query when none is given."""
+    opts = dict(options)
+    if opts.get("schema") is None and (path.parent / "schema.sql").exists():
+        opts["schema"] = path.parent / "schema.sql"
+    if opts.get("constraints") is None and not opts.get("fds") and not opts.get("cds") \
+            and (path.parent / "constraints.txt").exists():
+        opts["constraints"] = path.parent / "constraints.txt"
+    return opts
+
+
+def _run_one(task: tuple[str, dict[str, Any], float]) -> dict[str, Any]:
+    """Analyse one file under a time limit (SIGALRM in the worker)."""
+    name, options, timeout = task
+    path = Path(name)
+    use_alarm = timeout > 0 and hasattr(signal, "setitimer")
+    if use_alarm:
+        previous = signal.signal(signal.SIGALRM, _alarm)
+        signal.setitimer(signal.ITIMER_REAL, timeout)
+    try:
+        analysis = analyze(path, **_options_for(path, options))
+        return row_for(path, analysis)
+    except _Timeout:
+        return _error_row(path, "timeout", f"{path}: timed out after {timeout:g} s")
+    except InputError as err:
+        return _error_row(path, "error", _one_line(str(err)))
+    except RecursionError:
+        return _error_row(path, "error", f"{path}: the query is too deeply nested to analyse")
+    finally:
+        if use_alarm:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+
+
+def analyze_paths(
+    inputs: Iterable[str | Path],
+    *,
+    jobs: int = 1,
+    timeout: float = 10.0,
+    progress: Callable[[int, int], None] | None = None,
+    command: str = "",
+    **options: Any,
+) -> BatchResult:
+    """Analyse every query file under ``inputs``.
+
+    Parameters
+    ----------
+    inputs : iterable of paths
+        Files and folders (searched recursively for ``.sql`` and ``.cq``).
+    jobs : int
+        Worker processes (1: in this process).
+    timeout : float
+        Seconds per query; a query over it is a ``timeout`` row.
+    progress : callable, optional
+        Called with (done, total) after each file.
+    **options
+        Passed to :func:`cqsens.analyze` (schema, fds, cds, constraints, neighbor, epsilon...).
+        Without ``schema``/``constraints``, a ``schema.sql``/``constraints.txt`` beside
+        each query is used.
+
+    Returns
+    -------
+    BatchResult
+        Rows in input order, whatever ``jobs`` is.
+    """
+    exclude = [p for p in (options.get("schema"), options.get("constraints")) if p is not None]
+    files, skipped = collect_files(inputs, exclude=[p for p in exclude if isinstance(p, (str, Path))])
+    tasks = [(str(f), options, timeout) for f in files]
+    rows: list[dict[str, Any]] = []
+    if jobs <= 1 or len(tasks) <= 1:
+        for n, task in enumerate(tasks, start=1):
+            rows.append(_run_one(task))
+            if progress:
+                progress(n, len(tasks))
+    else:
+        ctx = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
+        with ctx.Pool(processes=jobs) as pool:
+            for n, row in enumerate(pool.imap(_run_one, tasks, chunksize=4), start=1):
+                rows.append(row)
+                if progress:
+                    progress(n, len(tasks))
+    shown = {k: (str(v) if isinstance(v, Path) else v) for k, v in options.items()}
+    shown["timeout"] = timeout
+    return BatchResult(rows, shown, command, skipped)
+
+

@@ -1,0 +1,89 @@
+"""Batch reports: every example, broken files, strict mode, workers, time-outs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from cqsens.batch import analyze_paths, collect_files
+from cqsens.cli import cli
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+CONTRACT = {"query", "cq", "core", "free", "aggregate", "connected", "satisfiable", "delta_str",
+            "paper", "sensitivity", "explanation"}
+SENSITIVITY = {"upper", "lower", "tight", "neighbor", "l1", "l2"}
+
+
+def _valid_number(value: object) -> bool:
+    return value == "inf" or value is None or isinstance(value, (int, float))
+
+
+def test_report_json_over_examples(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    result = CliRunner().invoke(cli, ["report", str(EXAMPLES), "-o", str(out)])
+    assert result.exit_code == 0, result.stderr
+    batch = json.loads(out.read_text())
+    files, _ = collect_files([EXAMPLES])
+    assert batch["summary"]["total"] == len(files) > 10
+    assert batch["summary"]["errors"] == 0
+    for row in batch["rows"]:
+        d = row["analysis"]
+        assert CONTRACT <= set(d), row["file"]
+        assert SENSITIVITY <= set(d["sensitivity"])
+        assert all(_valid_number(v) for v in d["sensitivity"].values() if not isinstance(v, (bool, str)) or v == "inf")
+        assert set(d["paper"]) == {"delta_str", "fd_upper", "fd_lower", "cd_upper"}
+        assert row["reason"]
+    assert batch["summary"]["unbounded"] >= 3
+    assert any(r["suggestion"] for r in batch["rows"] if r["upper"] == "inf")
+
+
+def _broken_folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "queries"
+    folder.mkdir()
+    (folder / "good.sql").write_text("SELECT COUNT(*) FROM R WHERE R.a = 1")
+    (folder / "bad.sql").write_text("SELECT COUNT(*) FROM R\nWHERE (")
+    (folder / "union.sql").write_text("SELECT COUNT(*) FROM R UNION SELECT COUNT(*) FROM S")
+    (folder / "join.cq").write_text("Q(x) :- R(x, y), S(y, z).")
+    (folder / "schema_like.sql").write_text("CREATE TABLE X (a INT)")
+    return folder
+
+
+def test_broken_files_are_rows_and_the_batch_goes_on(tmp_path: Path) -> None:
+    folder = _broken_folder(tmp_path)
+    result = analyze_paths([folder], jobs=1, timeout=10)
+    by_name = {Path(r["file"]).name: r for r in result.rows}
+    assert set(by_name) == {"good.sql", "bad.sql", "union.sql", "join.cq"}
+    assert by_name["bad.sql"]["status"] == "error" and "bad.sql:2:" in by_name["bad.sql"]["error"]
+    assert "UNION" in by_name["union.sql"]["error"]
+    assert by_name["good.sql"]["upper"] == 1
+    assert by_name["join.cq"]["upper"] == "inf"
+    assert any("schema_like.sql" in s for s in result.skipped)
+
+
+def test_exit_codes_and_strict(tmp_path: Path) -> None:
+    folder = _broken_folder(tmp_path)
+    runner = CliRunner()
+    out = tmp_path / "r.json"
+    assert runner.invoke(cli, ["report", str(folder), "-o", str(out)]).exit_code == 0
+    assert runner.invoke(cli, ["report", str(folder), "-o", str(out), "--strict"]).exit_code == 1
+    good = tmp_path / "good"
+    good.mkdir()
+    (good / "q.sql").write_text("SELECT COUNT(*) FROM R WHERE R.a = 1")
+    assert runner.invoke(cli, ["report", str(good), "-o", str(out), "--strict"]).exit_code == 0
+    assert runner.invoke(cli, ["report", str(good), "-o", str(tmp_path / "r.txt")]).exit_code == 2
+
+
+def test_jobs_do_not_change_the_output(tmp_path: Path) -> None:
+    one = analyze_paths([EXAMPLES], jobs=1, timeout=20)
+    two = analyze_paths([EXAMPLES], jobs=2, timeout=20)
+    assert json.dumps(one.rows, sort_keys=True) == json.dumps(two.rows, sort_keys=True)
+
+
+def test_timeout_is_a_row(tmp_path: Path) -> None:
+    q = tmp_path / "slow.cq"
+    # a 5-cycle under degree bounds: its witness search takes far longer than 1 ms
+    q.write_text("Q(a, b, c, d, e) :- E(a, b), E(b, c), E(c, d), E(d, e), E(e, a).")
+    result = analyze_paths([q], timeout=0.001, cds=["E[1->2]<=9", "E[2->1]<=9"])
+    assert result.rows[0]["status"] == "timeout" and "timed out" in result.rows[0]["error"]
