@@ -184,9 +184,8 @@ class Analysis:
                     return (f"one added {worst.relation} row can create unboundedly many answers: "
                             f"no bounded route from {ab.atom} to {missing}")
         parts = []
-        for ab in worst.atoms:
-            if not ab.counted:
-                continue
+        counted = [ab for ab in worst.atoms if ab.counted]
+        for ab in counted[:2]:
             if ab.pattern is not None:
                 parts.append(f"{ab.atom} holds every counted column (1)")
             else:
@@ -194,8 +193,9 @@ class Analysis:
                     st for _, r in ab.routes if r is not None for st in r.steps)
                 route = "; ".join(str(st) for st in dict.fromkeys(steps))
                 parts.append(f"{ab.atom}: {_fmt(ab.value)} via {route}")
+        more = f"; and {len(counted) - 2} more {worst.relation} atoms" if len(counted) > 2 else ""
         return (f"one {worst.relation} row changes the count by at most {_fmt(worst.total)}: "
-                + "; ".join(parts))
+                + "; ".join(parts) + more)
 
     def structure(self) -> dict[str, Any]:
         """The core's canonical structure and the routes behind the bound, for drawings.

@@ -1,0 +1,489 @@
+"""Tests of the batch report renderers (HTML, Markdown) and of the structure drawings.
+
+The batches are built from real analyses of ``examples/hospital`` and of a few
+CQs, plus an error row and a timeout row made by hand.  The last tests open the
+HTML page in headless Chromium: the rows and drawings must be rendered, the
+table must sort when a header is clicked, and a screenshot must be taken.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import math
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+from collections.abc import Iterator
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import cqsens
+from cqsens.analyze import Analysis
+from cqsens.drawing import draw_structure
+from cqsens.noise import calibrate
+from cqsens.report_html import to_html, to_markdown
+
+ROOT = Path(__file__).resolve().parent.parent
+HOSPITAL = ROOT / "examples" / "hospital"
+SCHEMA = HOSPITAL / "schema.sql"
+HOSPITAL_QUERIES = (
+    "doctors_with_patients.sql",
+    "female_patients.sql",
+    "ny_patients.sql",
+    "oncology.sql",
+    "patients_per_doctor_link.sql",
+    "same_hospital_pairs.sql",
+)
+
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+
+ERROR_TEXT = "examples/bad<1>.sql:3:7: unsupported construct <UNION> [UNION]"
+NASTY_FILE = "examples/<script>alert(1)</script>.sql"
+
+
+# ----------------------------------------------------------------------------- batch
+
+
+def _jsonable(value: Any) -> Any:
+    return "inf" if isinstance(value, float) and math.isinf(value) else value
+
+
+def _row(file: str, analysis: Analysis, epsilon: float = 1.0) -> dict[str, Any]:
+    """A batch row of status ``ok`` for one analysis (the shape ``cqsens report`` writes)."""
+    d = analysis.to_dict()
+    s = d["sensitivity"]
+    bounded = s["upper"] != "inf"
+    reason = d["explanation"][-1] if d["explanation"] else ""
+    noise = {
+        k: _jsonable(v)
+        for k, v in dataclasses.asdict(
+            calibrate(math.inf if s["l1"] == "inf" else s["l1"],
+                      math.inf if s["l2"] == "inf" else s["l2"], epsilon=epsilon, delta=1e-6)
+        ).items()
+    } if bounded else None
+    return {
+        "file": file,
+        "status": "ok",
+        "error": None,
+        "aggregate": d["aggregate"],
+        "upper": s["upper"],
+        "lower": s["lower"],
+        "tight": s["tight"],
+        "reason": reason,
+        "suggestion": d["suggestion"][0] if d["suggestion"] else None,
+        "noise": noise,
+        "analysis": d,
+    }
+
+
+def _make_batch() -> dict[str, Any]:
+    rows: list[dict[str, Any]] = []
+    for path in (HOSPITAL / name for name in HOSPITAL_QUERIES):
+        rel = str(path.relative_to(ROOT))
+        rows.append(_row(rel, cqsens.analyze(str(path), schema=str(SCHEMA))))
+    rows.append(_row(
+        "examples/hospital/oncology.sql (with PatDoc[1->2]<=3)",
+        cqsens.analyze(str(HOSPITAL / "oncology.sql"), schema=str(SCHEMA),
+                       cds=["PatDoc[1->2]<=3"]),
+    ))
+    rows.append(_row("inline/path.cq", cqsens.analyze("Q(x) :- R(x,y), S(y,z)")))
+    rows.append(_row(
+        "inline/less|than.cq",
+        cqsens.analyze("Q(x, y) :- R(x, z), S(z, y), T(y, 'a<b'), U(x, y, z)"),
+    ))
+    rows.append(_row(
+        "inline/steps.cq",
+        cqsens.analyze("Q(x,w) :- R(x,y), S(y,z), T(z,w), V(x,w)",
+                       cds=["R[1->2]<=2", "S[1->2]<=3", "T[1->2]<=4", "V[2->1]<=5"]),
+    ))
+    rows.append({"file": "examples/bad<1>.sql", "status": "error", "error": ERROR_TEXT,
+                 "aggregate": None, "upper": None, "lower": None, "tight": None,
+                 "reason": None, "suggestion": None, "noise": None, "analysis": None})
+    rows.append({"file": NASTY_FILE, "status": "timeout", "error": "timed out after 10 s",
+                 "aggregate": None, "upper": None, "lower": None, "tight": None,
+                 "reason": None, "suggestion": None, "noise": None, "analysis": None})
+    ok = [r for r in rows if r["status"] == "ok"]
+    buckets = {"0": 0, "1": 0, "2-10": 0, "11-1000": 0, ">1000": 0, "inf": 0}
+    for r in ok:
+        u = r["upper"]
+        key = ("inf" if u == "inf" else "0" if u == 0 else "1" if u == 1 else "2-10" if u <= 10
+               else "11-1000" if u <= 1000 else ">1000")
+        buckets[key] += 1
+    return {
+        "title": "cqsens report",
+        "generated": "2026-11-22T19:30:00Z",
+        "command": "cqsens report examples/ --schema examples/hospital/schema.sql --epsilon 1",
+        "options": {"schema": "examples/hospital/schema.sql", "neighbor": "add-remove",
+                    "epsilon": 1.0, "delta": 1e-6},
+        "summary": {
+            "total": len(rows),
+            "bounded": sum(1 for r in ok if r["upper"] != "inf"),
+            "unbounded": sum(1 for r in ok if r["upper"] == "inf"),
+            "errors": 1,
+            "timed_out": 1,
+            "tight": sum(1 for r in ok if r["tight"]),
+            "bounds": buckets,
+        },
+        "rows": rows,
+    }
+
+
+@pytest.fixture(scope="module")
+def batch() -> dict[str, Any]:
+    return _make_batch()
+
+
+@pytest.fixture(scope="module")
+def page(batch: dict[str, Any]) -> str:
+    return to_html(batch)
+
+
+class _Collector(HTMLParser):
+    """Start tags (with attributes) and text of an HTML document."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def _parse(page: str) -> _Collector:
+    parser = _Collector()
+    parser.feed(page)
+    parser.close()
+    return parser
+
+
+def _classes(attrs: dict[str, str | None]) -> set[str]:
+    return set((attrs.get("class") or "").split())
+
+
+def _ok_rows(batch: dict[str, Any]) -> list[dict[str, Any]]:
+    return [r for r in batch["rows"] if r["status"] == "ok"]
+
+
+# ----------------------------------------------------------------------------- drawing
+
+
+def _structure(query: str, **kw: Any) -> dict[str, Any]:
+    return cqsens.analyze(query, **kw).to_dict()["structure"]
+
+
+def test_drawing_shapes_follow_the_kinds_of_elements() -> None:
+    structure = _structure(str(HOSPITAL / "oncology.sql"), schema=str(SCHEMA))
+    svg = draw_structure(structure)
+    kinds = [e["kind"] for e in structure["elements"]]
+    assert svg.count('<rect class="element free"') == kinds.count("free")
+    assert svg.count('<polygon class="element constant"') == kinds.count("constant")
+    assert svg.count('<circle class="element existential"') == kinds.count("existential")
+    # the unbounded Pat atom (a 4-ary box) is red, and so is the free variable it misses
+    assert svg.count('class="atom unbounded"') == len(structure["unbounded"]) == 1
+    assert "Doc_id: free (unreachable from an unbounded atom)" in svg
+
+
+def test_drawing_highlights_the_steps_behind_the_bound() -> None:
+    structure = _structure("Q(x,w) :- R(x,y), S(y,z), T(z,w), V(x,w)",
+                           cds=["R[1->2]<=2", "S[1->2]<=3", "T[1->2]<=4", "V[2->1]<=5"])
+    svg = draw_structure(structure)
+    unique = {(s["relation"], s["from"], s["to"]) for s in structure["steps"]}
+    assert svg.count('<g class="step">') == len(unique) == 3
+    for relation, weight in (("S", 3), ("T", 4), ("V", 5)):
+        assert f"{relation} ×{weight}" in svg
+    assert 'class="atom unbounded"' not in svg
+
+
+def test_drawing_dashes_filters_and_escapes_text() -> None:
+    structure = _structure(str(HOSPITAL / "patients_per_doctor_link.sql"), schema=str(SCHEMA))
+    svg = draw_structure(structure)
+    assert '<g class="atom filter">' in svg and "stroke-dasharray" in svg
+    assert "p_age &gt;= 65" in svg
+    svg = draw_structure(_structure("Q(x) :- R(x, 'a<b&c')"))
+    assert "'a<b" not in svg and "&#x27;a&lt;b&amp;c&#x27;" in svg
+
+
+def test_drawing_of_odd_structures() -> None:
+    assert "(no elements)" in draw_structure({"elements": [], "atoms": []})
+    one = draw_structure(_structure("Q() :- R(x, x)"), legend=False)
+    assert one.count('class="element') == 1 and 'class="legend"' not in one
+    with pytest.raises(ValueError, match="too small"):
+        draw_structure({"elements": []}, width=10, height=10)
+
+
+def test_drawing_is_deterministic_across_processes() -> None:
+    code = (
+        "import cqsens, hashlib; from cqsens.drawing import draw_structure;"
+        "s = cqsens.analyze('Q(x,w) :- R(x,y), S(y,z), T(z,w), V(x,w, y)').to_dict()['structure'];"
+        "print(hashlib.sha256(draw_structure(s).encode()).hexdigest())"
+    )
+    digests = set()
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                             text=True, check=True, cwd=ROOT)
+        digests.add(out.stdout.strip())
+    assert len(digests) == 1
+
+
+# ----------------------------------------------------------------------------- HTML
+
+
+def test_html_has_one_row_per_query_with_hooks(batch: dict[str, Any], page: str) -> None:
+    doc = _parse(page)
+    rows = [a for t, a in doc.tags if t == "tr" and "row" in _classes(a)]
+    assert [a["data-file"] for a in rows] == [r["file"] for r in batch["rows"]]
+    assert [a["data-status"] for a in rows] == [r["status"] for r in batch["rows"]]
+    verdicts = [a["data-verdict"] for a in rows]
+    assert verdicts.count("bounded") == batch["summary"]["bounded"]
+    assert verdicts.count("unbounded") == batch["summary"]["unbounded"]
+    assert verdicts.count("error") == 1 and verdicts.count("timeout") == 1
+    sections = [a["id"] for t, a in doc.tags if t == "section" and "query" in _classes(a)]
+    assert sections == [f"q-{i}" for i in range(1, len(batch["rows"]) + 1)]
+
+
+def test_html_has_one_drawing_per_ok_row(batch: dict[str, Any], page: str) -> None:
+    svgs = re.findall(r'<svg class="drawing"', page)
+    assert len(svgs) == len(_ok_rows(batch))
+    for i, row in enumerate(batch["rows"], start=1):
+        section = page.split(f'id="q-{i}"', 1)[1].split("</section>", 1)[0]
+        assert section.count('<svg class="drawing"') == (1 if row["status"] == "ok" else 0)
+    assert page.count('<svg class="bounds-chart"') == 1
+
+
+def test_html_shows_summary_reasons_and_errors(batch: dict[str, Any], page: str) -> None:
+    doc = _parse(page)
+    text = "".join(doc.text)
+    cards = {next(c for c in _classes(a) if c != "card"): a["data-count"]
+             for t, a in doc.tags if t == "div" and "card" in _classes(a)}
+    summary = batch["summary"]
+    assert cards == {k: str(summary[k]) for k in
+                     ("total", "bounded", "unbounded", "errors", "timed_out", "tight")}
+    bars = {a["data-bucket"]: int(a["data-count"] or 0) for t, a in doc.tags
+            if t == "g" and "bar" in _classes(a)}
+    assert bars == summary["bounds"]
+    assert text.count(ERROR_TEXT) == 2  # in the table and in its section
+    assert "timed out after 10 s" in text
+    for row in _ok_rows(batch):
+        assert row["reason"] in text
+        assert row["analysis"]["cq"] in text
+        for sentence in row["analysis"]["explanation"]:
+            assert sentence in text
+        if row["suggestion"]:
+            assert row["suggestion"] in text
+    assert "Laplace b = " in text and "Gaussian σ = " in text
+    assert "Δ+_Σ, CDs (Thm 17)" in text
+
+
+def test_html_escapes_everything_and_loads_nothing(page: str) -> None:
+    doc = _parse(page)
+    assert [t for t, _ in doc.tags].count("script") == 1
+    assert "'a<b'" not in page and "&#x27;a&lt;b&#x27;" in page
+    assert "<1>" not in page and "<UNION>" not in page
+    assert "T(y, 'a<b')" in "".join(doc.text)
+    assert not any(t in ("link", "img", "iframe") for t, _ in doc.tags)
+    assert not any("src" in a for _, a in doc.tags)
+    urls = set(re.findall(r"https?://[^\s\"'<>]+", page))
+    assert urls <= {"http://www.w3.org/2000/svg"}
+
+
+def test_html_is_deterministic(batch: dict[str, Any], page: str) -> None:
+    assert to_html(copy.deepcopy(batch)) == page
+
+
+def test_html_without_summary_counts_from_rows(batch: dict[str, Any]) -> None:
+    bare = {"rows": batch["rows"]}
+    doc = _parse(to_html(bare))
+    cards = {next(c for c in _classes(a) if c != "card"): a["data-count"]
+             for t, a in doc.tags if t == "div" and "card" in _classes(a)}
+    assert cards["total"] == str(len(batch["rows"]))
+    assert cards["errors"] == "1" and cards["timed_out"] == "1"
+    assert cards["bounded"] == str(batch["summary"]["bounded"])
+
+
+# ----------------------------------------------------------------------------- Markdown
+
+
+def test_markdown_table_and_sections(batch: dict[str, Any]) -> None:
+    md = to_markdown(batch)
+    lines = md.splitlines()
+    header = lines.index("| # | File | Aggregate | Verdict | Upper | Lower | Tight | Reason | "
+                         "Suggestion | Noise |")
+    table = lines[header + 2: header + 2 + len(batch["rows"])]
+    assert all(line.startswith(f"| {i} | ") for i, line in enumerate(table, start=1))
+    assert lines[header + 2 + len(batch["rows"])] == ""
+    # every row has the same number of cells: "|" inside text is escaped
+    for line in table:
+        assert len(re.findall(r"(?<!\\)\|", line)) == 11
+    assert "`inline/less\\|than.cq`" in md
+    assert "**error:** examples/bad&lt;1>.sql:3:7: unsupported construct &lt;UNION> [UNION]" in md
+    assert "**timeout:** timed out after 10 s" in md
+    assert "```text\n" + ERROR_TEXT + "\n```" in md
+    for i in range(1, len(batch["rows"]) + 1):
+        assert f"### {i}. " in md
+    assert "| 2-10 |" in md and "| ∞ |" in md
+    assert "<script>" not in md.replace("`" + NASTY_FILE + "`", "")
+    assert to_markdown(copy.deepcopy(batch)) == md
+
+
+# ----------------------------------------------------------------------------- browser
+
+
+def _chromium() -> str | None:
+    for name in ("chromium", "chromium-browser"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None
+
+
+_PROBE_HEAD = """<script>
+window.__errors = [];
+window.addEventListener("error", function (e) { window.__errors.push(String(e.message)); });
+</script>"""
+
+_PROBE_TAIL = """<script>
+(function () {
+  var out = {errors: window.__errors};
+  try {
+    var rows = document.querySelectorAll("#results tbody tr.row");
+    out.rows = rows.length;
+    out.drawings = [];
+    document.querySelectorAll("section.query").forEach(function (s) {
+      var svgs = s.querySelectorAll("svg.drawing");
+      var box = svgs.length ? svgs[0].getBoundingClientRect() : {width: 0, height: 0};
+      out.drawings.push({id: s.id, status: s.dataset.status, count: svgs.length,
+                         width: box.width, height: box.height,
+                         shapes: svgs.length ? svgs[0].querySelectorAll(".element").length : 0});
+    });
+    var table = document.getElementById("results");
+    out.tableWidth = table.getBoundingClientRect().width;
+    function column(name) {
+      var ths = table.tHead.rows[0].cells;
+      for (var i = 0; i < ths.length; i++) {
+        if (ths[i].textContent.trim() === name) { return ths[i]; }
+      }
+    }
+    function read(th) {
+      return Array.prototype.map.call(table.tBodies[0].rows, function (r) {
+        return r.cells[th.cellIndex].getAttribute("data-sort");
+      });
+    }
+    var upper = column("Upper");
+    upper.querySelector("button").click();
+    out.upperAsc = read(upper);
+    out.upperAscState = upper.getAttribute("aria-sort");
+    upper.querySelector("button").click();
+    out.upperDesc = read(upper);
+    out.upperDescState = upper.getAttribute("aria-sort");
+    var file = column("File");
+    file.querySelector("button").click();
+    out.files = read(file);
+    file.querySelector("button").click();
+    out.filesDesc = read(file);
+  } catch (e) {
+    out.errors.push("probe: " + e);
+  }
+  var pre = document.createElement("pre");
+  pre.id = "browser-probe";
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+})();
+</script>"""
+
+
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    exe = _chromium()
+    if exe is None:
+        pytest.skip("chromium is not installed (apt-get install -y chromium)")
+    return exe
+
+
+def _run_chromium(exe: str, profile: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [exe, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args],
+        capture_output=True, text=True, timeout=60,
+    )
+
+
+def _numbers(keys: list[str | None]) -> Iterator[float]:
+    for k in keys:
+        if k:
+            yield float("inf") if k == "Infinity" else float(k)
+
+
+def test_browser_renders_and_sorts(
+    chromium: str, batch: dict[str, Any], page: str, tmp_path: Path
+) -> None:
+    probed = page.replace("<head>", "<head>" + _PROBE_HEAD, 1).replace(
+        "</body>", _PROBE_TAIL + "</body>", 1)
+    target = tmp_path / "report.html"
+    target.write_text(probed, encoding="utf-8")
+    done = _run_chromium(chromium, tmp_path / "profile", "--window-size=1280,2000",
+                         "--virtual-time-budget=3000", "--dump-dom", target.as_uri())
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = re.search(r'<pre id="browser-probe">(.*?)</pre>', done.stdout, re.S)
+    assert found, done.stdout[-2000:]
+    out = json.loads(found.group(1).replace("&quot;", '"').replace("&lt;", "<")
+                     .replace("&gt;", ">").replace("&amp;", "&"))
+    assert out["errors"] == []
+    n = len(batch["rows"])
+    assert out["rows"] == n
+    assert out["tableWidth"] > 600
+    assert len(out["drawings"]) == n
+    for drawing, row in zip(out["drawings"], batch["rows"], strict=True):
+        if row["status"] == "ok":
+            assert drawing["count"] == 1
+            assert drawing["width"] > 200 and drawing["height"] > 100
+            assert drawing["shapes"] == len(row["analysis"]["structure"]["elements"])
+        else:
+            assert drawing["count"] == 0
+    # numeric sort: finite bounds ascending, ∞ after them, rows without a bound last
+    asc = out["upperAsc"]
+    assert out["upperAscState"] == "ascending"
+    filled = [k for k in asc if k]
+    assert asc[: len(filled)] == filled and all(not k for k in asc[len(filled):])
+    assert list(_numbers(asc)) == sorted(_numbers(asc))
+    assert filled[-1] == "Infinity"
+    desc = out["upperDesc"]
+    assert out["upperDescState"] == "descending"
+    assert list(_numbers(desc)) == sorted(_numbers(desc), reverse=True)
+    assert all(not k for k in desc[len(filled):])
+    assert sorted(out["files"]) == sorted(r["file"] for r in batch["rows"])
+    assert out["filesDesc"] == out["files"][::-1]
+
+
+def test_browser_screenshot(chromium: str, page: str, tmp_path: Path) -> None:
+    target = tmp_path / "report.html"
+    target.write_text(page, encoding="utf-8")
+    shot = tmp_path / "report.png"
+    done = _run_chromium(chromium, tmp_path / "profile", f"--screenshot={shot}",
+                         "--window-size=1280,2000", "--hide-scrollbars", target.as_uri())
+    assert done.returncode == 0, done.stderr[-2000:]
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", data[16:24])
+    assert (width, height) == (1280, 2000)
+    assert len(data) > 50_000  # text, table and drawings, not a blank page
