@@ -87,3 +87,17 @@ def test_timeout_is_a_row(tmp_path: Path) -> None:
     q.write_text("Q(a, b, c, d, e) :- E(a, b), E(b, c), E(c, d), E(d, e), E(e, a).")
     result = analyze_paths([q], timeout=0.001, cds=["E[1->2]<=9", "E[2->1]<=9"])
     assert result.rows[0]["status"] == "timeout" and "timed out" in result.rows[0]["error"]
+
+
+def test_report_html_and_markdown_over_examples(tmp_path: Path) -> None:
+    runner = CliRunner()
+    html = tmp_path / "report.html"
+    result = runner.invoke(cli, ["report", str(EXAMPLES), "-o", str(html), "--jobs", "2"])
+    assert result.exit_code == 0, result.stderr
+    text = html.read_text()
+    files, _ = collect_files([EXAMPLES])
+    assert text.count('<svg class="drawing"') == len(files)
+    assert "<script src" not in text and "http://" not in text.replace("http://www.w3.org", "")
+    md = tmp_path / "report.md"
+    assert runner.invoke(cli, ["report", str(EXAMPLES), "-o", str(md)]).exit_code == 0
+    assert md.read_text().count("examples/") >= len(files) or md.read_text().count(".sql") > 5
