@@ -24,8 +24,26 @@ def _error(err: InputError) -> None:
     click.echo(f"error: {err}", err=True)
 
 
+def _schema_arg(schema: str | None, db_url: str | None) -> Any:
+    """The --schema file, or the schema reflected from --db (exits 1 on failure)."""
+    if db_url is None:
+        return schema
+    if schema is not None:
+        raise click.UsageError("give --schema or --db, not both")
+    from cqsens.database import reflect_schema
+
+    try:
+        return reflect_schema(db_url)
+    except InputError as err:
+        _error(err)
+        sys.exit(EXIT_INPUT)
+
+
 def schema_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """--schema and --dialect."""
+    """--schema, --db and --dialect."""
+    f = click.option("--db", "db_url", default=None, metavar="URL",
+                     help="Read the schema from a live database instead of a DDL file "
+                          "(sqlite:///path.db, postgresql://user:pass@host/db).")(f)
     f = click.option("--dialect", default=None, metavar="NAME",
                      help="sqlglot dialect of the SQL and DDL (postgres, mysql, bigquery, ...).")(f)
     f = click.option("--schema", "schema", type=click.Path(dir_okay=False), default=None,
@@ -100,6 +118,7 @@ def analyze_cmd(
     sql_texts: tuple[str, ...],
     schema: str | None,
     dialect: str | None,
+    db_url: str | None,
     fds: tuple[str, ...],
     cds: tuple[str, ...],
     constraints: str | None,
@@ -130,12 +149,13 @@ def analyze_cmd(
     jobs += [(t, "sql", "<sql>") for t in sql_texts]
     if not jobs:
         raise click.UsageError("give a query: a .sql/.cq FILE, --cq TEXT or --sql TEXT")
+    schema_obj = _schema_arg(schema, db_url)
     results: list[Analysis] = []
     failed = False
     for source, kind, name in jobs:
         try:
             results.append(
-                analyze(source, schema=schema, fds=fds, cds=cds, constraints=constraints,
+                analyze(source, schema=schema_obj, fds=fds, cds=cds, constraints=constraints,
                         dialect=dialect, neighbor=neighbor, kind=kind, name=name,
                         prove_lower=not no_lower, witness_time=witness_time,
                         bounds=value_bounds, contributions=contributions, rows=rows,
@@ -168,6 +188,7 @@ def witness_cmd(
     sql_text: str | None,
     schema: str | None,
     dialect: str | None,
+    db_url: str | None,
     fds: tuple[str, ...],
     cds: tuple[str, ...],
     constraints: str | None,
@@ -189,8 +210,9 @@ def witness_cmd(
         raise click.UsageError("give exactly one query: QUERY file, --cq TEXT or --sql TEXT")
     kind = "cq" if cq_text is not None else "sql" if sql_text is not None else None
     source: str | Path = Path(query) if query is not None else given[0]
+    schema_obj = _schema_arg(schema, db_url)
     try:
-        result = analyze(source, schema=schema, fds=fds, cds=cds, constraints=constraints,
+        result = analyze(source, schema=schema_obj, fds=fds, cds=cds, constraints=constraints,
                          dialect=dialect, neighbor=neighbor, kind=kind,
                          witness_time=witness_time)
     except InputError as err:
@@ -229,6 +251,7 @@ def report_cmd(
     inputs: tuple[str, ...],
     schema: str | None,
     dialect: str | None,
+    db_url: str | None,
     fds: tuple[str, ...],
     cds: tuple[str, ...],
     constraints: str | None,
@@ -261,7 +284,7 @@ def report_cmd(
     if chosen is None:
         raise click.UsageError(f"cannot tell the format of {output}: use .html, .md or .json, "
                                "or --format")
-    options = dict(schema=schema, dialect=dialect, fds=list(fds), cds=list(cds),
+    options = dict(schema=_schema_arg(schema, db_url), dialect=dialect, fds=list(fds), cds=list(cds),
                    constraints=constraints, neighbor=neighbor, bounds=list(value_bounds),
                    contributions=contributions, rows=rows, epsilon=epsilon, delta=delta,
                    prove_lower=not no_lower)
@@ -300,7 +323,10 @@ def _run_batch(analyze_paths: Any, inputs: Any, jobs: int, timeout: float, comma
     from cqsens.analyze import resolve_sigma  # noqa: F401 - fail early on bad shared options
     from cqsens.schema import load_schema
 
-    load_schema(options["schema"], dialect=options["dialect"])
+    if not isinstance(options["schema"], (str, type(None))):
+        pass  # already a Schema (reflected from --db)
+    else:
+        load_schema(options["schema"], dialect=options["dialect"])
     if not sys.stdout.isatty():
         return analyze_paths(inputs, jobs=jobs, timeout=timeout, command=command, **options)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
@@ -318,8 +344,10 @@ def _run_batch(analyze_paths: Any, inputs: Any, jobs: int, timeout: float, comma
 
 def _register_subcommands() -> None:
     from cqsens.cli_noiseless import noiseless
+    from cqsens.cli_profile import profile
 
     cli.add_command(noiseless)
+    cli.add_command(profile)
 
 
 _register_subcommands()

@@ -57,15 +57,6 @@ def _compatible(atom: Atom, target: Atom, assignment: Mapping[Var, Term]) -> boo
     return True
 
 
-def _extend(atom: Atom, target: Atom, assignment: dict[Var, Term]) -> list[Var]:
-    added: list[Var] = []
-    for s, t in zip(atom.terms, target.terms):
-        if isinstance(s, Var) and s not in assignment:
-            assignment[s] = t
-            added.append(s)
-    return added
-
-
 def homomorphisms(
     source: Iterable[Atom],
     target: Iterable[Atom],
@@ -91,8 +82,11 @@ def homomorphisms(
 
     Notes
     -----
-    Worst-case exponential (the problem is NP-complete); candidate filtering and
-    most-constrained-first ordering keep the queries met in practice fast.
+    Worst-case exponential (the problem is NP-complete).  Each source atom keeps
+    its candidate target atoms and each variable its candidate values; the two
+    are pruned against each other to a fixpoint (generalised arc consistency)
+    before the search and after every choice, and the search branches on the
+    variable with the fewest values left.
 
     Examples
     --------
@@ -106,45 +100,95 @@ def homomorphisms(
     for t in sorted(set(target), key=Atom.sort_key):
         by_relation.setdefault((t.relation, t.arity), []).append(t)
     start: dict[Var, Term] = dict(fixed or {})
-    static: list[list[Atom]] = []
+    cands: list[list[Atom]] = []
     for atom in src:
-        cands = [t for t in by_relation.get((atom.relation, atom.arity), []) if _compatible(atom, t, start)]
-        if not cands:
+        c = [t for t in by_relation.get((atom.relation, atom.arity), []) if _compatible(atom, t, start)]
+        if not c:
             return
-        static.append(cands)
+        cands.append(c)
+    occurrences: dict[Var, list[tuple[int, int]]] = {}
+    for i, atom in enumerate(src):
+        for p, term in enumerate(atom.terms):
+            if isinstance(term, Var):
+                occurrences.setdefault(term, []).append((i, p))
+    domains: dict[Var, set[Term]] = {}
+    for v, occ in occurrences.items():
+        if v in start:
+            domains[v] = {start[v]}
+    if not _propagate(src, cands, domains, occurrences, set(occurrences)):
+        return
     counter = _Counter(budget)
-    yield from _search(src, static, start, list(range(len(src))), counter)
+    extra = {v: t for v, t in start.items() if v not in occurrences}
+    yield from _search(src, cands, domains, occurrences, counter, extra)
+
+
+def _propagate(
+    src: list[Atom],
+    cands: list[list[Atom]],
+    domains: dict[Var, set[Term]],
+    occurrences: dict[Var, list[tuple[int, int]]],
+    dirty: set[Var],
+) -> bool:
+    """Prune candidates and variable domains against each other to a fixpoint."""
+    dirty_atoms: set[int] = {i for v in dirty for i, _ in occurrences[v]}
+    while dirty_atoms or dirty:
+        for v in list(dirty):
+            dirty.discard(v)
+            values: set[Term] | None = domains.get(v)
+            for i, p in occurrences[v]:
+                here = {t.terms[p] for t in cands[i]}
+                values = here if values is None else values & here
+            assert values is not None
+            if not values:
+                return False
+            if values != domains.get(v):
+                domains[v] = values
+                dirty_atoms.update(i for i, _ in occurrences[v])
+        for i in list(dirty_atoms):
+            dirty_atoms.discard(i)
+            atom = src[i]
+            keep = [
+                t for t in cands[i]
+                if all(t.terms[p] in domains[s] for p, s in enumerate(atom.terms)
+                       if isinstance(s, Var) and s in domains)
+            ]
+            if not keep:
+                return False
+            if len(keep) != len(cands[i]):
+                cands[i] = keep
+                dirty.update(s for s in atom.terms if isinstance(s, Var))
+    return True
 
 
 def _search(
     src: list[Atom],
-    static: list[list[Atom]],
-    assignment: dict[Var, Term],
-    remaining: list[int],
+    cands: list[list[Atom]],
+    domains: dict[Var, set[Term]],
+    occurrences: dict[Var, list[tuple[int, int]]],
     counter: _Counter,
+    extra: dict[Var, Term],
 ) -> Iterator[dict[Var, Term]]:
     if counter.left is not None:
         counter.left -= 1
         if counter.left < 0:
             raise BudgetExceeded
-    if not remaining:
-        yield dict(assignment)
+    open_vars = [v for v in occurrences if len(domains[v]) > 1]
+    if not open_vars:
+        solution = {v: next(iter(d)) for v, d in domains.items()}
+        solution.update(extra)
+        yield solution
         return
-    best_i = -1
-    best: list[Atom] | None = None
-    for i in remaining:
-        cands = [t for t in static[i] if _compatible(src[i], t, assignment)]
-        if best is None or len(cands) < len(best):
-            best_i, best = i, cands
-            if not cands:
-                return
-    assert best is not None
-    rest = [i for i in remaining if i != best_i]
-    for target in best:
-        added = _extend(src[best_i], target, assignment)
-        yield from _search(src, static, assignment, rest, counter)
-        for v in added:
-            del assignment[v]
+    var = min(open_vars, key=lambda v: (len(domains[v]), v.name))
+    for value in sorted(domains[var], key=_term_order):
+        new_cands = list(cands)
+        new_domains = dict(domains)
+        new_domains[var] = {value}
+        if _propagate(src, new_cands, new_domains, occurrences, {var}):
+            yield from _search(src, new_cands, new_domains, occurrences, counter, extra)
+
+
+def _term_order(t: Term) -> tuple[int, str]:
+    return (1, t.name) if isinstance(t, Var) else (0, repr(t.value))
 
 
 def find_homomorphism(
