@@ -15,12 +15,13 @@ References
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from cqsens.cq import CQ, Atom, Term, Var
-from cqsens.homomorphism import BudgetExceeded, find_homomorphism
+from cqsens.homomorphism import BudgetExceeded, arc_consistent_domains, find_homomorphism
 
 __all__ = ["CoreResult", "core", "core_result", "is_core", "in_cq_core"]
 
@@ -39,6 +40,11 @@ def _retract_once(
     atoms: frozenset[Atom], fixed: dict[Var, Term], budget: int | None
 ) -> frozenset[Atom] | None:
     variables = sorted({v for a in atoms for v in a.variables()} - set(fixed))
+    # A variable that arc consistency pins to itself in every endomorphism fixing
+    # ``fixed`` can never leave the image: skip its (failing) search.
+    domains = arc_consistent_domains(atoms, atoms, fixed=fixed)
+    if domains is not None:
+        variables = [v for v in variables if domains.get(v) != {v}]
     for v in variables:
         target = [a for a in atoms if v not in a.terms]
         h = find_homomorphism(atoms, target, fixed=fixed, budget=budget)
@@ -55,11 +61,17 @@ def core_result(
     With a ``budget`` (search nodes per homomorphism search), a search that runs
     out stops the minimisation: the current retract is returned with
     ``minimal=False``.  Any retract is equivalent to the query, so bounds
-    computed on it stay sound (only possibly less tight).
+    computed on it stay sound (only possibly less tight).  Results are cached
+    (queries are immutable values).
     """
+    keep = cq.free if preserve is None else tuple(preserve)
+    return _core_cached(cq, tuple(sorted(set(keep))), budget)
+
+
+@functools.lru_cache(maxsize=4096)
+def _core_cached(cq: CQ, keep: tuple[Var, ...], budget: int | None) -> CoreResult:
     if not cq.satisfiable:
         return CoreResult(cq)
-    keep = cq.free if preserve is None else tuple(preserve)
     fixed: dict[Var, Term] = {v: v for v in keep}
     atoms = cq.atoms
     while True:

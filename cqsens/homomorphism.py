@@ -23,6 +23,7 @@ from cqsens.cq import Atom, Const, Term, Var
 
 __all__ = [
     "BudgetExceeded",
+    "arc_consistent_domains",
     "find_homomorphism",
     "homomorphisms",
     "is_homomorphism",
@@ -55,6 +56,50 @@ def _compatible(atom: Atom, target: Atom, assignment: Mapping[Var, Term]) -> boo
         elif bound != t:
             return False
     return True
+
+
+def _setup(
+    source: Iterable[Atom], target: Iterable[Atom], fixed: Mapping[Var, Term] | None
+) -> tuple[list[Atom], list[list[Atom]], dict[Var, set[Term]], dict[Var, list[tuple[int, int]]],
+           dict[Var, Term]] | None:
+    src = sorted(set(source), key=Atom.sort_key)
+    by_relation: dict[tuple[str, int], list[Atom]] = {}
+    for t in sorted(set(target), key=Atom.sort_key):
+        by_relation.setdefault((t.relation, t.arity), []).append(t)
+    start: dict[Var, Term] = dict(fixed or {})
+    cands: list[list[Atom]] = []
+    for atom in src:
+        c = [t for t in by_relation.get((atom.relation, atom.arity), []) if _compatible(atom, t, start)]
+        if not c:
+            return None
+        cands.append(c)
+    occurrences: dict[Var, list[tuple[int, int]]] = {}
+    for i, atom in enumerate(src):
+        for p, term in enumerate(atom.terms):
+            if isinstance(term, Var):
+                occurrences.setdefault(term, []).append((i, p))
+    domains: dict[Var, set[Term]] = {v: {start[v]} for v in occurrences if v in start}
+    if not _propagate(src, cands, domains, occurrences, set(occurrences)):
+        return None
+    extra = {v: t for v, t in start.items() if v not in occurrences}
+    return src, cands, domains, occurrences, extra
+
+
+def arc_consistent_domains(
+    source: Iterable[Atom], target: Iterable[Atom], *, fixed: Mapping[Var, Term] | None = None
+) -> dict[Var, set[Term]] | None:
+    """The values each variable can take in some homomorphism, after arc consistency.
+
+    A superset of the true sets (arc consistency is a relaxation); None when it
+    already proves that no homomorphism exists.
+
+    >>> from cqsens.parse_cq import parse_cq
+    >>> q = parse_cq("Q(x) :- E(x, y), E(y, z)")
+    >>> sorted(map(str, arc_consistent_domains(q.atoms, q.atoms, fixed={Var("x"): Var("x")})[Var("z")]))
+    ['z']
+    """
+    setup = _setup(source, target, fixed)
+    return None if setup is None else setup[2]
 
 
 def homomorphisms(
@@ -95,30 +140,11 @@ def homomorphisms(
     >>> sorted(len(h) for h in homomorphisms(q.atoms, q.atoms, fixed={Var("x"): Var("x")}))
     [3, 3, 3, 3]
     """
-    src = sorted(set(source), key=Atom.sort_key)
-    by_relation: dict[tuple[str, int], list[Atom]] = {}
-    for t in sorted(set(target), key=Atom.sort_key):
-        by_relation.setdefault((t.relation, t.arity), []).append(t)
-    start: dict[Var, Term] = dict(fixed or {})
-    cands: list[list[Atom]] = []
-    for atom in src:
-        c = [t for t in by_relation.get((atom.relation, atom.arity), []) if _compatible(atom, t, start)]
-        if not c:
-            return
-        cands.append(c)
-    occurrences: dict[Var, list[tuple[int, int]]] = {}
-    for i, atom in enumerate(src):
-        for p, term in enumerate(atom.terms):
-            if isinstance(term, Var):
-                occurrences.setdefault(term, []).append((i, p))
-    domains: dict[Var, set[Term]] = {}
-    for v, occ in occurrences.items():
-        if v in start:
-            domains[v] = {start[v]}
-    if not _propagate(src, cands, domains, occurrences, set(occurrences)):
+    setup = _setup(source, target, fixed)
+    if setup is None:
         return
+    src, cands, domains, occurrences, extra = setup
     counter = _Counter(budget)
-    extra = {v: t for v, t in start.items() if v not in occurrences}
     yield from _search(src, cands, domains, occurrences, counter, extra)
 
 

@@ -177,6 +177,15 @@ def arborescence_bound(
     dijkstra_steps = {step for t in target_set for step in reach[t].steps}
     best_steps = tuple(sorted(dijkstra_steps, key=lambda s: (str(s.source), str(s.target))))
     best = _product(best_steps)
+    # Any tree reaching the targets enters each target by one step: the product of
+    # their lightest incoming steps is a floor. At the floor, Edmonds cannot do better.
+    floor: Weight = 1
+    for t in target_set:
+        if t not in source_set:
+            floor *= min((edges[t].weight for edges in graph.values() if t in edges),
+                         default=math.inf)
+    if best <= floor:
+        return best, best_steps
     edmonds = _edmonds_steps(graph, source_set, reach, target_set)
     if edmonds is not None and _product(edmonds) < best:
         best_steps, best = edmonds, _product(edmonds)

@@ -12,6 +12,7 @@ every atom; the caller re-runs the analysis with them to confirm.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -30,37 +31,42 @@ class Suggestion:
     alternatives: tuple[tuple[Dependency, ...], ...] = ()
 
 
-def _bounded(cq: CQ, edges: dict[Term, set[Term]]) -> bool:
-    constants = list(cq.constants())
-    free = set(cq.free)
-    for atom in cq.relation_atoms():
-        if free <= set(atom.terms):
-            continue
-        seen = set(atom.terms) | set(constants)
-        stack = list(seen)
-        while stack:
-            u = stack.pop()
-            for v in edges.get(u, ()):
-                if v not in seen:
-                    seen.add(v)
-                    stack.append(v)
-        if not free <= seen:
-            return False
-    return True
+class _Reach:
+    """Reachability over the steps a set of dependencies makes finite."""
+
+    def __init__(self, cq: CQ) -> None:
+        self.atoms = cq.relation_atoms()
+        self.free = set(cq.free)
+        self.constants = list(cq.constants())
+        self.steps: dict[tuple[str, int, int], list[tuple[Term, Term]]] = {}
+        for atom in self.atoms:
+            for i, a in enumerate(atom.terms):
+                for j, b in enumerate(atom.terms):
+                    if i != j and a != b:
+                        self.steps.setdefault((atom.relation, i, j), []).append((a, b))
+
+    def bounded(self, deps: Sequence[tuple[str, int, int]]) -> bool:
+        edges: dict[Term, set[Term]] = {}
+        for key in deps:
+            for a, b in self.steps.get(key, ()):
+                edges.setdefault(a, set()).add(b)
+        for atom in self.atoms:
+            if self.free <= set(atom.terms):
+                continue
+            seen = set(atom.terms) | set(self.constants)
+            stack = list(seen)
+            while stack:
+                u = stack.pop()
+                for v in edges.get(u, ()):
+                    if v not in seen:
+                        seen.add(v)
+                        stack.append(v)
+            if not self.free <= seen:
+                return False
+        return True
 
 
-def _edges(cq: CQ, deps: Sequence[tuple[str, int, int]]) -> dict[Term, set[Term]]:
-    wanted = set(deps)
-    out: dict[Term, set[Term]] = {}
-    for atom in cq.relation_atoms():
-        for i, a in enumerate(atom.terms):
-            for j, b in enumerate(atom.terms):
-                if i != j and a != b and (atom.relation, i, j) in wanted:
-                    out.setdefault(a, set()).add(b)
-    return out
-
-
-def suggest(cq: CQ, sigma: Sigma, *, max_size: int = 3, max_checks: int = 20_000) -> Suggestion:
+def suggest(cq: CQ, sigma: Sigma, *, max_size: int = 3, max_checks: int = 5_000) -> Suggestion:
     """A smallest set of single-column dependencies that makes ``cq`` bounded.
 
     Parameters
@@ -90,7 +96,8 @@ def suggest(cq: CQ, sigma: Sigma, *, max_size: int = 3, max_checks: int = 20_000
     [['Doc[3->1]'], ['PatDoc[1->2]'], ['Doc[2->1]']]
     """
     declared = [key for key in sigma.weights()]
-    if _bounded(cq, _edges(cq, declared)):
+    reach = _Reach(cq)
+    if reach.bounded(declared):
         return Suggestion(())
     candidates: list[tuple[str, int, int]] = []
     from_constant: set[tuple[str, int, int]] = set()
@@ -105,7 +112,7 @@ def suggest(cq: CQ, sigma: Sigma, *, max_size: int = 3, max_checks: int = 20_000
                     from_constant.add(key)
     # prefer dependencies from a variable column (a key-like rule) over those from a constant
     candidates.sort(key=lambda key: (key in from_constant, key))
-    if not _bounded(cq, _edges(cq, declared + candidates)):
+    if not reach.bounded(declared + candidates):
         return Suggestion(
             (),
             "no single-column dependency can bound it: some free variable shares no atom "
@@ -114,18 +121,20 @@ def suggest(cq: CQ, sigma: Sigma, *, max_size: int = 3, max_checks: int = 20_000
         )
     checks = 0
     for size in range(1, max_size + 1):
+        if math.comb(len(candidates), size) > max_checks:
+            break  # too many sets to try them all: fall back to the greedy choice
         found: list[tuple[Dependency, ...]] = []
         for combo in itertools.combinations(candidates, size):
             checks += 1
             if checks > max_checks or len(found) > 3:
                 break
-            if _bounded(cq, _edges(cq, declared + list(combo))):
+            if reach.bounded(declared + list(combo)):
                 found.append(tuple(Dependency(r, i, j) for r, i, j in combo))
         if found:
             return Suggestion(found[0], alternatives=tuple(found[1:]))
     chosen: list[tuple[str, int, int]] = list(candidates)
     for key in list(candidates):  # greedy: drop what is not needed
         trial = [c for c in chosen if c != key]
-        if _bounded(cq, _edges(cq, declared + trial)):
+        if reach.bounded(declared + trial):
             chosen = trial
     return Suggestion(tuple(Dependency(r, i, j) for r, i, j in chosen))
