@@ -31,7 +31,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import networkx as nx
@@ -47,6 +47,7 @@ __all__ = [
     "least_cardinalities",
     "arborescence_bound",
     "simple_path_cardinality",
+    "simple_path_cardinalities",
 ]
 
 Weight = int | float  # an int, or math.inf
@@ -265,6 +266,39 @@ def simple_path_cardinality(
     >>> simple_path_cardinality(q, fds, Atom("A", (Var("a"),)), Var("x"))
     inf
     """
+    return simple_path_cardinalities(cq, sigma, atom, [target], budget=budget)[target]
+
+
+def simple_path_cardinalities(
+    cq: CQ,
+    sigma: Sigma,
+    atom: Atom,
+    targets: Sequence[Var],
+    *,
+    budget: int | None = 100_000,
+    graph: dict[Term, dict[Term, Step]] | None = None,
+) -> dict[Var, Weight]:
+    """:func:`simple_path_cardinality` for several targets, sharing the work.
+
+    Walks from the atom and the constants (V) never exceed the simple-path
+    value, and the lightest walk from the atom alone (W) never falls below it (a
+    walk shortcuts to a simple path with a smaller product).  Where V == W that
+    is the answer; only the other targets are enumerated.
+    """
+    graph = step_graph(cq, sigma) if graph is None else graph
+    from_atom = least_cardinalities(graph, atom.terms)
+    with_consts = least_cardinalities(
+        graph, [*atom.terms, *sorted(cq.constants(), key=lambda c: c.sort_key())]
+    )
+    out: dict[Var, Weight] = {}
+    for target in targets:
+        w = from_atom[target].cardinality if target in from_atom else math.inf
+        v = with_consts[target].cardinality if target in with_consts else math.inf
+        out[target] = w if v == w else _enumerate(cq, sigma, atom, target, budget)
+    return out
+
+
+def _enumerate(cq: CQ, sigma: Sigma, atom: Atom, target: Var, budget: int | None) -> Weight:
     if target in atom.terms:
         return 1
     weights = sigma.weights()

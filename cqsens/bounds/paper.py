@@ -22,7 +22,7 @@ from cqsens.cq import CQ
 from cqsens.dependencies import Sigma
 from cqsens.gaifman import components, is_connected
 from cqsens.homomorphism import BudgetExceeded, find_homomorphism
-from cqsens.paths import Weight, simple_path_cardinality
+from cqsens.paths import Weight, simple_path_cardinalities, step_graph
 
 __all__ = ["PaperValue", "delta_str_paper", "fd_bounds_paper", "cd_upper_paper"]
 
@@ -71,8 +71,10 @@ def delta_str_paper(cq: CQ) -> PaperValue:
 
 def _per_atom(cq: CQ, sigma: Sigma, combine: str, budget: int) -> list[tuple[str, Weight]]:
     out: list[tuple[str, Weight]] = []
+    graph = step_graph(cq, sigma)
     for atom in cq.relation_atoms():
-        values = [simple_path_cardinality(cq, sigma, atom, x, budget=budget) for x in cq.free]
+        found = simple_path_cardinalities(cq, sigma, atom, cq.free, budget=budget, graph=graph)
+        values = [found[x] for x in cq.free]
         if not values:
             term: Weight = 1
         elif combine == "max":
@@ -93,7 +95,7 @@ def _sum_max(pairs: list[tuple[str, Weight]]) -> Weight:
 
 
 def fd_bounds_paper(
-    chased_core: CQ, fds: Sigma, *, in_cq_core: bool, budget: int = 200_000
+    chased_core: CQ, fds: Sigma, *, in_cq_core: bool, budget: int = 50_000
 ) -> tuple[PaperValue, PaperValue]:
     """Δ+_Σ and Δ−_Σ of Thm 13 on core(chase_Σ(Q)), with the FDs of ``fds``.
 
@@ -116,7 +118,7 @@ def fd_bounds_paper(
     return upper, PaperValue(max((v for _, v in pairs), default=1))
 
 
-def cd_upper_paper(query_core: CQ, sigma: Sigma, *, budget: int = 200_000) -> PaperValue:
+def cd_upper_paper(query_core: CQ, sigma: Sigma, *, budget: int = 50_000) -> PaperValue:
     """Δ+_Σ of Thm 17 on core(Q) (no chase), per atom the product over free variables."""
     if not query_core.satisfiable:
         return PaperValue(None, "the query is unsatisfiable")
