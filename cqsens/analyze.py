@@ -22,7 +22,7 @@ from cqsens.chase import chase
 from cqsens.core import core, core_result, in_cq_core
 from cqsens.cq import CQ, AggregateQuery, Const, Var, format_term
 from cqsens.dependencies import Dependency, Sigma
-from cqsens.errors import DependencyError, InputError, SchemaError
+from cqsens.errors import DependencyError, InputError, SchemaError, read_text
 from cqsens.gaifman import is_connected
 from cqsens.parse_cq import parse_cq, parse_dependencies, parse_dependency
 from cqsens.parse_sql import parse_sql
@@ -291,10 +291,7 @@ def load_query(
     elif "\n" not in text and len(text) < 4096 and text.endswith((".sql", ".cq")):
         path = Path(text)
     if path is not None:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise InputError(f"cannot read query file: {exc.strerror}", source=str(path)) from exc
+        text = read_text(path, what="query file")
         origin = origin or str(path)
         if kind is None:
             kind = "cq" if path.suffix == ".cq" else "sql"
@@ -366,10 +363,7 @@ def resolve_sigma(
                 deps.append(checked)
     if constraints is not None:
         path = Path(constraints)
-        try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except OSError as exc:
-            raise DependencyError(f"cannot read constraints file: {exc.strerror}", source=str(path)) from exc
+        lines = read_text(path, error=DependencyError, what="constraints file").splitlines()
         for number, dep in enumerate(
             parse_dependencies(lines, schema=schema, arities=arities, source=str(path)), start=1
         ):
@@ -670,7 +664,15 @@ def _release(
 ) -> tuple[AggregateBound, list[dict[str, Any]]]:
     """ℓ1/ℓ2 of each aggregate and of all of them together."""
     query = state.query
-    single = len(query.cq.relation_atoms()) == 1 and not any(a.is_filter for a in query.cq.atoms)
+    # "single table, no filter": one atom, no filter atom, no constant and no repeated
+    # column in it (a literal or column equality is a filter too).
+    atoms = query.cq.relation_atoms()
+    single = (
+        len(atoms) == 1
+        and not any(a.is_filter for a in query.cq.atoms)
+        and all(isinstance(t, Var) for t in atoms[0].terms)
+        and len(set(atoms[0].terms)) == len(atoms[0].terms)
+    )
     out: list[AggregateBound] = []
     records: list[dict[str, Any]] = []
     for index, agg in enumerate(query.aggregates):
@@ -678,10 +680,11 @@ def _release(
         values = None
         if agg.kind in VALUE_KINDS:
             assert agg.column_name is not None
-            values = value_bound(agg.column_name, cli=cli_bounds, schema=schema, query=query)
+            values = value_bound(agg.column_name, cli=cli_bounds, schema=schema, query=query,
+                                 variable=agg.column.name if isinstance(agg.column, Var) else None)
         b = aggregate_bound(agg, count_delta, grouped=bool(query.group_by), neighbor=neighbor,
                             contributions=contributions, values=values,
-                            single_table_unfiltered=single, rows=rows)
+                            single_table_unfiltered=single, rows=rows if single else None)
         out.append(b)
         records.append({
             "label": agg.label, "kind": agg.kind, "count_bound": jsonable(count_delta),

@@ -78,7 +78,9 @@ def chase(cq: CQ, fds: Sigma | Iterable[Dependency]) -> CQ:
                 seen = groups.setdefault(key, value)
                 if seen != value:
                     if isinstance(seen, Const) and isinstance(value, Const):
-                        return CQ(current.head, current.atoms, current.name, satisfiable=False)
+                        if seen.definitely_differs(value):
+                            return CQ(current.head, current.atoms, current.name, satisfiable=False)
+                        continue  # 5 and '5' may be one value: leave both (sound, less tight)
                     merge = _keep_first(seen, value, set(current.free))
                     break
             if merge:

@@ -36,7 +36,7 @@ from cqsens.database import (
     reflect_schema,
 )
 from cqsens.dependencies import Dependency
-from cqsens.errors import DependencyError, InputError
+from cqsens.errors import read_text, DependencyError, InputError
 from cqsens.parse_cq import parse_dependency
 from cqsens.schema import Schema, load_schema
 
@@ -96,11 +96,7 @@ def declared_dependencies(
             add(parse_dependency(text, schema=schema, kind=kind, source=f"--{kind}"), f"--{kind}")
     if constraints is not None:
         path = Path(constraints)
-        try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except OSError as exc:
-            raise DependencyError(f"cannot read constraints file: {exc.strerror}",
-                                  source=str(path)) from None
+        lines = read_text(path, error=DependencyError, what="constraints file").splitlines()
         for number, raw in enumerate(lines, start=1):  # as parse_dependencies reads them
             text = raw.split("#", 1)[0].strip()
             if text:

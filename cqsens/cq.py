@@ -50,12 +50,33 @@ class Const:
     def __str__(self) -> str:
         return format_term(self)
 
+    def definitely_differs(self, other: Const) -> bool:
+        """True when no database typing or collation can make the two equal.
+
+        ``5`` and ``'5'`` may be equal (type affinity), ``'a'`` and ``'A'`` too
+        (case-insensitive collations): only constants whose normalised forms
+        differ are definitely different.
+
+        >>> Const(5).definitely_differs(Const("5")), Const("F").definitely_differs(Const("M"))
+        (False, True)
+        """
+        return _normalised(self.value) != _normalised(other.value)
+
     def sort_key(self) -> tuple[int, str]:
         """A total order over constants of mixed types."""
         return (0 if isinstance(self.value, str) else 1, repr(self.value))
 
 
 Term = Var | Const
+
+
+def _normalised(value: str | int | float) -> str:
+    text = str(value).strip().lower()
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    return repr(number) if not number.is_integer() else str(int(number))
 
 
 def format_term(term: Term) -> str:

@@ -53,7 +53,7 @@ from sqlglot.errors import ParseError as SqlglotParseError
 from sqlglot.errors import TokenError
 
 from cqsens.dependencies import Dependency
-from cqsens.errors import DependencyError, InputError, SchemaError
+from cqsens.errors import read_text, DependencyError, InputError, SchemaError
 from cqsens.schema import Relation, Schema, column_bounds
 
 __all__ = [
@@ -1081,10 +1081,7 @@ def load_sql_file(url: str, *paths: str | Path, text: str | None = None) -> None
     scripts: list[tuple[str, str]] = []
     for p in paths:
         path = Path(p)
-        try:
-            scripts.append((str(path), path.read_text(encoding="utf-8")))
-        except OSError as exc:
-            raise InputError(f"cannot read SQL file: {exc.strerror}", source=str(path)) from None
+        scripts.append((str(path), read_text(path, what="SQL file")))
     if text is not None:
         scripts.append(("<sql>", text))
     engine = _engine(url, must_exist=False)

@@ -9,7 +9,10 @@ Bugs stay ordinary Python exceptions and are never reported as bad input.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 __all__ = [
+    "read_text",
     "CqsensError",
     "InputError",
     "ParseError",
@@ -90,3 +93,16 @@ class SchemaError(InputError):
 
 class DependencyError(InputError):
     """A functional or cardinality dependency is malformed or does not fit the schema."""
+
+
+def read_text(path: str | Path, *, error: type[InputError] = InputError, what: str = "file") -> str:
+    """Read a UTF-8 text file, or raise ``error`` naming it (missing, unreadable, not text)."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise error(f"cannot read {what}: {exc.strerror}", source=str(path)) from exc
+    except UnicodeDecodeError as exc:
+        raise error(
+            f"{what} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start})",
+            source=str(path),
+        ) from exc

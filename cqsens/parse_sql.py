@@ -267,13 +267,18 @@ class _UnionFind:
             t = self.parent[t]
         return t
 
-    def union(self, a: Term, b: Term) -> bool:
-        """Merge; constants win; returns False on two different constants."""
+    def union(self, a: Term, b: Term) -> bool | None:
+        """Merge; constants win.
+
+        Returns False on two constants that differ whatever the database's typing
+        and collation ('F' and 'M'), None on two that might be equal (5 and '5',
+        'a' and 'A'): the caller keeps the second as a filter.
+        """
         ra, rb = self.find(a), self.find(b)
         if ra == rb:
             return True
         if isinstance(ra, Const) and isinstance(rb, Const):
-            return False
+            return False if ra.definitely_differs(rb) else None
         if isinstance(rb, Const) or (isinstance(ra, Var) and isinstance(rb, Var) and _order(rb) < _order(ra)):
             ra, rb = rb, ra
         self.parent[rb] = ra
@@ -369,6 +374,9 @@ def parse_sql(
         message = str(exc).splitlines()[0]
         if first.get("description"):
             message = first["description"]
+        if "<Token" in message or "TokenType" in message:
+            near = (first.get("highlight") or "").strip()
+            message = f"syntax error near {near!r}" if near else "syntax error (unexpected end of input?)"
         raise ParseError(
             f"the SQL does not parse: {message}",
             source=source,
@@ -416,19 +424,35 @@ def parse_sql(
         refs[id(col)] = tr.resolve(col, instances)
 
     _ORDER.clear()
+    rest_names: dict[str, str] = {}
+    if schema is None:
+        for inst in instances:
+            if inst.relation not in rest_names:
+                name = _REST
+                while name.lower() in (c.lower() for c in inst.columns):
+                    name += "_"  # a real column may be called "rest"
+                rest_names[inst.relation] = name
+                inst.columns.append(name)
+    used: dict[str, tuple[str, str]] = {}
     for inst in instances:
-        if schema is None and _REST not in inst.columns:
-            inst.columns.append(_REST)
-    for inst in instances:
-        inst.variables = [Var(_var_name(inst.alias, c)) for c in inst.columns]
+        inst.variables = []
+        for c in inst.columns:
+            name = _var_name(inst.alias, c)
+            base, n = name, 2
+            while name in used and used[name] != (inst.alias.lower(), c.lower()):
+                name = f"{base}_{n}"  # emp.dept_id and emp_dept.id must not meet
+                n += 1
+            used[name] = (inst.alias.lower(), c.lower())
+            inst.variables.append(Var(name))
         for v in inst.variables:
             _ORDER.setdefault(v, len(_ORDER))
     if schema is None:
         for inst in {i.relation: i for i in instances}.values():
             shown = ", ".join(inst.columns[:-1]) or "no column"
+            rest = rest_names[inst.relation]
             tr.notes.append(
                 f"no schema: table {inst.relation} is read as {inst.relation}({', '.join(inst.columns)}), "
-                f"the columns the query references ({shown}) plus 'rest' for the others"
+                f"the columns the query references ({shown}) plus '{rest}' for the others"
             )
 
     def term_of(col: exp.Column) -> Var:
@@ -443,14 +467,20 @@ def parse_sql(
             left, right = cond.this, cond.expression
             lc, rc = _literal(left), _literal(right)
             if isinstance(left, exp.Column) and isinstance(right, exp.Column):
-                uf.union(term_of(left), term_of(right))
-                continue
+                merged = uf.union(term_of(left), term_of(right))
+                if merged is not None:
+                    satisfiable &= merged
+                    continue
             if isinstance(left, exp.Column) and rc is not None:
-                satisfiable &= uf.union(term_of(left), rc)
-                continue
+                merged = uf.union(term_of(left), rc)
+                if merged is not None:
+                    satisfiable &= merged
+                    continue
             if isinstance(right, exp.Column) and lc is not None:
-                satisfiable &= uf.union(term_of(right), lc)
-                continue
+                merged = uf.union(term_of(right), lc)
+                if merged is not None:
+                    satisfiable &= merged
+                    continue
         cols = list(cond.find_all(exp.Column))
         filters.append((cond, [term_of(c) for c in cols]))
 
@@ -507,15 +537,20 @@ def parse_sql(
     cq = CQ(head, frozenset(atoms), "Q", satisfiable)
     body = CQ(all_vars, frozenset(atoms), "Q", satisfiable)
     columns = {inst.relation: tuple(inst.columns) for inst in instances}
+    # Range filters bound the *variable* they constrain (one alias of a table, not
+    # every alias): only conjuncts over a single variable are read.
     bounds: dict[str, tuple[float, float, str]] = {}
     for cond, _ in filters:
-        for col in cond.find_all(exp.Column):
-            inst, pos = refs[id(col)]
-            key = f"{inst.relation}.{inst.columns[pos]}"
-            for name, (low, high) in column_bounds(cond).items():
-                if name == inst.columns[pos].lower() and (low > -math.inf or high < math.inf):
-                    old = bounds.get(key, (-math.inf, math.inf, ""))
-                    bounds[key] = (max(old[0], low), min(old[1], high), "WHERE filter")
+        cols = list(cond.find_all(exp.Column))
+        variables = {final(term_of(c)) for c in cols}
+        if len(variables) != 1 or not isinstance(next(iter(variables)), Var):
+            continue
+        (var,) = variables
+        assert isinstance(var, Var)
+        for name, (low, high) in column_bounds(cond).items():
+            if name == cols[0].name.lower() and (low > -math.inf or high < math.inf):
+                old = bounds.get(var.name, (-math.inf, math.inf, ""))
+                bounds[var.name] = (max(old[0], low), min(old[1], high), "WHERE filter")
     try:
         sqlite_sql: str | None = tree.sql(dialect="sqlite")
     except Exception:  # noqa: BLE001 - a dialect feature SQLite cannot express

@@ -85,8 +85,12 @@ def value_bound(
     cli: Mapping[str, tuple[float, float]],
     schema: Schema | None,
     query: AggregateQuery,
+    variable: str | None = None,
 ) -> ValueBound:
     """The tightest ``[low, high]`` for ``Table.column`` from the three sources.
+
+    ``--bounds`` and CHECKs hold for the column in every alias; a WHERE range
+    filter only for the aliased column it names (``variable``).
 
     Raises
     ------
@@ -103,9 +107,9 @@ def value_bound(
         pos = rel.index(col)
         if pos is not None and (b := rel.bound(pos)) is not None:
             sources.append(("CHECK in the schema", *b))
-    for key, (lo, hi, src) in query.value_bounds.items():
-        if key.lower() == column.lower():
-            sources.append((src, lo, hi))
+    if variable is not None and variable in query.value_bounds:
+        lo, hi, src = query.value_bounds[variable]  # filters on this alias's column only
+        sources.append((src, lo, hi))
     for src, lo, hi in sources:
         if lo > low:
             low, low_src = lo, src

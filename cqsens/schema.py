@@ -21,7 +21,7 @@ from sqlglot.errors import ParseError as SqlglotParseError
 from sqlglot.errors import TokenError
 
 from cqsens.dependencies import Dependency
-from cqsens.errors import ParseError, SchemaError
+from cqsens.errors import ParseError, SchemaError, read_text
 
 __all__ = ["Relation", "Schema", "schema_from_ddl", "load_schema"]
 
@@ -282,10 +282,7 @@ def load_schema(
         "\n" not in text and "(" not in text and Path(text).exists()
     ):
         path = Path(schema)
-        try:
-            text, source = path.read_text(encoding="utf-8"), str(path)
-        except OSError as exc:
-            raise SchemaError(f"cannot read schema file: {exc.strerror}", source=str(path)) from exc
+        text, source = read_text(path, error=SchemaError, what="schema file"), str(path)
     elif "(" not in text:
         raise SchemaError("schema file not found", source=text, construct="--schema")
     return schema_from_ddl(text, dialect=dialect, source=source)

@@ -21,6 +21,7 @@ endomorphism of the core missing t), so the difference is at least N.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import random
@@ -54,6 +55,7 @@ class Witness:
     construction: str
     growth: tuple[tuple[int, int], ...] = ()
     unbounded: bool = False
+    checks: tuple[tuple[str, int, str], ...] = ()  # (relation, position, predicate on {0})
 
     @property
     def difference(self) -> int:
@@ -291,6 +293,10 @@ def _substituted(s: _Structure, find: Any) -> _Structure:
 # values, filters and evaluation
 
 
+class _NoValue(Exception):
+    """No fresh value meets the predicates on a column (a small finite domain)."""
+
+
 class _Values:
     """Concrete values for nulls: distinct, avoiding the query's constants, and
     satisfying the unary filters on the variable they stand for when possible."""
@@ -324,11 +330,13 @@ class _Values:
             if all(self._holds(chk, value) for chk in checks):
                 self.used.add(value)
                 return value
+        if checks:
+            raise _NoValue  # never a value that breaks a CHECK or a filter on its column
         for value in candidates:
             if value not in self.used:
                 self.used.add(value)
                 return value
-        self.counter += 1
+        self.counter += 1  # pragma: no cover
         return 1000 + self.counter  # pragma: no cover
 
     def _holds(self, template: str, value: Value) -> bool:
@@ -403,6 +411,7 @@ class _Context:
     checks: dict[Var, list[str]]
     scratch: sqlite3.Connection
     bound: UpperBound | None = None
+    column_checks: Mapping[tuple[str, int], Sequence[str]] = field(default_factory=dict)
 
 
 def _materialise(ctx: _Context, s: _Structure) -> tuple[Database, str, tuple[Value, ...]]:
@@ -425,9 +434,21 @@ def _materialise(ctx: _Context, s: _Structure) -> tuple[Database, str, tuple[Val
     return full.without_row(relation, row), relation, row
 
 
+def _meets_checks(ctx: _Context, db: Database) -> bool:
+    """Every value of a checked column (the schema's CHECKs) meets its predicates."""
+    if not ctx.column_checks:
+        return True
+    probe = _Values(ctx.core, ctx.scratch)
+    for (rel, pos), templates in ctx.column_checks.items():
+        for value in {r[pos] for r in db.rows.get(rel, ())}:
+            if not all(probe._holds(t, value) for t in templates):
+                return False
+    return True
+
+
 def _evaluate(ctx: _Context, db: Database, relation: str, row: tuple[Value, ...]) -> tuple[int, int] | None:
     full = db.with_row(relation, row)
-    if not satisfies(full.rows, ctx.sigma):
+    if not satisfies(full.rows, ctx.sigma) or not _meets_checks(ctx, full):
         return None
     try:
         conn = connect(full)
@@ -458,7 +479,10 @@ def _attempt(
     if repaired is None:
         return None
     s2, merges = repaired
-    db, rel, row = _materialise(ctx, s2)
+    try:
+        db, rel, row = _materialise(ctx, s2)
+    except _NoValue:
+        return None
     counts = _evaluate(ctx, db, rel, row)
     if counts is None:
         return None
@@ -536,6 +560,8 @@ def _proves_every_n(ctx: _Context, player: Atom, family: list[tuple[int, int, in
     for atom in ctx.core.atoms:
         if atom.is_filter and atom.variables() & copied_vars:
             return False
+    if any(ctx.checks.get(v) for v in copied_vars):
+        return False  # a CHECK may leave a copied column only finitely many values
     # group sizes of every dependency must not grow with N: compare N = 1 and N = 2
     sizes = []
     for n in (1, 2):
@@ -613,11 +639,16 @@ def find_witness(
         cols.setdefault(rel, tuple(f"c{i + 1}" for i in range(arity)))
     scratch = sqlite3.connect(":memory:")
     checks = _unary_checks(core_cq, column_checks or {})
-    ctx = _Context(query, sigma, core_cq, cols, checks, scratch, bound)
+    ctx = _Context(query, sigma, core_cq, cols, checks, scratch, bound, dict(column_checks or {}))
     try:
-        return _search(ctx, upper, time_budget, seed)
+        found = _search(ctx, upper, time_budget, seed)
     finally:
         scratch.close()
+    if found is None or not column_checks:
+        return found
+    kept = tuple((rel, pos, t) for (rel, pos), ts in sorted(column_checks.items()) for t in ts
+                 if rel in cols and pos < len(cols[rel]))
+    return dataclasses.replace(found, checks=kept)
 
 
 def _search(ctx: _Context, upper: float, time_budget: float, seed: int) -> Witness | None:
@@ -694,7 +725,10 @@ def _local_search(
         if repaired is None:
             continue
         trial, _ = repaired
-        db, rel, row = _materialise(ctx, trial)
+        try:
+            db, rel, row = _materialise(ctx, trial)
+        except _NoValue:
+            continue
         counts = _evaluate(ctx, db, rel, row)
         if counts is None:
             continue
@@ -738,7 +772,10 @@ def to_sql_script(witness: Witness, *, title: str = "") -> str:
     if witness.growth:
         lines.append("-- growing family: " + ", ".join(f"N={n}: {d}" for n, d in witness.growth))
     for rel, cols in sorted(witness.database.columns.items()):
-        lines.append(f"CREATE TABLE {quote_ident(rel)} ({', '.join(quote_ident(c) for c in cols)});")
+        parts = [quote_ident(c) for c in cols]
+        parts += [f"CHECK ({t.format(quote_ident(cols[pos]))})" for r, pos, t in witness.checks
+                  if r == rel]
+        lines.append(f"CREATE TABLE {quote_ident(rel)} ({', '.join(parts)});")
     for rel, rows in witness.database.as_lists().items():
         for row in rows:
             lines.append(_insert(rel, row))
