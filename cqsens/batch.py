@@ -184,6 +184,9 @@ def _run_one(task: tuple[str, dict[str, Any], float]) -> dict[str, Any]:
         return _error_row(path, "error", _one_line(str(err)))
     except RecursionError:
         return _error_row(path, "error", f"{path}: the query is too deeply nested to analyse")
+    except Exception as exc:  # noqa: BLE001 - a bug must not stop the batch; it is shown, not hidden
+        return _error_row(path, "error", f"{path}: internal error ({type(exc).__name__}: {exc}); "
+                                         "please report it")
     finally:
         if use_alarm:
             signal.setitimer(signal.ITIMER_REAL, 0)

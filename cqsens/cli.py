@@ -21,7 +21,7 @@ __all__ = ["cli", "EXIT_OK", "EXIT_INPUT", "EXIT_USAGE"]
 
 
 def _error(err: InputError) -> None:
-    click.echo(f"error: {err}", err=True)
+    click.echo(str(err), err=True)  # file:line:col: message [construct]
 
 
 def _schema_arg(schema: str | None, db_url: str | None) -> Any:
@@ -166,7 +166,7 @@ def analyze_cmd(
             failed = True
     if results:
         if fmt == Format.json.value:
-            click.echo(to_json(results, witness=show_witness))
+            click.echo(to_json(results, witness=show_witness, as_list=len(jobs) > 1))
         else:
             click.echo("\n\n".join(to_text(a, witness=show_witness) for a in results))
     sys.exit(EXIT_INPUT if failed else EXIT_OK)

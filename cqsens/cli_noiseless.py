@@ -126,7 +126,10 @@ def noiseless_report(
             "epsilon_class_bound_at_closed_form_delta": None,
             "epsilon_gain": None,
         }
-        if d_cf is None:
+        if d_cf is not None and not 0.0 < d_cf < 1.0:
+            notes.append(f"the closed form's delta at epsilon = {epsilon:g} underflows to "
+                         f"{d_cf:g}: no epsilon comparison at that delta")
+        elif d_cf is None:
             notes.append(f"the closed form gives no delta < 1 at epsilon = {epsilon:g} "
                          f"(it needs 27/(lambda (n-1)) <= epsilon and is stated for epsilon <= 1)")
         else:
@@ -330,7 +333,7 @@ def noiseless(
         try:
             ps = _read_probabilities(p_file)
         except InputError as err:
-            click.echo(f"error: {err}", err=True)
+            click.echo(str(err), err=True)
             ctx.exit(EXIT_INPUT)
         assert ps is not None
         if len(ps) < 2:
@@ -368,7 +371,7 @@ def noiseless(
         report = noiseless_report(n=n, lam=lam, epsilon=epsilon, delta=delta, ps=ps,
                                   categories=categories)
     except InputError as err:
-        click.echo(f"error: {err}", err=True)
+        click.echo(str(err), err=True)
         ctx.exit(EXIT_INPUT)
     if fmt == "json":
         click.echo(json.dumps(_json_safe(report), indent=2))

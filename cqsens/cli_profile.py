@@ -238,7 +238,7 @@ def profile(
         report = profile_database(db, schema=schema, deps=deps, origins=origins,
                                   samples=samples)
     except InputError as err:
-        click.echo(f"error: {err}", err=True)
+        click.echo(str(err), err=True)
         sys.exit(EXIT_INPUT)
     if fmt == "json":
         click.echo(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))

@@ -35,10 +35,13 @@ def fmt(value: object) -> str:
     return str(value)
 
 
-def to_json(analyses: Sequence[Analysis], *, witness: bool = False) -> str:
-    """One object for one analysis, a list for several."""
+def to_json(
+    analyses: Sequence[Analysis], *, witness: bool = False, as_list: bool | None = None
+) -> str:
+    """One object for one query, a list for several (``as_list`` forces the shape)."""
     records: list[dict[str, Any]] = [a.to_dict(witness=witness) for a in analyses]
-    payload: Any = records[0] if len(records) == 1 else records
+    many = len(records) != 1 if as_list is None else as_list
+    payload: Any = records if many else records[0]
     return json.dumps(payload, indent=2, ensure_ascii=False)
 
 
