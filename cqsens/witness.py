@@ -40,6 +40,7 @@ from cqsens.evaluate import Database, Value, connect, count_answers, quote_ident
 __all__ = ["Witness", "find_witness", "is_witness", "to_sql_script", "write_witness"]
 
 Element = int | Const  # a labelled null (an int) or a constant
+_MAX_ROWS = 40_000  # the largest database a construction builds
 Row = tuple[Element, ...]
 
 
@@ -103,7 +104,7 @@ class Witness:
 
 @dataclass
 class _Structure:
-    rows: dict[str, list[Row]] = field(default_factory=dict)
+    rows: dict[str, dict[Row, None]] = field(default_factory=dict)  # ordered sets
     t: tuple[str, Row] | None = None
     copied: set[int] = field(default_factory=set)  # nulls that are fresh per copy
     origin: dict[int, Var] = field(default_factory=dict)  # the variable a null copies
@@ -114,9 +115,7 @@ class _Structure:
         return self.next_null
 
     def add(self, relation: str, row: Row) -> None:
-        rows = self.rows.setdefault(relation, [])
-        if row not in rows:
-            rows.append(row)
+        self.rows.setdefault(relation, {})[row] = None
 
 
 def _pattern_for(atoms: Sequence[Atom]) -> tuple[list[int], dict[int, Const]] | None:
@@ -239,7 +238,7 @@ def _repair(s: _Structure, sigma: Sigma) -> tuple[_Structure, int] | None:
         violation = False
         for (rel, i, j), k in sorted(weights.items()):
             groups: dict[Element, list[Element]] = {}
-            for row in s.rows.get(rel, []):
+            for row in s.rows.get(rel, {}):
                 key, value = find(row[i]), find(row[j])
                 values = groups.setdefault(key, [])
                 if value not in values:
@@ -411,6 +410,7 @@ class _Context:
     checks: dict[Var, list[str]]
     scratch: sqlite3.Connection
     bound: UpperBound | None = None
+    deadline: float = math.inf
     column_checks: Mapping[tuple[str, int], Sequence[str]] = field(default_factory=dict)
 
 
@@ -450,8 +450,12 @@ def _evaluate(ctx: _Context, db: Database, relation: str, row: tuple[Value, ...]
     full = db.with_row(relation, row)
     if not satisfies(full.rows, ctx.sigma) or not _meets_checks(ctx, full):
         return None
+    if time.monotonic() > ctx.deadline:
+        return None
     try:
         conn = connect(full)
+        # a construction whose evaluation outlives the search's deadline is abandoned
+        conn.set_progress_handler(lambda: int(time.monotonic() > ctx.deadline), 10_000)
         try:
             with_t = count_answers(ctx.query, full, conn=conn)
             cols = ctx.columns[relation]
@@ -496,9 +500,8 @@ def _attempt(
     return Witness(db, rel, row, counts[0], counts[1], how), s2, merges
 
 
-def _trees(bound: UpperBound | None, cap: int = 8192) -> dict[Atom, Tree]:
-    """Per atom, the tree of steps behind its bound, with weights capped so the
-    product construction stays small."""
+def _trees(bound: UpperBound | None) -> dict[Atom, Tree]:
+    """Per atom, the tree of steps behind its bound (child → parent, weight)."""
     out: dict[Atom, Tree] = {}
     if bound is None:
         return out
@@ -513,13 +516,19 @@ def _trees(bound: UpperBound | None, cap: int = 8192) -> dict[Atom, Tree]:
             for step in steps:
                 if isinstance(step.target, Var) and step.target not in tree:
                     tree[step.target] = (step.source, int(step.weight))
-            total = 1
-            for child in sorted(tree, key=lambda v: v.name):
-                parent, w = tree[child]
-                w = max(1, min(w, cap // total))
-                tree[child] = (parent, w)
-                total *= w
             out[ab.atom] = tree
+    return out
+
+
+def _capped(tree: Tree, cap: int) -> Tree:
+    """The tree with weights lowered so the product of choices stays under ``cap``."""
+    out: Tree = {}
+    total = 1
+    for child in sorted(tree, key=lambda v: v.name):
+        parent, w = tree[child]
+        w = max(1, min(w, cap // total))
+        out[child] = (parent, w)
+        total *= w
     return out
 
 
@@ -575,7 +584,7 @@ def _group_sizes(s: _Structure, sigma: Sigma) -> dict[tuple[str, int, int, Eleme
     out: dict[tuple[str, int, int, Element], int] = {}
     for (rel, i, j), _k in sigma.weights().items():
         groups: dict[Element, set[Element]] = {}
-        for row in s.rows.get(rel, []):
+        for row in s.rows.get(rel, {}):
             groups.setdefault(row[i], set()).add(row[j])
         for key, values in groups.items():
             if not isinstance(key, int) or key not in s.copied:
@@ -639,7 +648,9 @@ def find_witness(
         cols.setdefault(rel, tuple(f"c{i + 1}" for i in range(arity)))
     scratch = sqlite3.connect(":memory:")
     checks = _unary_checks(core_cq, column_checks or {})
-    ctx = _Context(query, sigma, core_cq, cols, checks, scratch, bound, dict(column_checks or {}))
+    deadline = time.monotonic() + max(3.0, 12 * time_budget)
+    ctx = _Context(query, sigma, core_cq, cols, checks, scratch, bound, deadline,
+                   dict(column_checks or {}))
     try:
         found = _search(ctx, upper, time_budget, seed)
     finally:
@@ -669,7 +680,8 @@ def _search(ctx: _Context, upper: float, time_budget: float, seed: int) -> Witne
     for relation in sorted(ctx.core.relations()):
         for players in _player_sets(ctx.core, relation):
             if upper != math.inf and all(p in trees for p in players):
-                got = _attempt(ctx, relation, players, 1, [trees[p] for p in players])
+                cap = max(1, _MAX_ROWS // (len(ctx.core.relation_atoms()) * len(players)))
+                got = _attempt(ctx, relation, players, 1, [_capped(trees[p], cap) for p in players])
                 if got is not None and (best is None or got[0].difference > best.difference):
                     best, best_structure = got[0], got[1]
                     if best.difference >= upper:

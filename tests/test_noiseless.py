@@ -466,7 +466,7 @@ def test_cli_bad_probability_file_exits_1(tmp_path: Path, content: str) -> None:
     result = run("--p", str(path), "--epsilon", "1")
     assert result.exit_code == 1
     assert "Traceback" not in result.output
-    assert "error:" in result.output
+    assert f"{path}:" in result.output  # file:line: message
 
 
 @pytest.mark.parametrize("args", [
