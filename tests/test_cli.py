@@ -104,3 +104,10 @@ def test_python_dash_m() -> None:
     proc = subprocess.run([sys.executable, "-m", "cqsens", "analyze", "--cq", "Q() :- R(x), S(y)"],
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 0 and "upper 1" in proc.stdout
+
+
+def test_api_quickstart_runs() -> None:
+    proc = subprocess.run([sys.executable, str(EXAMPLES / "api_quickstart.py")],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "upper 3, lower 3, tight True" in proc.stdout
