@@ -65,10 +65,10 @@ class BatchResult:
 
 
 def _bucket(upper: Any) -> str:
-    if upper == "inf":
+    if upper == "inf" or upper == float("inf"):
         return "inf"
     value = float(upper)
-    if value == 0:
+    if value <= 0:
         return "0"
     if value <= 1:
         return "1"
@@ -81,14 +81,14 @@ def _bucket(upper: Any) -> str:
 
 def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Counts and the distribution of upper bounds."""
-    ok = [r for r in rows if r["status"] == "ok"]
+    ok = [r for r in rows if r["status"] == "ok" and r.get("upper") is not None]
     bounds = {k: 0 for k in ("0", "1", "2-10", "11-1000", ">1000", "inf")}
     for r in ok:
         bounds[_bucket(r["upper"])] += 1
     return {
         "total": len(rows),
-        "bounded": sum(1 for r in ok if r["upper"] != "inf"),
-        "unbounded": sum(1 for r in ok if r["upper"] == "inf"),
+        "bounded": sum(1 for r in ok if _bucket(r["upper"]) != "inf"),
+        "unbounded": sum(1 for r in ok if _bucket(r["upper"]) == "inf"),
         "errors": sum(1 for r in rows if r["status"] == "error"),
         "timed_out": sum(1 for r in rows if r["status"] == "timeout"),
         "tight": sum(1 for r in ok if r["tight"]),

@@ -94,37 +94,11 @@ _VERDICT_TEXT = {
 }
 
 
-def _bucket(upper: Any) -> str:
-    if _is_inf(upper):
-        return "inf"
-    value = float(upper)
-    if value <= 0:
-        return "0"
-    if value <= 1:
-        return "1"
-    if value <= 10:
-        return "2-10"
-    if value <= 1000:
-        return "11-1000"
-    return ">1000"
-
-
 def _summary(batch: Mapping[str, Any]) -> dict[str, Any]:
     """The batch's summary, with any missing count taken from its rows."""
-    rows: Sequence[Mapping[str, Any]] = batch.get("rows") or []
-    verdicts = [_verdict(r) for r in rows]
-    derived: dict[str, Any] = {
-        "total": len(rows),
-        "bounded": verdicts.count("bounded"),
-        "unbounded": verdicts.count("unbounded"),
-        "errors": verdicts.count("error"),
-        "timed_out": verdicts.count("timeout"),
-        "tight": sum(1 for r in rows if r.get("status", "ok") == "ok" and r.get("tight")),
-        "bounds": {b: 0 for b in BOUND_BUCKETS},
-    }
-    for row, verdict in zip(rows, verdicts, strict=True):
-        if verdict in ("bounded", "unbounded") and row.get("upper") is not None:
-            derived["bounds"][_bucket(row["upper"])] += 1
+    from cqsens.batch import summarise
+
+    derived = summarise([{"status": "ok", "tight": False, **r} for r in batch.get("rows") or []])
     given = dict(batch.get("summary") or {})
     out = {**derived, **{k: v for k, v in given.items() if v is not None}}
     bounds = dict(derived["bounds"])

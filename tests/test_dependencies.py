@@ -14,7 +14,7 @@ from cqsens.schema import schema_from_ddl
 
 from tests.helpers import FIXTURES
 
-SCHEMA = schema_from_ddl((FIXTURES / "hospital/schema.sql").read_text())
+SCHEMA = schema_from_ddl((FIXTURES.parents[1] / "examples/hospital/schema.sql").read_text())
 ONCOLOGY = "Q(xdoc) :- Doc(xdoc, 'O', xhos), Pat(xpat, 'F', xhos), PatDoc(xpat, xdoc)."
 
 

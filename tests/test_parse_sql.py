@@ -12,7 +12,7 @@ from cqsens.schema import schema_from_ddl
 from tests.helpers import FIXTURES, load_golden_pairs, load_invalid
 
 PAIRS = load_golden_pairs("parse_sql.sql")
-SCHEMA = schema_from_ddl((FIXTURES / "hospital/schema.sql").read_text())
+SCHEMA = schema_from_ddl((FIXTURES.parents[1] / "examples/hospital/schema.sql").read_text())
 
 
 @pytest.mark.parametrize(("meta", "sql", "expected"), PAIRS, ids=[m["title"] for m, _, _ in PAIRS])
