@@ -136,8 +136,18 @@ def analyze_cmd(
     """Analyse queries from FILES (.sql, .cq) or --cq/--sql text.
 
     Prints, per query, the sound upper bound on how much one added or removed
-    row can change the count, the paper's literal values, and why.  Exit code
-    0 when every query was analysed, 1 on bad input, 2 on bad usage.
+    row can change the count, the lower bound a pair of databases proves, the
+    paper's literal values, and why.  Exit code 0 when every query was
+    analysed, 1 on bad input, 2 on bad usage.
+
+    \b
+    Examples:
+      cqsens analyze examples/hospital/oncology.sql --schema examples/hospital/schema.sql
+      cqsens analyze examples/hospital/oncology.sql --schema examples/hospital/schema.sql \\
+          --cd 'PatDoc[pat->doc]<=3' --witness
+      cqsens analyze --cq "Q(x) :- R(x,y), S(y,z)" --fd 'S[1->2]' --fd 'R[2->1]'
+      cqsens analyze --sql "SELECT SUM(age) FROM Pat GROUP BY sex" \\
+          --schema examples/hospital/schema.sql --neighbor substitute --epsilon 1
     """
     jobs: list[tuple[str | Path, str | None, str]] = []
     for f in files:
