@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import math
 import platform
 import random
 import resource
@@ -38,7 +37,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from corpus import random_cq  # noqa: E402
 
 from cqsens.analyze import (  # noqa: E402
-    PIPELINE,
     State,
     load_query,
     resolve_sigma,
@@ -48,9 +46,8 @@ from cqsens.analyze import (  # noqa: E402
     stage_paper,
 )
 from cqsens.batch import analyze_paths  # noqa: E402
-from cqsens.core import core, core_result  # noqa: E402
-from cqsens.cq import CQ, Var  # noqa: E402
-from cqsens.dependencies import Dependency, Sigma  # noqa: E402
+from cqsens.core import core  # noqa: E402
+from cqsens.cq import CQ  # noqa: E402
 from cqsens.homomorphism import is_homomorphism  # noqa: E402
 from cqsens.parse_cq import parse_cq  # noqa: E402
 from cqsens.paths import least_cardinalities, simple_path_cardinality, step_graph  # noqa: E402

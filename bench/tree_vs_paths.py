@@ -29,7 +29,7 @@ def fmt(x: object) -> str:
 
 
 def main() -> None:
-    print(f"| query | paper Thm 17 | per-variable walks | cqsens upper | lower (witness) |")
+    print("| query | paper Thm 17 | per-variable walks | cqsens upper | lower (witness) |")
     print("|---|---|---|---|---|")
     for path in sorted(ROOT.rglob("*")):
         if path.suffix not in (".sql", ".cq") or path.name.startswith(("schema", "data")):
