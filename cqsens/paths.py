@@ -51,6 +51,7 @@ __all__ = [
 ]
 
 Weight = int | float  # an int, or math.inf
+EDMONDS_MAX_NODES = 30  # beyond this many reachable elements the Dijkstra tree alone is used
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,7 +186,9 @@ def arborescence_bound(
         if t not in source_set:
             floor *= min((edges[t].weight for edges in graph.values() if t in edges),
                          default=math.inf)
-    if best <= floor:
+    if best <= floor or len(reach) > EDMONDS_MAX_NODES:
+        # at the floor nothing is better; on large graphs Edmonds' cost is not
+        # worth it and the Dijkstra tree stays a sound bound
         return best, best_steps
     edmonds = _edmonds_steps(graph, source_set, reach, target_set)
     if edmonds is not None and _product(edmonds) < best:
