@@ -301,7 +301,10 @@ def simple_path_cardinalities(
     return out
 
 
-def _enumerate(cq: CQ, sigma: Sigma, atom: Atom, target: Var, budget: int | None) -> Weight:
+def _enumerate(
+    cq: CQ, sigma: Sigma, atom: Atom, target: Var, budget: int | None, *, exhaustive: bool = False
+) -> Weight:
+    """Enumerate simple paths (branch and bound; ``exhaustive`` visits every one)."""
     if target in atom.terms:
         return 1
     weights = sigma.weights()
@@ -327,10 +330,10 @@ def _enumerate(cq: CQ, sigma: Sigma, atom: Atom, target: Var, budget: int | None
             left[0] -= 1
             if left[0] < 0:
                 raise BudgetExceeded
-        if best == 1:
+        if best == 1 and not exhaustive:
             return
         # branch and bound: a heavier prefix can only win by resetting at a constant
-        if since_const >= best and constants <= visited:
+        if not exhaustive and since_const >= best and constants <= visited:
             return
         for nxt, w in adjacency.get(node, ()):
             if nxt in visited:
