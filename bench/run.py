@@ -50,7 +50,7 @@ from cqsens.core import core  # noqa: E402
 from cqsens.cq import CQ  # noqa: E402
 from cqsens.homomorphism import is_homomorphism  # noqa: E402
 from cqsens.parse_cq import parse_cq  # noqa: E402
-from cqsens.paths import least_cardinalities, simple_path_cardinality, step_graph  # noqa: E402
+from cqsens.paths import least_cardinalities, step_graph  # noqa: E402
 from cqsens.schema import schema_from_ddl  # noqa: E402
 from cqsens.witness import find_witness  # noqa: E402
 
