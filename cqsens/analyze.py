@@ -468,6 +468,21 @@ def _column_checks(schema: Schema | None) -> dict[tuple[str, int], list[str]]:
     return out
 
 
+_INTEGER_TYPES = ("INT", "INTEGER", "BIGINT", "SMALLINT", "TINYINT", "MEDIUMINT", "SERIAL",
+                  "BIGSERIAL", "BOOLEAN", "BOOL")
+
+
+def _finite_columns(schema: Schema | None) -> set[tuple[str, int]]:
+    """Columns with finitely many legal values: integer (or untyped) with a two-sided CHECK."""
+    out: set[tuple[str, int]] = set()
+    for rel in schema.relations if schema is not None else ():
+        for pos, low, high in rel.bounds:
+            kind = (rel.types[pos] if pos < len(rel.types) else "").upper().split("(")[0].strip()
+            if low > -math.inf and high < math.inf and (not kind or kind in _INTEGER_TYPES):
+                out.add((rel.name, pos))
+    return out
+
+
 def _bound_with(state: State, extra: Sequence[Dependency]) -> Weight:
     sigma = Sigma.of([*state.sigma, *extra])
     chased = core(chase(state.query.cq, sigma.fds()), budget=CORE_BUDGET)
@@ -599,7 +614,8 @@ def analyze(
     if prove_lower and counts_only and len(query.aggregates) == 1:
         witness = find_witness(query, sigma, state.core, upper=upper, columns=query.columns,
                                time_budget=witness_time, seed=seed,
-                               column_checks=_column_checks(parsed_schema), bound=state.bound)
+                               column_checks=_column_checks(parsed_schema), bound=state.bound,
+                               finite_columns=_finite_columns(parsed_schema))
     lower: Weight | None = witness.lower if witness is not None else None
     if lower is not None and lower > upper:  # a real pair of databases beats the bound: a bug
         raise AssertionError(

@@ -300,13 +300,13 @@ class _Values:
     """Concrete values for nulls: distinct, avoiding the query's constants, and
     satisfying the unary filters on the variable they stand for when possible."""
 
-    def __init__(self, cq: CQ, conn: sqlite3.Connection) -> None:
+    def __init__(
+        self, cq: CQ, conn: sqlite3.Connection, memo: dict[tuple[str, str], bool] | None = None
+    ) -> None:
         self.conn = conn
         self.used: set[Value] = {c.value for c in cq.constants()}
         self.counter = 0
-        self.literals: list[Value] = sorted(
-            {c.value for c in cq.constants()}, key=repr
-        )
+        self.memo = {} if memo is None else memo  # (predicate, value) → holds, across attempts
 
     def fresh(self, checks: Sequence[str] = ()) -> Value:
         candidates: list[Value] = []
@@ -339,11 +339,15 @@ class _Values:
         return 1000 + self.counter  # pragma: no cover
 
     def _holds(self, template: str, value: Value) -> bool:
-        try:
-            row = self.conn.execute("SELECT " + template.format(sql_literal(value))).fetchone()
-        except sqlite3.Error:
-            return False
-        return bool(row and row[0])
+        literal = sql_literal(value)
+        key = (template, literal)
+        if key not in self.memo:
+            try:
+                row = self.conn.execute("SELECT " + template.format(literal)).fetchone()
+                self.memo[key] = bool(row and row[0])
+            except sqlite3.Error:
+                self.memo[key] = False
+        return self.memo[key]
 
 
 def _literals_in(template: str) -> list[Value]:
@@ -411,11 +415,13 @@ class _Context:
     scratch: sqlite3.Connection
     bound: UpperBound | None = None
     deadline: float = math.inf
+    memo: dict[tuple[str, str], bool] = field(default_factory=dict)
+    finite: frozenset[Var] = frozenset()  # variables whose column holds finitely many values
     column_checks: Mapping[tuple[str, int], Sequence[str]] = field(default_factory=dict)
 
 
 def _materialise(ctx: _Context, s: _Structure) -> tuple[Database, str, tuple[Value, ...]]:
-    values = _Values(ctx.core, ctx.scratch)
+    values = _Values(ctx.core, ctx.scratch, ctx.memo)
     concrete: dict[int, Value] = {}
 
     def value(e: Element) -> Value:
@@ -438,7 +444,7 @@ def _meets_checks(ctx: _Context, db: Database) -> bool:
     """Every value of a checked column (the schema's CHECKs) meets its predicates."""
     if not ctx.column_checks:
         return True
-    probe = _Values(ctx.core, ctx.scratch)
+    probe = _Values(ctx.core, ctx.scratch, ctx.memo)
     for (rel, pos), templates in ctx.column_checks.items():
         for value in {r[pos] for r in db.rows.get(rel, ())}:
             if not all(probe._holds(t, value) for t in templates):
@@ -476,6 +482,8 @@ def _attempt(
     copies: int,
     trees: Sequence[Tree | None] | None = None,
 ) -> tuple[Witness, _Structure, int] | None:
+    if time.monotonic() > ctx.deadline:
+        return None  # the search's time is up: no more constructions
     s = _build(ctx.core, relation, players, copies, trees, ctx.sigma)
     if s is None:
         return None
@@ -569,8 +577,8 @@ def _proves_every_n(ctx: _Context, player: Atom, family: list[tuple[int, int, in
     for atom in ctx.core.atoms:
         if atom.is_filter and atom.variables() & copied_vars:
             return False
-    if any(ctx.checks.get(v) for v in copied_vars):
-        return False  # a CHECK may leave a copied column only finitely many values
+    if copied_vars & ctx.finite:
+        return False  # a CHECK leaves a copied integer column only finitely many values
     # group sizes of every dependency must not grow with N: compare N = 1 and N = 2
     sizes = []
     for n in (1, 2):
@@ -603,6 +611,7 @@ def find_witness(
     seed: int = 0,
     column_checks: Mapping[tuple[str, int], Sequence[str]] | None = None,
     bound: UpperBound | None = None,
+    finite_columns: Iterable[tuple[str, int]] = (),
 ) -> Witness | None:
     """The best witness found for ``query`` on C_Σ, or None.
 
@@ -628,6 +637,9 @@ def find_witness(
     bound : UpperBound, optional
         The upper bound's explanation: its trees of steps guide a product
         construction that meets joint-assignment bounds.
+    finite_columns : iterable of (relation, position)
+        Columns with finitely many legal values (an integer column with a
+        two-sided CHECK): a growing family that copies them proves nothing.
 
     Returns
     -------
@@ -649,8 +661,11 @@ def find_witness(
     scratch = sqlite3.connect(":memory:")
     checks = _unary_checks(core_cq, column_checks or {})
     deadline = time.monotonic() + max(3.0, 12 * time_budget)
+    finite_set = set(finite_columns)
+    finite = frozenset(t for a in core_cq.relation_atoms() for p, t in enumerate(a.terms)
+                       if isinstance(t, Var) and (a.relation, p) in finite_set)
     ctx = _Context(query, sigma, core_cq, cols, checks, scratch, bound, deadline,
-                   dict(column_checks or {}))
+                   column_checks=dict(column_checks or {}), finite=finite)
     try:
         found = _search(ctx, upper, time_budget, seed)
     finally:
@@ -689,7 +704,7 @@ def _search(ctx: _Context, upper: float, time_budget: float, seed: int) -> Witne
             family: list[tuple[int, int, int]] = []
             growth_witnesses: list[Witness] = []
             for n in _copy_counts(upper):
-                if time.monotonic() > deadline and best is not None:
+                if time.monotonic() > ctx.deadline or (time.monotonic() > deadline and best is not None):
                     break
                 got = _attempt(ctx, relation, players, n)
                 if got is None:
