@@ -541,10 +541,13 @@ def _capped(tree: Tree, cap: int) -> Tree:
 
 
 def _copy_counts(upper: float) -> list[int]:
+    """Copies to glue: powers of 2 for a growth family; more divisors for a finite target."""
+    if upper == math.inf:
+        return [1, 2, 4, 8, 16, 32, 64]
     base = [1, 2, 3, 4, 6, 8, 9, 12, 16, 27, 32, 64]
-    if upper != math.inf and upper <= 256:
+    if upper <= 256:
         base.append(int(upper))
-    return sorted(set(n for n in base if n <= 64 or n == upper))
+    return sorted({n for n in base if n <= max(upper, 1)})
 
 
 def _player_sets(core_cq: CQ, relation: str) -> list[list[Atom]]:
