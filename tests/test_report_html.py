@@ -9,9 +9,7 @@ table must sort when a header is clicked, and a screenshot must be taken.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import json
-import math
 import os
 import re
 import shutil
@@ -26,9 +24,9 @@ from typing import Any
 import pytest
 
 import cqsens
+from cqsens.batch import row_for
 from cqsens.analyze import Analysis
 from cqsens.drawing import draw_structure
-from cqsens.noise import calibrate
 from cqsens.report_html import to_html, to_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -61,57 +59,33 @@ NASTY_FILE = "examples/<script>alert(1)</script>.sql"
 # ----------------------------------------------------------------------------- batch
 
 
-def _jsonable(value: Any) -> Any:
-    return "inf" if isinstance(value, float) and math.isinf(value) else value
+def _analyze(source: str, **kw: Any) -> Analysis:
+    return cqsens.analyze(source, epsilon=1.0, delta=1e-6, **kw)
 
 
-def _row(file: str, analysis: Analysis, epsilon: float = 1.0) -> dict[str, Any]:
-    """A batch row of status ``ok`` for one analysis (the shape ``cqsens report`` writes)."""
-    d = analysis.to_dict()
-    s = d["sensitivity"]
-    bounded = s["upper"] != "inf"
-    reason = d["explanation"][-1] if d["explanation"] else ""
-    noise = {
-        k: _jsonable(v)
-        for k, v in dataclasses.asdict(
-            calibrate(math.inf if s["l1"] == "inf" else s["l1"],
-                      math.inf if s["l2"] == "inf" else s["l2"], epsilon=epsilon, delta=1e-6)
-        ).items()
-    } if bounded else None
-    return {
-        "file": file,
-        "status": "ok",
-        "error": None,
-        "aggregate": d["aggregate"],
-        "upper": s["upper"],
-        "lower": s["lower"],
-        "tight": s["tight"],
-        "reason": reason,
-        "suggestion": d["suggestion"][0] if d["suggestion"] else None,
-        "noise": noise,
-        "analysis": d,
-    }
+def _row(file: str, analysis: Analysis) -> dict[str, Any]:
+    """A batch row of status ``ok``, exactly as ``cqsens report`` writes it."""
+    return row_for(Path(file), analysis)
 
 
 def _make_batch() -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     for path in (HOSPITAL / name for name in HOSPITAL_QUERIES):
         rel = str(path.relative_to(ROOT))
-        rows.append(_row(rel, cqsens.analyze(str(path), schema=str(SCHEMA))))
+        rows.append(_row(rel, _analyze(str(path), schema=str(SCHEMA))))
     rows.append(_row(
         "examples/hospital/oncology.sql (with PatDoc[1->2]<=3)",
-        cqsens.analyze(str(HOSPITAL / "oncology.sql"), schema=str(SCHEMA),
-                       cds=["PatDoc[1->2]<=3"]),
+        _analyze(str(HOSPITAL / "oncology.sql"), schema=str(SCHEMA), cds=["PatDoc[1->2]<=3"]),
     ))
-    rows.append(_row("inline/path.cq", cqsens.analyze("Q(x) :- R(x,y), S(y,z)")))
+    rows.append(_row("inline/path.cq", _analyze("Q(x) :- R(x,y), S(y,z)")))
     rows.append(_row(
         "inline/less|than.cq",
-        cqsens.analyze("Q(x, y) :- R(x, z), S(z, y), T(y, 'a<b'), U(x, y, z)"),
+        _analyze("Q(x, y) :- R(x, z), S(z, y), T(y, 'a<b'), U(x, y, z)"),
     ))
     rows.append(_row(
         "inline/steps.cq",
-        cqsens.analyze("Q(x,w) :- R(x,y), S(y,z), T(z,w), V(x,w)",
-                       cds=["R[1->2]<=2", "S[1->2]<=3", "T[1->2]<=4", "V[2->1]<=5"]),
+        _analyze("Q(x,w) :- R(x,y), S(y,z), T(z,w), V(x,w)",
+                 cds=["R[1->2]<=2", "S[1->2]<=3", "T[1->2]<=4", "V[2->1]<=5"]),
     ))
     rows.append({"file": "examples/bad<1>.sql", "status": "error", "error": ERROR_TEXT,
                  "aggregate": None, "upper": None, "lower": None, "tight": None,
