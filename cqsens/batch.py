@@ -119,8 +119,8 @@ def collect_files(inputs: Iterable[str | Path], *, exclude: Iterable[str | Path]
     return files, skipped
 
 
-class _Timeout(Exception):
-    pass
+class _Timeout(BaseException):
+    """Raised by the alarm; a BaseException so no library's ``except Exception`` swallows it."""
 
 
 def _alarm(signum: int, frame: Any) -> None:  # pragma: no cover - signal handler
