@@ -615,7 +615,9 @@ def analyze(
         witness = find_witness(query, sigma, state.core, upper=upper, columns=query.columns,
                                time_budget=witness_time, seed=seed,
                                column_checks=_column_checks(parsed_schema), bound=state.bound,
-                               finite_columns=_finite_columns(parsed_schema))
+                               finite_columns=_finite_columns(parsed_schema),
+                               column_types={r.name: r.types for r in parsed_schema.relations}
+                               if parsed_schema is not None else None)
     lower: Weight | None = witness.lower if witness is not None else None
     if lower is not None and lower > upper:  # a real pair of databases beats the bound: a bug
         raise AssertionError(

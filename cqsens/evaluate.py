@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from cqsens.cq import CQ, AggregateQuery, Const, Var
 
-__all__ = ["Database", "connect", "cq_sql", "count_answers", "quote_ident", "sql_literal"]
+__all__ = ["Database", "affinity_value", "connect", "cq_sql", "count_answers", "quote_ident", "sql_literal"]
 
 Value = str | int | float
 
@@ -38,18 +38,31 @@ class Database:
 
     columns: Mapping[str, tuple[str, ...]]
     rows: Mapping[str, frozenset[tuple[Value, ...]]] = field(default_factory=dict)
+    types: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def with_row(self, relation: str, row: tuple[Value, ...]) -> Database:
         """This database plus one row."""
         rows = dict(self.rows)
         rows[relation] = frozenset(rows.get(relation, frozenset()) | {row})
-        return Database(self.columns, rows)
+        return Database(self.columns, rows, self.types)
 
     def without_row(self, relation: str, row: tuple[Value, ...]) -> Database:
         """This database minus one row."""
         rows = dict(self.rows)
         rows[relation] = frozenset(rows.get(relation, frozenset()) - {row})
-        return Database(self.columns, rows)
+        return Database(self.columns, rows, self.types)
+
+    def column_defs(self, relation: str) -> list[str]:
+        """``['"a" INT', '"b" TEXT']`` (declared types give SQLite's type affinity)."""
+        types = self.types.get(relation, ())
+        return [
+            f"{quote_ident(c)} {types[i]}".rstrip() if i < len(types) else quote_ident(c)
+            for i, c in enumerate(self.columns[relation])
+        ]
+
+    def column_sql(self, relation: str) -> str:
+        """The column definitions of ``relation`` joined for a CREATE TABLE."""
+        return ", ".join(self.column_defs(relation))
 
     def size(self) -> int:
         """Total number of rows."""
@@ -60,13 +73,40 @@ class Database:
         return {r: sorted(rows, key=repr) for r, rows in sorted(self.rows.items())}
 
 
+def affinity_value(value: Value, declared: str) -> Value:
+    """``value`` as SQLite stores it in a column of the declared type (type affinity).
+
+    >>> affinity_value("1", "INTEGER"), affinity_value(2, "TEXT"), affinity_value("x", "INT")
+    (1, '2', 'x')
+    """
+    kind = declared.upper()
+    if not kind or "BLOB" in kind:
+        return value
+    if any(word in kind for word in ("CHAR", "CLOB", "TEXT")):
+        return value if isinstance(value, str) else repr(value) if isinstance(value, float) else str(value)
+    number: int | float
+    if isinstance(value, str):
+        try:
+            number = int(value.strip())
+        except ValueError:
+            try:
+                number = float(value.strip())
+            except ValueError:
+                return value
+    else:
+        number = value
+    if any(word in kind for word in ("REAL", "FLOA", "DOUB")):
+        return float(number)
+    if isinstance(number, float) and number.is_integer():
+        return int(number)
+    return number
+
+
 def connect(db: Database) -> sqlite3.Connection:
-    """An in-memory SQLite database holding ``db`` (untyped columns)."""
+    """An in-memory SQLite database holding ``db`` (columns typed as declared, if known)."""
     conn = sqlite3.connect(":memory:")
     for relation, cols in db.columns.items():
-        conn.execute(
-            f"CREATE TABLE {quote_ident(relation)} ({', '.join(quote_ident(c) for c in cols)})"
-        )
+        conn.execute(f"CREATE TABLE {quote_ident(relation)} ({db.column_sql(relation)})")
         rows = db.rows.get(relation, ())
         if rows:
             marks = ", ".join("?" for _ in cols)

@@ -163,9 +163,12 @@ def aggregate_bound(
     if kind == "sum":
         if grouped and neighbor == "substitute":
             ar = sum_bound(count_delta, lo, hi, neighbor="add-remove", contributions=k)
-            return AggregateBound(2 * ar.l1, math.sqrt(2) * ar.l2, neighbor,
+            # Removing a negative value and adding a positive one move one group the same
+            # way, so no √2 saving: ℓ2 ≤ ℓ1.
+            return AggregateBound(2 * ar.l1, 2 * ar.l1, neighbor,
                                   "grouped SUM under substitution: the removed and the added "
-                                  "tuple each move at most Δ·k·max(|m|,|M|) (SPEC §4)")
+                                  "tuple each move at most Δ·k·max(|m|,|M|), possibly in one "
+                                  "group (SPEC §4)")
         return sum_bound(count_delta, lo, hi, neighbor=neighbor, contributions=k,
                          single_table_unfiltered=single_table_unfiltered and not grouped)
     if kind == "avg":

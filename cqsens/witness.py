@@ -35,7 +35,15 @@ from typing import Any
 from cqsens.cq import CQ, AggregateQuery, Atom, Const, Term, Var, position_classes
 from cqsens.bounds.upper import UpperBound
 from cqsens.dependencies import Sigma, satisfies
-from cqsens.evaluate import Database, Value, connect, count_answers, quote_ident, sql_literal
+from cqsens.evaluate import (
+    Database,
+    Value,
+    affinity_value,
+    connect,
+    count_answers,
+    quote_ident,
+    sql_literal,
+)
 
 __all__ = ["Witness", "find_witness", "is_witness", "to_sql_script", "write_witness"]
 
@@ -418,6 +426,7 @@ class _Context:
     memo: dict[tuple[str, str], bool] = field(default_factory=dict)
     finite: frozenset[Var] = frozenset()  # variables whose column holds finitely many values
     column_checks: Mapping[tuple[str, int], Sequence[str]] = field(default_factory=dict)
+    types: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def _materialise(ctx: _Context, s: _Structure) -> tuple[Database, str, tuple[Value, ...]]:
@@ -432,11 +441,16 @@ def _materialise(ctx: _Context, s: _Structure) -> tuple[Database, str, tuple[Val
             concrete[e] = values.fresh(ctx.checks.get(var, []) if var is not None else [])
         return concrete[e]
 
+    def typed(rel: str, row: Row) -> tuple[Value, ...]:
+        types = ctx.types.get(rel, ())
+        return tuple(affinity_value(value(e), types[i]) if i < len(types) else value(e)
+                     for i, e in enumerate(row))
+
     assert s.t is not None
-    rows = {rel: frozenset(tuple(value(e) for e in row) for row in rs) for rel, rs in s.rows.items()}
+    rows = {rel: frozenset(typed(rel, row) for row in rs) for rel, rs in s.rows.items()}
     relation, t = s.t
-    row = tuple(value(e) for e in t)
-    full = Database(ctx.columns, {r: rows.get(r, frozenset()) for r in ctx.columns})
+    row = typed(relation, t)
+    full = Database(ctx.columns, {r: rows.get(r, frozenset()) for r in ctx.columns}, ctx.types)
     return full.without_row(relation, row), relation, row
 
 
@@ -615,6 +629,7 @@ def find_witness(
     column_checks: Mapping[tuple[str, int], Sequence[str]] | None = None,
     bound: UpperBound | None = None,
     finite_columns: Iterable[tuple[str, int]] = (),
+    column_types: Mapping[str, tuple[str, ...]] | None = None,
 ) -> Witness | None:
     """The best witness found for ``query`` on C_Σ, or None.
 
@@ -640,6 +655,9 @@ def find_witness(
     bound : UpperBound, optional
         The upper bound's explanation: its trees of steps guide a product
         construction that meets joint-assignment bounds.
+    column_types : mapping, optional
+        Relation → declared column types: values are stored with SQLite's type
+        affinity (``'1'`` in an INTEGER column is 1) before Σ is checked.
     finite_columns : iterable of (relation, position)
         Columns with finitely many legal values (an integer column with a
         two-sided CHECK): a growing family that copies them proves nothing.
@@ -668,7 +686,8 @@ def find_witness(
     finite = frozenset(t for a in core_cq.relation_atoms() for p, t in enumerate(a.terms)
                        if isinstance(t, Var) and (a.relation, p) in finite_set)
     ctx = _Context(query, sigma, core_cq, cols, checks, scratch, bound, deadline,
-                   column_checks=dict(column_checks or {}), finite=finite)
+                   column_checks=dict(column_checks or {}), finite=finite,
+                   types={r: tuple(t) for r, t in (column_types or {}).items() if r in cols})
     try:
         found = _search(ctx, upper, time_budget, seed)
     finally:
@@ -685,7 +704,7 @@ def _search(ctx: _Context, upper: float, time_budget: float, seed: int) -> Witne
         if not ctx.query.cq.relations():
             return None
         rel, arity = sorted(ctx.query.cq.relations().items())[0]
-        empty = Database(ctx.columns, {r: frozenset() for r in ctx.columns})
+        empty = Database(ctx.columns, {r: frozenset() for r in ctx.columns}, ctx.types)
         row = tuple(1000 + i for i in range(arity))
         counts = _evaluate(ctx, empty, rel, row)
         if counts is None:
@@ -802,7 +821,7 @@ def to_sql_script(witness: Witness, *, title: str = "") -> str:
     if witness.growth:
         lines.append("-- growing family: " + ", ".join(f"N={n}: {d}" for n, d in witness.growth))
     for rel, cols in sorted(witness.database.columns.items()):
-        parts = [quote_ident(c) for c in cols]
+        parts = witness.database.column_defs(rel)
         parts += [f"CHECK ({t.format(quote_ident(cols[pos]))})" for r, pos, t in witness.checks
                   if r == rel]
         lines.append(f"CREATE TABLE {quote_ident(rel)} ({', '.join(parts)});")
@@ -831,7 +850,7 @@ def write_witness(witness: Witness, path: str | Path, *, title: str = "") -> Non
             for suffix, db in (("", witness.database), ("_with_t", full)):
                 for rel, cols in sorted(db.columns.items()):
                     name = quote_ident(rel + suffix)
-                    conn.execute(f"CREATE TABLE {name} ({', '.join(quote_ident(c) for c in cols)})")
+                    conn.execute(f"CREATE TABLE {name} ({db.column_sql(rel)})")
                     rows = db.rows.get(rel, ())
                     if rows:
                         marks = ", ".join("?" for _ in cols)
