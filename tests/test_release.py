@@ -108,3 +108,24 @@ def test_join_sum_brute_force(data: st.DataObject) -> None:
     for row in [(a, b) for a in range(4) for b in range(6)]:
         if row not in s_rows and len({b for a, b in s_rows | {row} if a == row[0]}) <= d:
             assert abs(total(r_rows, s_rows | {row}) - base) <= bound
+
+
+def test_grouped_sum_substitution_l2_is_not_below_a_one_group_move() -> None:
+    # R = {(0, -1)} -> {(0, 1)}: group 0 moves by 2 in one coordinate
+    a = analyze("SELECT g, SUM(v) FROM R GROUP BY g",
+                schema="CREATE TABLE R(g INT, v INT CHECK (v BETWEEN -1 AND 1));",
+                neighbor="substitute")
+    assert a.l2 >= 2 and a.l1 >= 2
+
+
+def test_review_regressions() -> None:
+    s = "CREATE TABLE emp(id INT PRIMARY KEY, dept_id INT); CREATE TABLE emp_dept(id INT PRIMARY KEY, n TEXT);"
+    assert analyze("SELECT COUNT(*) FROM emp, emp_dept WHERE emp.id = 3", schema=s).upper == math.inf
+    assert analyze("SELECT COUNT(*) FROM R, S WHERE R.rest = S.a", fds=["S[1->2]"]).upper == math.inf
+    with pytest.raises(InputError):  # r2's filter does not bound r1.v
+        analyze("SELECT SUM(r1.v) FROM R r1, R r2 WHERE r1.p = r2.id AND r1.id = 1 AND "
+                "r2.v BETWEEN 0 AND 10", schema="CREATE TABLE R(id INT PRIMARY KEY, p INT, v INT);")
+    s = "CREATE TABLE a(id INT PRIMARY KEY, x INT, v INT CHECK (v BETWEEN 5 AND 10));"
+    assert analyze("SELECT SUM(a.v) FROM a WHERE a.x = 5", schema=s, neighbor="substitute").l1 == 10
+    assert analyze("SELECT COUNT(*) FROM a WHERE a.x = 5 AND a.x = '5'",
+                   schema="CREATE TABLE a(x INTEGER, y INT);").upper == 1

@@ -110,3 +110,25 @@ def test_every_witness_checks_out(data: st.DataObject) -> None:
     assert a.lower is not None and a.lower <= a.upper
     if a.satisfiable:
         assert a.lower >= 1
+
+
+def test_witness_values_follow_column_affinity() -> None:
+    ddl = "CREATE TABLE R(a INT, v INT);"
+    q = "SELECT COUNT(*) FROM R WHERE v = 1 AND v <> '1'"
+    a = analyze(q, schema=ddl)
+    if a.witness is not None:
+        conn = sqlite3.connect(":memory:")
+        conn.executescript(ddl)
+        before = conn.execute(q).fetchone()[0]
+        conn.execute("INSERT INTO R VALUES (?, ?)", a.witness.row)
+        assert conn.execute(q).fetchone()[0] - before == a.witness.difference
+
+
+def test_witness_respects_checks_and_claims_no_false_infinity() -> None:
+    ddl = ("CREATE TABLE R(a INT PRIMARY KEY, b INT, c INT CHECK (c BETWEEN 0 AND 1)); "
+           "CREATE TABLE S(b INT, d INT);")
+    a = analyze("SELECT COUNT(DISTINCT R.c) FROM R, S WHERE R.b = S.b", schema=ddl)
+    assert a.lower != math.inf and a.lower is not None and a.lower <= 2
+    script = to_sql_script(a.witness)
+    conn = sqlite3.connect(":memory:")
+    conn.executescript(script)  # the CHECKs are in the script and hold
