@@ -122,10 +122,7 @@ def value_bound(
             f"or a range filter in the WHERE clause",
             source=query.source, construct=f"bounds of {column}",
         )
-    if low > high:
-        raise InputError(f"the value bounds of {column} are empty ([{low}, {high}])",
-                         source=query.source, construct=f"bounds of {column}")
-    return ValueBound(column, low, high, low_src, high_src)
+    return ValueBound(column, low, high, low_src, high_src)  # low > high: no row qualifies
 
 
 def aggregate_bound(
@@ -160,6 +157,10 @@ def aggregate_bound(
         return count_bound(count_delta, neighbor=neighbor, contributions=k)
     assert values is not None
     lo, hi = values.low, values.high
+    if lo > hi:
+        return AggregateBound(0, 0, neighbor, f"the value bounds of {values.column} are empty "
+                              f"([{_num(lo)}, {_num(hi)}]): no row can be aggregated, the "
+                              "result never changes")
     if kind == "sum":
         if grouped and neighbor == "substitute":
             ar = sum_bound(count_delta, lo, hi, neighbor="add-remove", contributions=k)
