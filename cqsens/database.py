@@ -221,18 +221,25 @@ def _engine(url: str, *, must_exist: bool) -> Engine:
                             source=masked, construct=_CONSTRUCT) from None
 
 
-@contextmanager
-def _connect(url: str, *, must_exist: bool = True) -> Iterator[Connection]:
-    """A connection whose database errors become one-line :class:`DatabaseError`."""
+def _open(url: str, *, must_exist: bool, raw: bool) -> tuple[Any, Any, str, list[str]]:
+    """(engine, connection, masked URL, secrets); a failed connection is a DatabaseError."""
     engine = _engine(url, must_exist=must_exist)
     masked = mask_url(url.strip())
     secrets = _secrets(url)
     try:
-        try:
-            conn = engine.connect()
-        except sa_exc.SQLAlchemyError as exc:
-            raise DatabaseError(f"cannot connect: {_one_line(exc, secrets)}",
-                                source=masked, construct=_CONSTRUCT) from None
+        conn = engine.raw_connection() if raw else engine.connect()
+    except sa_exc.SQLAlchemyError as exc:
+        engine.dispose()
+        raise DatabaseError(f"cannot connect: {_one_line(exc, secrets)}",
+                            source=masked, construct=_CONSTRUCT) from None
+    return engine, conn, masked, secrets
+
+
+@contextmanager
+def _connect(url: str, *, must_exist: bool = True) -> Iterator[Connection]:
+    """A connection whose database errors become one-line :class:`DatabaseError`."""
+    engine, conn, masked, secrets = _open(url, must_exist=must_exist, raw=False)
+    try:
         if conn.dialect.name == "postgresql" and conn.dialect.driver in ("psycopg", "psycopg2"):
             # profiling never writes: make sure of it
             conn = conn.execution_options(postgresql_readonly=True)
@@ -1084,15 +1091,8 @@ def load_sql_file(url: str, *paths: str | Path, text: str | None = None) -> None
         scripts.append((str(path), read_text(path, what="SQL file")))
     if text is not None:
         scripts.append(("<sql>", text))
-    engine = _engine(url, must_exist=False)
-    masked = mask_url(url.strip())
-    secrets = _secrets(url)
+    engine, raw, masked, secrets = _open(url, must_exist=False, raw=True)
     try:
-        try:
-            raw = engine.raw_connection()
-        except sa_exc.SQLAlchemyError as exc:
-            raise DatabaseError(f"cannot connect: {_one_line(exc, secrets)}",
-                                source=masked, construct=_CONSTRUCT) from None
         dbapi_error = engine.dialect.loaded_dbapi.Error
         try:
             for name, script in scripts:
