@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import random
 
-from cqsens.cq import CQ, Atom, Const, Term, Var
-from cqsens.dependencies import Dependency, Sigma
+from cqsens.ir.cq import CQ, Atom, Const, Term, Var
+from cqsens.ir.dependencies import Dependency, Sigma
 
 ARITIES = {"R": 2, "S": 2, "T": 1, "U": 3, "V": 2}
 

@@ -87,7 +87,7 @@ def _split(deps: list[str]) -> dict[str, list[str]]:
 
 
 def cases() -> list[tuple[str, dict[str, Any]]]:
-    """(id, keyword arguments of cqsens.analyze) for the whole corpus."""
+    """(id, keyword arguments of cqsens.pipeline) for the whole corpus."""
     out: list[tuple[str, dict[str, Any]]] = []
     for folder in sorted(p for p in (ROOT / "examples").iterdir() if p.is_dir()):
         schema = folder / "schema.sql"

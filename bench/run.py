@@ -36,7 +36,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from corpus import random_cq  # noqa: E402
 
-from cqsens.analyze import (  # noqa: E402
+from cqsens.batch import analyze_paths  # noqa: E402
+from cqsens.engine.core import core  # noqa: E402
+from cqsens.engine.homomorphism import is_homomorphism  # noqa: E402
+from cqsens.engine.paths import least_cardinalities, step_graph  # noqa: E402
+from cqsens.frontend.ddl import schema_from_ddl  # noqa: E402
+from cqsens.frontend.parse_cq import parse_cq  # noqa: E402
+from cqsens.ir.cq import CQ  # noqa: E402
+from cqsens.pipeline import (  # noqa: E402
     State,
     load_query,
     resolve_sigma,
@@ -45,14 +52,7 @@ from cqsens.analyze import (  # noqa: E402
     stage_core,
     stage_paper,
 )
-from cqsens.batch import analyze_paths  # noqa: E402
-from cqsens.core import core  # noqa: E402
-from cqsens.cq import CQ  # noqa: E402
-from cqsens.homomorphism import is_homomorphism  # noqa: E402
-from cqsens.parse_cq import parse_cq  # noqa: E402
-from cqsens.paths import least_cardinalities, step_graph  # noqa: E402
-from cqsens.schema import schema_from_ddl  # noqa: E402
-from cqsens.witness import find_witness  # noqa: E402
+from cqsens.witness.witness import find_witness  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 EDGE_DDL = "CREATE TABLE E (src INTEGER, dst INTEGER, PRIMARY KEY (src, dst));"
@@ -143,7 +143,7 @@ def stage_times(text: str, *, schema: object, deps: list[str], repeat: int,
     """Median seconds of each stage for one query (caches cleared between runs)."""
     out: dict[str, list[float]] = {k: [] for k in ("parse", "chase", "core", "bounds", "paper", "witness")}
     for _ in range(repeat):
-        from cqsens import core as core_module
+        from cqsens.engine import core as core_module
 
         core_module._core_cached.cache_clear()
         t0 = time.perf_counter()
@@ -272,7 +272,7 @@ def main() -> None:
         sigma, _ = resolve_sigma(q, schema=schema, fds=[], cds=deps)
         c = core(q.cq)
 
-        from cqsens import paths as paths_module
+        from cqsens.engine import paths as paths_module
 
         def enumerate_literal() -> None:
             for atom in c.relation_atoms():
@@ -300,7 +300,7 @@ def main() -> None:
     for k in () if args.only_batch else (2, 3, 4):
         cq = parse_cq("Q(x0) :- " + ", ".join(f"E(x{i}, x{i + 1})" for i in range(k))
                       + ", " + ", ".join(f"E(y{i}, y{i + 1})" for i in range(2)))
-        from cqsens import core as core_module
+        from cqsens.engine import core as core_module
 
         def csp() -> None:
             core_module._core_cached.cache_clear()

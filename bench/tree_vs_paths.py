@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from cqsens.analyze import analyze
+from cqsens.pipeline import analyze
 
 ROOT = Path(__file__).resolve().parents[1] / "examples"
 

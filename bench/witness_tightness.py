@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from corpus import corpus  # noqa: E402
 
-from cqsens.analyze import analyze  # noqa: E402
+from cqsens.pipeline import analyze  # noqa: E402
 
 
 def main() -> None:

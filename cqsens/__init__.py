@@ -7,9 +7,6 @@
 
 from __future__ import annotations
 
-from cqsens.analyze import Analysis, analyze
-from cqsens.cq import CQ, AggregateQuery, Atom, Const, Var
-from cqsens.dependencies import Dependency, Sigma
 from cqsens.errors import (
     CqsensError,
     DependencyError,
@@ -18,9 +15,13 @@ from cqsens.errors import (
     SchemaError,
     UnsupportedQueryError,
 )
-from cqsens.parse_cq import parse_cq, parse_dependency
-from cqsens.parse_sql import parse_sql
-from cqsens.schema import Schema, schema_from_ddl
+from cqsens.frontend.ddl import schema_from_ddl
+from cqsens.frontend.parse_cq import parse_cq, parse_dependency
+from cqsens.frontend.parse_sql import parse_sql
+from cqsens.ir.cq import CQ, AggregateQuery, Atom, Const, Var
+from cqsens.ir.dependencies import Dependency, Sigma
+from cqsens.ir.schema import Schema
+from cqsens.pipeline import Analysis, analyze
 
 __all__ = [
     "AggregateQuery",

@@ -1,6 +1,6 @@
 """``python -m cqsens``."""
 
-from cqsens.cli import main
+from cqsens.cli.main import main
 
 if __name__ == "__main__":
     main()

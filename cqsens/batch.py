@@ -9,7 +9,6 @@ row with its error; the batch goes on.  Nothing is rendered here.
 
 from __future__ import annotations
 
-
 import multiprocessing
 import os
 import re
@@ -20,8 +19,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from cqsens.analyze import Analysis, analyze
 from cqsens.errors import InputError
+from cqsens.pipeline import Analysis, analyze
 
 __all__ = ["BatchResult", "collect_files", "analyze_paths", "summarise"]
 
@@ -215,7 +214,7 @@ def analyze_paths(
     progress : callable, optional
         Called with (done, total) after each file.
     **options
-        Passed to :func:`cqsens.analyze` (schema, fds, cds, constraints, neighbor, epsilon...).
+        Passed to :func:`cqsens.pipeline` (schema, fds, cds, constraints, neighbor, epsilon...).
         Without ``schema``/``constraints``, a ``schema.sql``/``constraints.txt`` beside
         each query is used.
 

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import itertools
 
-from cqsens.cq import CQ
-from cqsens.dependencies import Sigma, satisfies
-from cqsens.evaluate import Database, connect, cq_sql, quote_ident
-
+from cqsens.ir.cq import CQ
+from cqsens.ir.dependencies import Sigma, satisfies
+from cqsens.witness.evaluate import Database, connect, cq_sql, quote_ident
 from tests.strategies import DOMAIN
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from cqsens.cq import CQ, Atom, Const, Term, Var
-from cqsens.dependencies import Dependency, Sigma, satisfies
+from cqsens.ir.cq import CQ, Atom, Const, Term, Var
+from cqsens.ir.dependencies import Dependency, Sigma, satisfies
 
 ARITIES = {"R": 2, "S": 2, "T": 1, "U": 3}
 COLUMNS = {name: tuple(f"c{i + 1}" for i in range(n)) for name, n in ARITIES.items()}

@@ -1,4 +1,4 @@
-"""Tests of cqsens.bounds.aggregates: the SPEC §4 table, the §6.4-6.6 errata, soundness.
+"""Tests of cqsens.release.aggregates: the SPEC §4 table, the §6.4-6.6 errata, soundness.
 
 The table cells and errata live in ``tests/fixtures/bounds/aggregates.toml``; the
 property tests draw small databases and neighbours (add a row, remove a row,
@@ -13,17 +13,18 @@ import itertools
 import math
 import sqlite3
 import statistics
+import tomllib
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
-import tomllib
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from cqsens.bounds.aggregates import (
+from cqsens.errors import InputError
+from cqsens.release.aggregates import (
     NEIGHBORS,
     AggregateBound,
     avg_bound,
@@ -34,7 +35,6 @@ from cqsens.bounds.aggregates import (
     sum_bound,
     vector_bound,
 )
-from cqsens.errors import InputError
 
 FIXTURE = Path(__file__).parent / "fixtures" / "bounds" / "aggregates.toml"
 CASES: list[dict[str, Any]] = tomllib.loads(FIXTURE.read_text(encoding="utf-8"))["case"]

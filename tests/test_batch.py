@@ -8,7 +8,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from cqsens.batch import analyze_paths, collect_files
-from cqsens.cli import cli
+from cqsens.cli.main import cli
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 CONTRACT = {"query", "cq", "core", "free", "aggregate", "connected", "satisfiable", "delta_str",

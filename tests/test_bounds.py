@@ -6,8 +6,7 @@ from typing import Any
 
 import pytest
 
-from cqsens.analyze import analyze
-
+from cqsens.pipeline import analyze
 from tests.helpers import FIXTURES, expected, load_cases
 
 FILES = ("paper.toml", "seed_errata.toml", "arborescence.toml")

@@ -6,10 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cqsens.chase import chase
-from cqsens.dependencies import satisfies
-from cqsens.parse_cq import parse_cq, parse_dependency
-
+from cqsens.engine.chase import chase
+from cqsens.frontend.parse_cq import parse_cq, parse_dependency
+from cqsens.ir.dependencies import satisfies
 from tests.helpers import load_golden_pairs
 from tests.strategies import cqs, dependencies_for
 

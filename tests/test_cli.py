@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cqsens.cli import EXIT_INPUT, EXIT_OK, EXIT_USAGE, cli
+from cqsens.cli.main import EXIT_INPUT, EXIT_OK, EXIT_USAGE, cli
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"

@@ -5,11 +5,10 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 
-from cqsens.core import core, in_cq_core, is_core
-from cqsens.cq import Var
-from cqsens.homomorphism import find_homomorphism, is_homomorphism
-from cqsens.parse_cq import parse_cq
-
+from cqsens.engine.core import core, in_cq_core, is_core
+from cqsens.engine.homomorphism import find_homomorphism, is_homomorphism
+from cqsens.frontend.parse_cq import parse_cq
+from cqsens.ir.cq import Var
 from tests.helpers import load_golden_pairs
 from tests.strategies import cqs
 

@@ -29,8 +29,8 @@ import pytest
 from click.testing import CliRunner
 
 import cqsens
-from cqsens.cli_profile import profile
-from cqsens.database import (
+from cqsens.cli.profile import profile
+from cqsens.db.database import (
     OBSERVED_NOTE,
     DatabaseError,
     FanOut,
@@ -41,10 +41,11 @@ from cqsens.database import (
     profile_database,
     reflect_schema,
 )
-from cqsens.dependencies import Dependency, Sigma, violations
 from cqsens.errors import InputError, SchemaError
-from cqsens.parse_cq import parse_dependencies
-from cqsens.schema import Schema, load_schema
+from cqsens.frontend.ddl import load_schema
+from cqsens.frontend.parse_cq import parse_dependencies
+from cqsens.ir.dependencies import Dependency, Sigma, violations
+from cqsens.ir.schema import Schema
 
 ROOT = Path(__file__).resolve().parents[1]
 HOSPITAL = ROOT / "examples" / "hospital"
@@ -443,7 +444,7 @@ def test_pg_profile(pg_urls: tuple[str, str]) -> None:
 def test_pg_profiling_connections_are_read_only(pg_urls: tuple[str, str]) -> None:
     import sqlalchemy as sa
 
-    from cqsens.database import _connect
+    from cqsens.db.database import _connect
 
     with pytest.raises(DatabaseError) as info, _connect(pg_urls[0]) as conn:
         conn.execute(sa.text("CREATE TABLE scratch (a INTEGER)"))

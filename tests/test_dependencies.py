@@ -6,12 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from cqsens.analyze import analyze
-from cqsens.dependencies import Dependency, Sigma, satisfies, violations
 from cqsens.errors import DependencyError, SchemaError
-from cqsens.parse_cq import parse_dependency
-from cqsens.schema import schema_from_ddl
-
+from cqsens.frontend.ddl import schema_from_ddl
+from cqsens.frontend.parse_cq import parse_dependency
+from cqsens.ir.dependencies import Dependency, Sigma, satisfies, violations
+from cqsens.pipeline import analyze
 from tests.helpers import FIXTURES
 
 SCHEMA = schema_from_ddl((FIXTURES.parents[1] / "examples/hospital/schema.sql").read_text())

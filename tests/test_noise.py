@@ -1,4 +1,4 @@
-"""Tests of cqsens.noise: Laplace and (analytic) Gaussian calibration.
+"""Tests of cqsens.release.noise: Laplace and (analytic) Gaussian calibration.
 
 The analytic σ is checked against its definition rather than against numbers
 copied from elsewhere: at the returned σ the privacy profile equals δ (to 1e-9,
@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cqsens.errors import InputError
-from cqsens.noise import (
+from cqsens.release.noise import (
     NoiseCalibration,
     _log_ndtr,
     _log_profile,

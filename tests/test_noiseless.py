@@ -1,4 +1,4 @@
-"""Tests of cqsens.noiseless (accountants for noiseless counts) and ``cqsens noiseless``."""
+"""Tests of cqsens.noiseless.noiseless (accountants for noiseless counts) and ``cqsens noiseless``."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from click.testing import CliRunner
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from cqsens.cli_noiseless import noiseless
+from cqsens.cli.noiseless import noiseless
 from cqsens.errors import InputError
-from cqsens.noiseless import (
+from cqsens.noiseless.noiseless import (
     PROPOSITION_27_NOTE,
     _log_fair_coin_delta,
     _log_fair_coin_deltas,

@@ -8,8 +8,7 @@ from hypothesis.extra.lark import from_lark
 from lark import Lark
 
 from cqsens.errors import DependencyError, InputError, ParseError
-from cqsens.parse_cq import grammar_text, parse_cq, parse_dependency
-
+from cqsens.frontend.parse_cq import grammar_text, parse_cq, parse_dependency
 from tests.helpers import load_invalid
 from tests.strategies import cqs
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 import pytest
 
 from cqsens.errors import InputError
-from cqsens.parse_cq import parse_cq
-from cqsens.parse_sql import parse_sql
-from cqsens.schema import schema_from_ddl
-
+from cqsens.frontend.ddl import schema_from_ddl
+from cqsens.frontend.parse_cq import parse_cq
+from cqsens.frontend.parse_sql import parse_sql
 from tests.helpers import FIXTURES, load_golden_pairs, load_invalid
 
 PAIRS = load_golden_pairs("parse_sql.sql")

@@ -7,14 +7,18 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cqsens.bounds.upper import upper_bound
-from cqsens.chase import chase
-from cqsens.core import core
-from cqsens.cq import Var
-from cqsens.dependencies import Dependency, Sigma
-from cqsens.parse_cq import parse_cq
-from cqsens.paths import arborescence_bound, least_cardinalities, simple_path_cardinality, step_graph
-
+from cqsens.engine.chase import chase
+from cqsens.engine.core import core
+from cqsens.engine.paths import (
+    arborescence_bound,
+    least_cardinalities,
+    simple_path_cardinality,
+    step_graph,
+)
+from cqsens.engine.upper import upper_bound
+from cqsens.frontend.parse_cq import parse_cq
+from cqsens.ir.cq import Var
+from cqsens.ir.dependencies import Dependency, Sigma
 from tests.strategies import cqs, dependencies_for
 
 

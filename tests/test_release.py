@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
-from cqsens.analyze import analyze
 from cqsens.errors import InputError
+from cqsens.pipeline import analyze
 
 SCHEMA = "examples/hospital/schema.sql"
 

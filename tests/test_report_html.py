@@ -25,9 +25,9 @@ import pytest
 
 import cqsens
 from cqsens.batch import row_for
-from cqsens.analyze import Analysis
-from cqsens.drawing import draw_structure
-from cqsens.report_html import to_html, to_markdown
+from cqsens.pipeline import Analysis
+from cqsens.report.drawing import draw_structure
+from cqsens.report.html import to_html, to_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 HOSPITAL = ROOT / "examples" / "hospital"
@@ -208,7 +208,7 @@ def test_drawing_of_odd_structures() -> None:
 
 def test_drawing_is_deterministic_across_processes() -> None:
     code = (
-        "import cqsens, hashlib; from cqsens.drawing import draw_structure;"
+        "import cqsens, hashlib; from cqsens.report.drawing import draw_structure;"
         "s = cqsens.analyze('Q(x,w) :- R(x,y), S(y,z), T(z,w), V(x,w, y)').to_dict()['structure'];"
         "print(hashlib.sha256(draw_structure(s).encode()).hexdigest())"
     )

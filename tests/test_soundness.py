@@ -11,12 +11,11 @@ import math
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
-from cqsens.analyze import analyze
-from cqsens.bounds.upper import upper_bound
-from cqsens.chase import chase
-from cqsens.core import core
-from cqsens.dependencies import Sigma
-
+from cqsens.engine.chase import chase
+from cqsens.engine.core import core
+from cqsens.engine.upper import upper_bound
+from cqsens.ir.dependencies import Sigma
+from cqsens.pipeline import analyze
 from tests.conftest import soundness_examples
 from tests.oracle import local_sensitivity
 from tests.strategies import ARITIES, COLUMNS, cqs, databases, dependencies_for
@@ -79,7 +78,7 @@ def test_report_trial_counts() -> None:
 
 def test_oracle_sees_the_self_join_erratum() -> None:
     """The oracle is strong enough to refute Prop 7's Δ_STR = 1 (SPEC §6.1)."""
-    from cqsens.parse_cq import parse_cq
+    from cqsens.frontend.parse_cq import parse_cq
 
     cq = parse_cq("Q(x) :- R(x, y), R(y, x)")
     observed, _ = local_sensitivity(cq, {"R": 2}, COLUMNS, {"R": {("b", "a")}}, Sigma.of())
@@ -87,7 +86,7 @@ def test_oracle_sees_the_self_join_erratum() -> None:
 
 
 def test_oracle_sees_growth_of_an_unbounded_query() -> None:
-    from cqsens.parse_cq import parse_cq
+    from cqsens.frontend.parse_cq import parse_cq
 
     cq = parse_cq("Q(x) :- R(x, y), T(y)")
     db = {"R": {(v, 1) for v in ("a", "b", 2, 3)}, "T": set()}

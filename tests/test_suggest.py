@@ -7,13 +7,12 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cqsens.analyze import analyze
-from cqsens.chase import chase
-from cqsens.core import core
-from cqsens.dependencies import Sigma
-from cqsens.parse_cq import parse_cq
-from cqsens.suggest import suggest
-
+from cqsens.engine.chase import chase
+from cqsens.engine.core import core
+from cqsens.engine.suggest import suggest
+from cqsens.frontend.parse_cq import parse_cq
+from cqsens.ir.dependencies import Sigma
+from cqsens.pipeline import analyze
 from tests.strategies import cqs, dependencies_for
 
 

@@ -11,10 +11,9 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cqsens.analyze import analyze
-from cqsens.cli import cli
-from cqsens.witness import is_witness, to_sql_script
-
+from cqsens.cli.main import cli
+from cqsens.pipeline import analyze
+from cqsens.witness.witness import is_witness, to_sql_script
 from tests.strategies import cqs, dependencies_for
 
 ONCOLOGY = "Q(xdoc) :- Doc(xdoc, 'O', xhos), Pat(xpat, 'F', xhos), PatDoc(xpat, xdoc)."

@@ -1,1 +1,0 @@
-"""The sensitivity bounds, one module per bound."""

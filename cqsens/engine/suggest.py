@@ -1,0 +1,140 @@
+"""Advice for unbounded queries: the fewest dependencies that would bound them.
+
+A query is unbounded under Σ when some atom cannot reach some free variable by
+a walk of finite-weight steps from its elements or a constant.  Declaring a
+dependency ``R[i->j]`` (an FD, or a CD with any finite k) turns the steps from
+position i to position j of R's atoms into finite ones.  :func:`suggest` finds
+a smallest set of such single-column dependencies, over the relations and
+positions of the query's core, that makes every free variable reachable from
+every atom; the caller re-runs the analysis with them to confirm.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from cqsens.ir.cq import CQ, Term, Var
+from cqsens.ir.dependencies import Dependency, Sigma
+
+__all__ = ["Suggestion", "suggest"]
+
+
+@dataclass(frozen=True, slots=True)
+class Suggestion:
+    """Dependencies that bound the query (empty with a reason when none can)."""
+
+    dependencies: tuple[Dependency, ...]
+    reason: str = ""
+    alternatives: tuple[tuple[Dependency, ...], ...] = ()
+
+
+class _Reach:
+    """Reachability over the steps a set of dependencies makes finite."""
+
+    def __init__(self, cq: CQ) -> None:
+        self.atoms = cq.relation_atoms()
+        self.free = set(cq.free)
+        self.constants = list(cq.constants())
+        self.steps: dict[tuple[str, int, int], list[tuple[Term, Term]]] = {}
+        for atom in self.atoms:
+            for i, a in enumerate(atom.terms):
+                for j, b in enumerate(atom.terms):
+                    if i != j and a != b:
+                        self.steps.setdefault((atom.relation, i, j), []).append((a, b))
+
+    def bounded(self, deps: Sequence[tuple[str, int, int]]) -> bool:
+        edges: dict[Term, set[Term]] = {}
+        for key in deps:
+            for a, b in self.steps.get(key, ()):
+                edges.setdefault(a, set()).add(b)
+        for atom in self.atoms:
+            if self.free <= set(atom.terms):
+                continue
+            seen = set(atom.terms) | set(self.constants)
+            stack = list(seen)
+            while stack:
+                u = stack.pop()
+                for v in edges.get(u, ()):
+                    if v not in seen:
+                        seen.add(v)
+                        stack.append(v)
+            if not self.free <= seen:
+                return False
+        return True
+
+
+def suggest(cq: CQ, sigma: Sigma, *, max_size: int = 3, max_checks: int = 5_000) -> Suggestion:
+    """A smallest set of single-column dependencies that makes ``cq`` bounded.
+
+    Parameters
+    ----------
+    cq : CQ
+        The (chased, core) query.
+    sigma : Sigma
+        The dependencies already declared.
+    max_size : int
+        Largest set tried exhaustively; beyond it a greedy choice is made.
+    max_checks : int
+        Budget of candidate sets examined.
+
+    Returns
+    -------
+    Suggestion
+        Empty ``dependencies`` when the query is already bounded, or with a
+        ``reason`` when no single-column dependency can bound it (a free
+        variable in a component with no path to some atom).
+
+    Examples
+    --------
+    >>> from cqsens.frontend.parse_cq import parse_cq
+    >>> q = parse_cq("Q(xdoc) :- Doc(xdoc, 'O', xhos), Pat(xpat, 'F', xhos), PatDoc(xpat, xdoc)")
+    >>> s = suggest(q, Sigma.of())
+    >>> [[str(d) for d in option] for option in (s.dependencies, *s.alternatives)]
+    [['Doc[3->1]'], ['PatDoc[1->2]'], ['Doc[2->1]']]
+    """
+    declared = [key for key in sigma.weights()]
+    reach = _Reach(cq)
+    if reach.bounded(declared):
+        return Suggestion(())
+    candidates: list[tuple[str, int, int]] = []
+    from_constant: set[tuple[str, int, int]] = set()
+    for atom in cq.relation_atoms():
+        for i, a in enumerate(atom.terms):
+            for j, b in enumerate(atom.terms):
+                key = (atom.relation, i, j)
+                if i != j and a != b and isinstance(b, Var) and key not in declared \
+                        and key not in candidates:
+                    candidates.append(key)
+                if not isinstance(a, Var):
+                    from_constant.add(key)
+    # prefer dependencies from a variable column (a key-like rule) over those from a constant
+    candidates.sort(key=lambda key: (key in from_constant, key))
+    if not reach.bounded(declared + candidates):
+        return Suggestion(
+            (),
+            "no single-column dependency can bound it: some free variable shares no atom "
+            "chain with some atom (the query is disconnected there, or the link goes through "
+            "a filter), so one added row can multiply the count by an unrelated table's size",
+        )
+    checks = 0
+    for size in range(1, max_size + 1):
+        if math.comb(len(candidates), size) > max_checks:
+            break  # too many sets to try them all: fall back to the greedy choice
+        found: list[tuple[Dependency, ...]] = []
+        for combo in itertools.combinations(candidates, size):
+            checks += 1
+            if checks > max_checks or len(found) > 3:
+                break
+            if reach.bounded(declared + list(combo)):
+                found.append(tuple(Dependency(r, i, j) for r, i, j in combo))
+        if found:
+            return Suggestion(found[0], alternatives=tuple(found[1:]))
+    chosen: list[tuple[str, int, int]] = list(candidates)
+    for key in list(candidates):  # greedy: drop what is not needed
+        trial = [c for c in chosen if c != key]
+        if reach.bounded(declared + trial):
+            chosen = trial
+    return Suggestion(tuple(Dependency(r, i, j) for r, i, j in chosen))

@@ -1,0 +1,333 @@
+"""Parse CQ text and dependency text with the lark grammar ``grammars/cq.lark``.
+
+``Q(x, y) :- R(x, z), S(z, 'c'), T(y, 42).`` becomes a :class:`~cqsens.ir.cq.CQ`;
+``PatDoc[1->2]`` or ``PatDoc[pat->doc]<=3`` becomes a
+:class:`~cqsens.ir.dependencies.Dependency`.  lark objects never leave this module:
+its errors become :class:`~cqsens.errors.ParseError` with line and column.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, VisitError
+
+from cqsens.errors import DependencyError, InputError, ParseError
+from cqsens.ir.cq import CQ, Atom, Const, Term, Var
+from cqsens.ir.dependencies import Dependency
+
+if TYPE_CHECKING:
+    from cqsens.ir.schema import Schema
+
+__all__ = ["parse_cq", "parse_dependency", "parse_dependencies", "grammar_text"]
+
+
+def grammar_text() -> str:
+    """The text of ``cq.lark``, from the installed package or the source checkout."""
+    packaged = importlib.resources.files("cqsens") / "grammars" / "cq.lark"
+    if packaged.is_file():
+        return packaged.read_text(encoding="utf-8")
+    return (Path(__file__).resolve().parents[2] / "grammars" / "cq.lark").read_text("utf-8")
+
+
+@functools.cache
+def _parser() -> Lark:
+    return Lark(
+        grammar_text(),
+        start=["query", "dependency"],
+        parser="lalr",
+        propagate_positions=True,
+    )
+
+
+def _unquote(token: str) -> str:
+    body = token[1:-1]
+    out: list[str] = []
+    i = 0
+    while i < len(body):
+        if body[i] == "\\" and i + 1 < len(body):
+            out.append(body[i + 1])
+            i += 2
+        else:
+            out.append(body[i])
+            i += 1
+    return "".join(out)
+
+
+class _ToCQ(Transformer):  # type: ignore[type-arg]
+    """Transformer for ``cq.lark`` (start rule ``query``)."""
+
+    def __init__(self, source: str) -> None:
+        super().__init__()
+        self.source = source
+
+    @v_args(inline=True)
+    def variable(self, tok: Token) -> Term:
+        return Var(str(tok))
+
+    @v_args(inline=True)
+    def string(self, tok: Token) -> Term:
+        return Const(_unquote(str(tok)))
+
+    @v_args(inline=True)
+    def number(self, tok: Token) -> Term:
+        text = str(tok)
+        try:
+            return Const(int(text))
+        except ValueError:
+            return Const(float(text))
+
+    def head(self, items: list[object]) -> tuple[str, tuple[Term, ...]]:
+        name = str(items[0])
+        return name, tuple(t for t in items[1:] if t is not None)  # type: ignore[misc]
+
+    def atom(self, items: list[object]) -> tuple[Atom, Token]:
+        tok = items[0]
+        assert isinstance(tok, Token)
+        terms = tuple(t for t in items[1:] if t is not None)
+        return Atom(str(tok), terms), tok  # type: ignore[arg-type]
+
+    def body(self, items: list[tuple[Atom, Token]]) -> list[tuple[Atom, Token]]:
+        return items
+
+    def query(self, items: list[object]) -> CQ:
+        (name, head), body = items  # type: ignore[misc]
+        return self._build(name, head, body)
+
+    def fact_query(self, items: list[object]) -> CQ:
+        (name, head) = items[0]  # type: ignore[misc]
+        return self._build(name, head, [])
+
+    def _build(
+        self, name: str, head: tuple[Term, ...], body: list[tuple[Atom, Token]]
+    ) -> CQ:
+        arities: dict[str, tuple[int, Token]] = {}
+        body_vars: set[Var] = set()
+        for atom, tok in body:
+            if atom.relation in arities and arities[atom.relation][0] != atom.arity:
+                first = arities[atom.relation]
+                raise ParseError(
+                    f"relation {atom.relation} is used with {first[0]} arguments at "
+                    f"line {first[1].line} and with {atom.arity} here",
+                    source=self.source,
+                    line=tok.line,
+                    column=tok.column,
+                    construct=f"atom {atom}",
+                )
+            arities.setdefault(atom.relation, (atom.arity, tok))
+            body_vars |= atom.variables()
+        for term in head:
+            if isinstance(term, Var) and term not in body_vars:
+                raise ParseError(
+                    f"head variable {term} does not occur in the body (the query is not safe)",
+                    source=self.source,
+                    line=1,
+                    column=1,
+                    construct=f"head variable {term}",
+                )
+        return CQ.of(head, (a for a, _ in body), name)
+
+
+def _wrap_lark_error(exc: UnexpectedInput, text: str, source: str, what: str) -> ParseError:
+    if isinstance(exc, UnexpectedEOF):
+        lines = text.splitlines() or [""]
+        return ParseError(
+            f"unexpected end of {what}",
+            source=source,
+            line=len(lines),
+            column=len(lines[-1]) + 1,
+            construct=what,
+        )
+    line, column = getattr(exc, "line", None), getattr(exc, "column", None)
+    if isinstance(exc, UnexpectedCharacters):
+        found = repr(text[exc.pos_in_stream]) if exc.pos_in_stream is not None else "?"
+        message = f"unexpected character {found} in {what}"
+    else:
+        token = getattr(exc, "token", None)
+        expected = sorted(getattr(exc, "expected", []) or [])
+        if token is None:
+            message = f"bad {what}"
+        elif getattr(token, "type", "") == "$END":
+            message = f"unexpected end of input in {what}"
+        else:
+            message = f"unexpected {str(token)!r} in {what}"
+        if expected:
+            message += f" (expected one of: {', '.join(expected[:8])})"
+    context = exc.get_context(text, span=30).rstrip()
+    return ParseError(
+        f"{message}\n{context}",
+        source=source,
+        line=line if isinstance(line, int) and line > 0 else None,
+        column=column if isinstance(column, int) and column > 0 else None,
+        construct=what,
+    )
+
+
+def parse_cq(text: str, *, source: str = "<cq>") -> CQ:
+    """Parse CQ text into a :class:`~cqsens.ir.cq.CQ`.
+
+    Parameters
+    ----------
+    text : str
+        ``Q(x) :- R(x, y), S(y, 'c').`` (final dot optional, ``%`` comments).
+    source : str
+        Name used in error messages.
+
+    Returns
+    -------
+    CQ
+
+    Raises
+    ------
+    ParseError
+        Malformed text, an unsafe head, or a relation used with two arities.
+
+    Examples
+    --------
+    >>> print(parse_cq("Q(x) :- S(y, 'c'), R(x, y)"))
+    Q(x) :- R(x, y), S(y, 'c').
+    """
+    try:
+        tree = _parser().parse(text, start="query")
+        cq = _ToCQ(source).transform(tree)
+    except UnexpectedInput as exc:
+        raise _wrap_lark_error(exc, text, source, "conjunctive query") from exc
+    except VisitError as exc:
+        if isinstance(exc.orig_exc, InputError):
+            raise exc.orig_exc from None
+        raise
+    assert isinstance(cq, CQ)
+    return cq
+
+
+def parse_dependency(
+    text: str,
+    *,
+    schema: Schema | None = None,
+    arities: dict[str, int] | None = None,
+    kind: str = "auto",
+    source: str = "<dependency>",
+    line: int | None = None,
+) -> Dependency:
+    """Parse ``R[i->j]`` (FD) or ``R[i->j]<=k`` (CD), by position or column name.
+
+    Parameters
+    ----------
+    text : str
+        The dependency.  Positions are 1-based; names need a schema.
+    schema : Schema, optional
+        Resolves relation names (case-insensitively) and column names, and
+        checks positions.
+    arities : dict, optional
+        Relation arities known without a schema (from the query).
+    kind : {"auto", "fd", "cd"}
+        ``"fd"`` rejects a ``<=k`` part other than 1; ``"cd"`` requires it.
+    source, line : optional
+        Where the text came from, for errors.
+
+    Raises
+    ------
+    DependencyError
+        Malformed text, unknown relation or column, position out of range, k < 1.
+
+    Examples
+    --------
+    >>> str(parse_dependency("PatDoc[1->2]<=3"))
+    'PatDoc[1->2]<=3'
+    """
+    try:
+        tree = _parser().parse(text, start="dependency")
+    except UnexpectedInput as exc:
+        err = _wrap_lark_error(exc, text, source, f"dependency {text!r}")
+        err.message = (
+            err.message.split("\n")[0]
+            + "; write R[i->j] for a functional dependency or R[i->j]<=k for a cardinality one"
+        )
+        raise DependencyError(
+            err.message, source=source, line=line, column=err.column, construct="dependency"
+        ) from exc
+
+    def fail(message: str) -> DependencyError:
+        return DependencyError(
+            f"{message} in {text!r}", source=source, line=line, construct="dependency"
+        )
+
+    name_tok = tree.children[0]
+    relation = str(name_tok)
+    columns: tuple[str, ...] | None = None
+    arity: int | None = None
+    if schema is not None:
+        rel = schema.find(relation)
+        if rel is None:
+            known = ", ".join(schema.relation_names()) or "none"
+            raise fail(f"unknown relation {relation} (the schema has: {known})")
+        relation, columns, arity = rel.name, rel.columns, len(rel.columns)
+    elif arities is not None:
+        match = {r.lower(): r for r in arities}.get(relation.lower())
+        if match is not None:
+            relation, arity = match, arities[match]
+
+    def position(node: object) -> int:
+        tok = node.children[0]  # type: ignore[attr-defined]
+        if node.data == "pos_number":  # type: ignore[attr-defined]
+            pos = int(str(tok))
+            if pos < 1:
+                raise fail(f"position {pos} is not valid (positions start at 1)")
+            if arity is not None and pos > arity:
+                raise fail(f"position {pos} is out of range: {relation} has {arity} columns")
+            return pos - 1
+        name = str(tok)
+        if columns is None:
+            raise fail(
+                f"column name {name!r} needs a schema (--schema) to resolve; "
+                "use 1-based positions otherwise"
+            )
+        lowered = [c.lower() for c in columns]
+        if name.lower() not in lowered:
+            raise fail(f"{relation} has no column {name!r} (columns: {', '.join(columns)})")
+        return lowered.index(name.lower())
+
+    i = position(tree.children[1])
+    j = position(tree.children[2])
+    k = 1
+    bound = tree.children[3] if len(tree.children) > 3 else None
+    if bound is not None:
+        k = int(str(bound.children[0]))
+        if k < 1:
+            raise fail(f"the bound k must be at least 1, got {k}")
+    if kind == "fd" and k != 1:
+        raise fail("--fd takes a functional dependency R[i->j]; use --cd for R[i->j]<=k")
+    if kind == "cd" and bound is None:
+        raise fail("--cd needs a bound: R[i->j]<=k")
+    if i == j:
+        raise fail("a dependency between a position and itself says nothing")
+    return Dependency(relation, i, j, k)
+
+
+def parse_dependencies(
+    lines: Iterable[str],
+    *,
+    schema: Schema | None = None,
+    arities: dict[str, int] | None = None,
+    source: str = "<constraints>",
+) -> list[Dependency]:
+    """Parse a constraints file: one dependency per line, ``#`` starts a comment.
+
+    >>> [str(d) for d in parse_dependencies(["# keys", "R[1->2]", "", "S[2->1]<=4  # fan-out"])]
+    ['R[1->2]', 'S[2->1]<=4']
+    """
+    out: list[Dependency] = []
+    for number, raw in enumerate(lines, start=1):
+        text = raw.split("#", 1)[0].strip()
+        if text:
+            out.append(
+                parse_dependency(
+                    text, schema=schema, arities=arities, source=source, line=number
+                )
+            )
+    return out

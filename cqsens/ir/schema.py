@@ -1,0 +1,75 @@
+"""Schema values: relations with their columns in order, keys, types and value bounds.
+
+A schema gives every relation of a query its columns in order, so that SQL
+column names become positions of the canonical structure; its single-column
+keys give functional dependencies, its CHECK ranges value bounds.  The DDL
+reader that builds these values is :mod:`cqsens.frontend.ddl`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from cqsens.ir.dependencies import Dependency
+
+__all__ = ["Relation", "Schema"]
+
+
+@dataclass(frozen=True, slots=True)
+class Relation:
+    """One table: name, columns in order, single-column keys and value bounds."""
+
+    name: str
+    columns: tuple[str, ...]
+    types: tuple[str, ...] = ()
+    keys: tuple[int, ...] = ()
+    composite_keys: tuple[tuple[int, ...], ...] = ()
+    bounds: tuple[tuple[int, float, float], ...] = ()
+
+    def index(self, column: str) -> int | None:
+        """0-based position of ``column`` (case-insensitive), or None."""
+        lowered = column.lower()
+        for i, c in enumerate(self.columns):
+            if c.lower() == lowered:
+                return i
+        return None
+
+    def key_dependencies(self) -> list[Dependency]:
+        """The FDs a single-column key implies: key → every other column."""
+        return [
+            Dependency(self.name, k, j, 1)
+            for k in self.keys
+            for j in range(len(self.columns))
+            if j != k
+        ]
+
+    def bound(self, column: int) -> tuple[float, float] | None:
+        """``(low, high)`` from CHECK constraints (±inf where open), or None."""
+        for c, low, high in self.bounds:
+            if c == column:
+                return (low, high)
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Schema:
+    """The relations of a database, looked up case-insensitively."""
+
+    relations: tuple[Relation, ...] = ()
+    source: str = "<schema>"
+    _index: dict[str, Relation] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._index.update({r.name.lower(): r for r in self.relations})
+
+    def find(self, name: str) -> Relation | None:
+        """The relation called ``name`` (case-insensitive), or None."""
+        return self._index.get(name.lower())
+
+    def relation_names(self) -> list[str]:
+        """Names in declaration order."""
+        return [r.name for r in self.relations]
+
+    def key_dependencies(self) -> list[Dependency]:
+        """Every FD implied by single-column PRIMARY KEY / UNIQUE constraints."""
+        return [d for r in self.relations for d in r.key_dependencies()]

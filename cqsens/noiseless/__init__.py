@@ -1,0 +1,1 @@
+"""Noiseless privacy of counting queries under partial knowledge (``cqsens noiseless``)."""

@@ -1,0 +1,1 @@
+"""Released statistics: aggregate rules over the count bound, value bounds, noise calibration."""

@@ -1,0 +1,756 @@
+"""ℓ1/ℓ2 sensitivity of SQL aggregates, from the count bound of the CQ engine.
+
+A differentially private release adds noise scaled to the *global sensitivity* of
+the released value: the largest change, over all pairs of neighbouring databases,
+measured in the ℓ1 norm (Laplace mechanism) or the ℓ2 norm (Gaussian mechanism).
+The conjunctive-query engine (Arapinis, Figueira, Gaboardi, ICALP 2016) bounds by
+``Δ`` how many answers one added or removed tuple can create or destroy; this
+module turns that count bound into the sensitivity of the aggregate computed over
+the answers: COUNT, a GROUP BY histogram of disjoint counts, SUM and AVG of a
+column with values in ``[m, M]``, MIN/MAX and MEDIAN.
+
+Two neighbour models are supported (SPEC §3):
+
+``"add-remove"``
+    the databases differ by one tuple added or removed (the default);
+``"substitute"``
+    one tuple is changed ("change-one"), i.e. removed and another one added.
+
+With ``contributions=k`` one individual owns up to ``k`` tuples, so a neighbour
+adds or removes up to ``k`` tuples (add-remove) or changes up to ``k`` tuples in
+place (substitute); it is a chain of ``k`` single-tuple neighbours, so by the
+triangle inequality each additive bound (COUNT, histogram, SUM) is multiplied
+by ``k`` (Observation 1 of the ICALP paper). Range bounds (AVG, MIN/MAX, MEDIAN
+beyond one row) do not grow with ``k``.
+
+Every value returned is an upper bound that is never below the truth. ℓ2 is
+always a norm, never a squared norm (SPEC §6.4). ``math.inf`` means "unbounded"
+and propagates, except that a bound of 0 (an unsatisfiable query, or an empty
+range of values) times anything is 0.
+
+The single-table base rules are those of the seeds 000 (COUNT), 001 (SUM) and
+004 (MEDIAN), corrected as listed in SPEC §6.4-6.6:
+
+=================  =====================  ===============  ================
+query              change-one ℓ1          change-one ℓ2    add/remove ℓ1=ℓ2
+=================  =====================  ===============  ================
+COUNT              1                      1                1
+k disjoint COUNTs  2                      √2               1
+SUM                M − m                  M − m            max(|m|, |M|)
+MEDIAN, n rows     (M−m)/2 n even,        same as ℓ1       (M−m)/2
+                   M − m n odd
+=================  =====================  ===============  ================
+
+Examples
+--------
+>>> from cqsens.release.aggregates import histogram_bound, sum_bound, vector_bound
+>>> histogram_bound(1, neighbor="substitute").l2
+1.4142135623730951
+>>> sum_bound(1, 0, 10, neighbor="substitute", single_table_unfiltered=True).l1
+10
+>>> b = vector_bound([sum_bound(1, 0, 3), sum_bound(1, 0, 4)])
+>>> (b.l1, b.l2)
+(7, 5.0)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from cqsens.errors import InputError
+
+__all__ = [
+    "NEIGHBORS",
+    "AggregateBound",
+    "count_bound",
+    "histogram_bound",
+    "sum_bound",
+    "avg_bound",
+    "min_max_bound",
+    "median_bound",
+    "vector_bound",
+]
+
+NEIGHBORS: tuple[str, ...] = ("add-remove", "substitute")
+"""The neighbour models understood by every function of this module."""
+
+_SQRT2 = math.sqrt(2.0)
+
+
+@dataclass(frozen=True, slots=True)
+class AggregateBound:
+    """Sensitivity of one released aggregate (a scalar or a vector).
+
+    Attributes
+    ----------
+    l1 : float
+        Upper bound on the ℓ1 norm of the change between neighbours (an ``int``
+        when the bound is an exact integer, ``math.inf`` when unbounded).
+    l2 : float
+        Upper bound on the ℓ2 norm of the change (a norm, never its square).
+    neighbor : str
+        The neighbour model, ``"add-remove"`` or ``"substitute"``.
+    rule : str
+        One sentence naming the rule applied and its source (SPEC section or seed).
+    """
+
+    l1: float
+    l2: float
+    neighbor: str
+    rule: str
+
+
+# ----------------------------------------------------------------------------- checks
+
+
+def _check_neighbor(neighbor: object) -> str:
+    if neighbor not in NEIGHBORS:
+        raise InputError(
+            f"unknown neighbour model {neighbor!r}: choose one of "
+            + ", ".join(repr(n) for n in NEIGHBORS),
+            construct="neighbor",
+        )
+    return str(neighbor)
+
+
+def _check_count_delta(count_delta: object) -> float:
+    if (
+        not isinstance(count_delta, (int, float))
+        or isinstance(count_delta, bool)
+        or math.isnan(count_delta)
+    ):
+        raise InputError(
+            f"count_delta must be a number >= 0 or math.inf, not {count_delta!r}",
+            construct="count_delta",
+        )
+    if count_delta < 0:
+        raise InputError(f"count_delta must be >= 0, not {count_delta!r}", construct="count_delta")
+    return count_delta
+
+
+def _check_contributions(contributions: object) -> int:
+    if not isinstance(contributions, int) or isinstance(contributions, bool):
+        raise InputError(
+            f"contributions must be an integer >= 1, not {contributions!r}",
+            construct="contributions",
+        )
+    if contributions < 1:
+        raise InputError(
+            f"contributions must be >= 1 (tuples owned by one individual), not {contributions!r}",
+            construct="contributions",
+        )
+    return contributions
+
+
+def _check_range(low: float, high: float) -> tuple[float, float]:
+    checked: list[float] = []
+    for name, value in (("low", low), ("high", high)):
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or math.isnan(value):
+            raise InputError(
+                f"value bound {name} must be a number, not {value!r}", construct="bounds"
+            )
+        checked.append(value)
+    low, high = checked
+    if low > high:
+        raise InputError(f"empty value range: low {low!r} > high {high!r}", construct="bounds")
+    if low == math.inf or high == -math.inf:
+        raise InputError(
+            f"value range [{low!r}, {high!r}] holds no real number", construct="bounds"
+        )
+    return low, high
+
+
+# ----------------------------------------------------------------------------- arithmetic
+
+
+def _mul(a: float, b: float) -> float:
+    """Multiply two bounds, with ``0 * inf == 0``: a zero bound stays zero whatever it scales."""
+    if a == 0 or b == 0:
+        return 0
+    return a * b
+
+
+def _span(low: float, high: float) -> float:
+    """``M − m`` (0 for a single value, ``inf`` for an unbounded side)."""
+    return 0 if low == high else high - low
+
+
+def _magnitude(low: float, high: float) -> float:
+    """``max(|m|, |M|)``: the largest value one row can add to or remove from a sum."""
+    return max(abs(low), abs(high))
+
+
+def _signed_span(low: float, high: float) -> float:
+    """``max(M, 0) − min(m, 0)``: the largest change of a sum when a row is substituted."""
+    return max(high, 0) - min(low, 0)
+
+
+def _fmt(x: float) -> str:
+    if x == math.inf:
+        return "∞"
+    if isinstance(x, float) and x.is_integer():
+        return str(int(x))
+    return f"{x:g}"
+
+
+def _times_k(contributions: int) -> str:
+    if contributions == 1:
+        return ""
+    return (
+        f", times k = {contributions} tuples per individual "
+        "(ICALP 2016 Observation 1, triangle inequality)"
+    )
+
+
+# ----------------------------------------------------------------------------- rules
+
+
+def count_bound(
+    count_delta: float, *, neighbor: str = "add-remove", contributions: int = 1
+) -> AggregateBound:
+    """Sensitivity of a COUNT whose add-remove bound is ``count_delta``.
+
+    Parameters
+    ----------
+    count_delta : float
+        Bound Δ on how much one added or removed tuple changes the count, as
+        computed by the CQ engine (1 for a single table, ``math.inf`` when
+        unbounded, 0 for an unsatisfiable query).
+    neighbor : {"add-remove", "substitute"}, optional
+        Neighbour model (default ``"add-remove"``).
+    contributions : int, optional
+        Tuples owned by one individual (default 1).
+
+    Returns
+    -------
+    AggregateBound
+        ``l1 == l2 == contributions * count_delta`` under both models.
+
+    Raises
+    ------
+    InputError
+        For an unknown neighbour model, a negative or NaN ``count_delta`` or
+        ``contributions < 1``.
+
+    Notes
+    -----
+    CQ counts are monotone and the classes of databases considered are closed
+    under removing tuples, so a substitution (remove ``t``, then add ``t'``)
+    first lowers the count by at most Δ, then raises it by at most Δ: the net
+    change lies in ``[−Δ, Δ]``, so the substitute bound equals the add-remove
+    bound, not twice it (SPEC §3; seed 000 Thm 1 and Thm 3 for Δ = 1). For a
+    scalar ℓ1 and ℓ2 coincide. With ``k`` tuples per individual a neighbour is
+    a chain of ``k`` single-tuple steps, hence the factor ``k``.
+
+    Examples
+    --------
+    >>> b = count_bound(1)
+    >>> (b.l1, b.l2, b.neighbor)
+    (1, 1, 'add-remove')
+    >>> b.rule[:62]
+    'COUNT: one tuple added or removed changes the count by at most'
+    >>> count_bound(3, neighbor="substitute", contributions=2).l1
+    6
+    """
+    neighbor = _check_neighbor(neighbor)
+    delta = _check_count_delta(count_delta)
+    k = _check_contributions(contributions)
+    value = _mul(k, delta)
+    if neighbor == "add-remove":
+        rule = (
+            "COUNT: one tuple added or removed changes the count by at most the CQ "
+            f"count bound Δ = {_fmt(delta)} (SPEC §3; seed 000 Thm 3)"
+        )
+    else:
+        rule = (
+            "COUNT under substitution: a monotone count over a class closed under "
+            f"removal moves by at most the add-remove bound Δ = {_fmt(delta)}, "
+            "not 2Δ (SPEC §3; seed 000 Thm 1)"
+        )
+    return AggregateBound(value, value, neighbor, rule + _times_k(k) + ".")
+
+
+def histogram_bound(
+    count_delta: float, *, neighbor: str = "add-remove", contributions: int = 1
+) -> AggregateBound:
+    """Sensitivity of a GROUP BY histogram of disjoint counts.
+
+    Parameters
+    ----------
+    count_delta : float
+        Add-remove bound Δ of the count with the GROUP BY columns added to the
+        free variables (1 for a single table).
+    neighbor : {"add-remove", "substitute"}, optional
+        Neighbour model (default ``"add-remove"``).
+    contributions : int, optional
+        Tuples owned by one individual (default 1).
+
+    Returns
+    -------
+    AggregateBound
+        Add-remove: ``l1 = l2 = kΔ``; substitute: ``l1 = 2kΔ``, ``l2 = √2·kΔ``.
+
+    Raises
+    ------
+    InputError
+        For an unknown neighbour model, a negative or NaN ``count_delta`` or
+        ``contributions < 1``.
+
+    Notes
+    -----
+    Every answer of the query with the group columns free lands in exactly one
+    group, so the group counts add up to that query's count. Adding a tuple
+    creates at most Δ answers and, the query being monotone, destroys none:
+    every group count moves up, and the moves add up to at most Δ, so
+    ``ℓ1 ≤ Δ`` and ``ℓ2 ≤ ℓ1 ≤ Δ``. Removing a tuple is the mirror image.
+
+    A substitution is a removal followed by an addition (the intermediate
+    database stays in the class, which is closed under removal), so the change
+    is ``r + a`` with ``r ≤ 0``, ``‖r‖1 ≤ Δ`` and ``a ≥ 0``, ``‖a‖1 ≤ Δ``. Hence
+    ``‖r + a‖1 ≤ 2Δ``. For ℓ2, a group touched by both parts gets entries of
+    opposite signs, so ``(r_i + a_i)² ≤ max(r_i², a_i²) ≤ r_i² + a_i²``; summing,
+    ``‖r + a‖2² ≤ ‖r‖2² + ‖a‖2² ≤ ‖r‖1² + ‖a‖1² ≤ 2Δ²``, i.e. ``ℓ2 ≤ √2·Δ``. This
+    holds for joins too, where one tuple may change several groups; for a single
+    table (Δ = 1) it is seed 000's bound, tight (one row moves between groups).
+
+    Departure from seed 000 (SPEC §6.4): its Theorem 2 gives 2 as the change-one
+    ℓ2 sensitivity; that is the *squared* norm, the ℓ2 sensitivity is √2.
+
+    Examples
+    --------
+    >>> b = histogram_bound(1, neighbor="substitute")
+    >>> (b.l1, round(b.l2, 6))
+    (2, 1.414214)
+    >>> histogram_bound(4).l1
+    4
+    """
+    neighbor = _check_neighbor(neighbor)
+    delta = _check_count_delta(count_delta)
+    k = _check_contributions(contributions)
+    base = _mul(k, delta)
+    if neighbor == "add-remove":
+        l1: float = base
+        l2: float = base
+        rule = (
+            "GROUP BY histogram: one tuple added or removed moves the group counts in "
+            f"one direction by at most Δ = {_fmt(delta)} in total, so ℓ1 = ℓ2 ≤ Δ "
+            "(SPEC §4; seed 000 Thm 3-4)"
+        )
+    else:
+        l1 = _mul(2, base)
+        l2 = _mul(_SQRT2, base)
+        rule = (
+            "GROUP BY histogram under substitution: a removal (at most Δ = "
+            f"{_fmt(delta)} down) plus an addition (at most Δ up) gives ℓ1 ≤ 2Δ and "
+            "ℓ2 ≤ √2·Δ, a norm and not seed 000's squared value 2 (SPEC §4, §6.4)"
+        )
+    return AggregateBound(l1, l2, neighbor, rule + _times_k(k) + ".")
+
+
+def sum_bound(
+    count_delta: float,
+    low: float,
+    high: float,
+    *,
+    neighbor: str = "add-remove",
+    contributions: int = 1,
+    single_table_unfiltered: bool = False,
+) -> AggregateBound:
+    """Sensitivity of ``SUM(c)`` with the values of ``c`` in ``[low, high]``.
+
+    Parameters
+    ----------
+    count_delta : float
+        Add-remove bound Δ of the COUNT(*) of the query (1 for a single table).
+    low, high : float
+        Bounds ``m ≤ M`` on the summed values (``-inf``/``inf`` when unbounded).
+    neighbor : {"add-remove", "substitute"}, optional
+        Neighbour model (default ``"add-remove"``).
+    contributions : int, optional
+        Tuples owned by one individual (default 1).
+    single_table_unfiltered : bool, optional
+        The query reads a single table with no filter, so a substitution changes
+        exactly one summed row (then ``count_delta`` must be 1).
+
+    Returns
+    -------
+    AggregateBound
+        Add-remove: ``kΔ·max(|m|, |M|)``. Substitute: ``kΔ·(max(M, 0) − min(m, 0))``,
+        or ``k·(M − m)`` for a single unfiltered table. ``l2 == l1``.
+
+    Raises
+    ------
+    InputError
+        For an unknown neighbour model, bad ``count_delta``/``contributions``,
+        ``low > high``, or ``single_table_unfiltered`` with ``count_delta != 1``.
+
+    Notes
+    -----
+    Adding a tuple adds at most Δ answer rows and removes none (monotone query),
+    each contributing a value in ``[m, M]``: the sum moves by at most
+    ``Δ·max(|m|, |M|)``; removal is symmetric. A substitution removes at most Δ
+    rows (change in ``[−Δ·max(M,0), −Δ·min(m,0)]``) and then adds at most Δ rows
+    (change in ``[Δ·min(m,0), Δ·max(M,0)]``): the total is at most
+    ``Δ·(max(M,0) − min(m,0))`` in absolute value. On a single table with no
+    filter the row count is fixed and one value is replaced: exactly ``M − m``.
+
+    Departures from seed 001: its ℓ2 values ``(M−m)²`` and ``max(m², M²)`` are
+    squared norms; the ℓ2 sensitivity equals ℓ1 for a scalar (SPEC §6.4). Its
+    change-one bound ``M − m`` assumes every row is summed; with a filter a row
+    can move from "not counted" to "counted at M", so the bound is
+    ``max(M,0) − min(m,0)`` (SPEC §6.6; e.g. values in [5, 10]: 10, not 5).
+
+    Examples
+    --------
+    >>> sum_bound(1, -3, 10).l1
+    10
+    >>> sum_bound(1, 5, 10, neighbor="substitute").l1
+    10
+    >>> sum_bound(1, 5, 10, neighbor="substitute", single_table_unfiltered=True).l1
+    5
+    >>> sum_bound(2, -3, 10, neighbor="substitute").l2
+    26
+    """
+    neighbor = _check_neighbor(neighbor)
+    delta = _check_count_delta(count_delta)
+    k = _check_contributions(contributions)
+    low, high = _check_range(low, high)
+    lo_s, hi_s = _fmt(low), _fmt(high)
+    if single_table_unfiltered and delta != 1:
+        raise InputError(
+            f"single_table_unfiltered=True needs count_delta == 1 (one table, one row "
+            f"per tuple), not {count_delta!r}",
+            construct="count_delta",
+        )
+    if neighbor == "add-remove":
+        value = _mul(_mul(k, delta), _magnitude(low, high))
+        rule = (
+            f"SUM over [{lo_s}, {hi_s}]: one tuple added or removed adds or removes at most "
+            f"Δ = {_fmt(delta)} row(s), each worth at most max(|m|, |M|) = "
+            f"{_fmt(_magnitude(low, high))} (SPEC §4; seed 001 Thm 3, ℓ2 not squared "
+            "per SPEC §6.4)"
+        )
+    elif single_table_unfiltered:
+        value = _mul(k, _span(low, high))
+        rule = (
+            f"SUM over [{lo_s}, {hi_s}] on a single unfiltered table under substitution: "
+            f"exactly one summed value is replaced, so M − m = {_fmt(_span(low, high))} "
+            "(SPEC §4; seed 001 Thm 1, ℓ2 not squared per SPEC §6.4)"
+        )
+    else:
+        value = _mul(_mul(k, delta), _signed_span(low, high))
+        rule = (
+            f"SUM over [{lo_s}, {hi_s}] under substitution: at most Δ = {_fmt(delta)} row(s) "
+            f"removed and Δ added move the sum by at most Δ·(max(M,0) − min(m,0)) with "
+            f"max(M,0) − min(m,0) = {_fmt(_signed_span(low, high))}, since a filtered "
+            "row can enter or leave the sum (SPEC §4, §6.6)"
+        )
+    return AggregateBound(value, value, neighbor, rule + _times_k(k) + ".")
+
+
+def avg_bound(
+    count_delta: float,
+    low: float,
+    high: float,
+    *,
+    neighbor: str = "add-remove",
+    contributions: int = 1,
+) -> AggregateBound:
+    """Sensitivity of ``AVG(c)`` with the values of ``c`` in ``[low, high]``.
+
+    Parameters
+    ----------
+    count_delta : float
+        Add-remove bound Δ of the COUNT(*) of the query; only ``Δ == 0``
+        (unsatisfiable query, result never changes) affects the bound.
+    low, high : float
+        Bounds ``m ≤ M`` on the averaged values.
+    neighbor : {"add-remove", "substitute"}, optional
+        Neighbour model (default ``"add-remove"``).
+    contributions : int, optional
+        Tuples owned by one individual (default 1); does not change the bound.
+
+    Returns
+    -------
+    AggregateBound
+        ``l1 = l2 = M − m`` (0 when ``count_delta == 0``).
+
+    Raises
+    ------
+    InputError
+        For an unknown neighbour model, bad ``count_delta``/``contributions`` or
+        ``low > high``.
+
+    Notes
+    -----
+    We assume the average is defined (at least one row) on both neighbours; the
+    empty-set result (SQL NULL) is outside the model. An average of values in
+    ``[m, M]`` lies in ``[m, M]``, so two averages differ by at most ``M − m``,
+    whatever the neighbour model, the number of rows changed or the query. The
+    bound is reached (single table, substitution from ``{m}`` to ``{M}``); for
+    add-remove on a single table ``(M − m)/2`` would do, but it is kept simple.
+    No seed covers AVG.
+
+    Examples
+    --------
+    >>> avg_bound(1, 0, 10).l1
+    10
+    >>> avg_bound(0, 0, 10).l1
+    0
+    """
+    neighbor = _check_neighbor(neighbor)
+    delta = _check_count_delta(count_delta)
+    _check_contributions(contributions)
+    low, high = _check_range(low, high)
+    value = 0 if delta == 0 else _span(low, high)
+    rule = (
+        f"AVG over [{_fmt(low)}, {_fmt(high)}]: assuming it is defined (at least one "
+        f"row) on both neighbours, any two averages differ by at most M − m = "
+        f"{_fmt(value)} (range bound; no seed covers AVG)."
+    )
+    return AggregateBound(value, value, neighbor, rule)
+
+
+def min_max_bound(
+    count_delta: float,
+    low: float,
+    high: float,
+    *,
+    neighbor: str = "add-remove",
+    contributions: int = 1,
+) -> AggregateBound:
+    """Sensitivity of ``MIN(c)`` or ``MAX(c)`` with the values of ``c`` in ``[low, high]``.
+
+    Parameters
+    ----------
+    count_delta : float
+        Add-remove bound Δ of the COUNT(*) of the query; only ``Δ == 0``
+        (unsatisfiable query, result never changes) affects the bound.
+    low, high : float
+        Bounds ``m ≤ M`` on the values.
+    neighbor : {"add-remove", "substitute"}, optional
+        Neighbour model (default ``"add-remove"``).
+    contributions : int, optional
+        Tuples owned by one individual (default 1); does not change the bound.
+
+    Returns
+    -------
+    AggregateBound
+        ``l1 = l2 = M − m`` (0 when ``count_delta == 0``).
+
+    Raises
+    ------
+    InputError
+        For an unknown neighbour model, bad ``count_delta``/``contributions`` or
+        ``low > high``.
+
+    Notes
+    -----
+    We assume the result is defined (at least one row) on both neighbours; the
+    empty-set result (SQL NULL) is outside the model. MIN and MAX of values in
+    ``[m, M]`` lie in ``[m, M]``, so they change by at most ``M − m``; this is
+    reached already on a single table (adding ``m`` to ``{M}``). No seed covers
+    MIN/MAX.
+
+    Examples
+    --------
+    >>> min_max_bound(1, -1, 1, neighbor="substitute").l2
+    2
+    """
+    neighbor = _check_neighbor(neighbor)
+    delta = _check_count_delta(count_delta)
+    _check_contributions(contributions)
+    low, high = _check_range(low, high)
+    value = 0 if delta == 0 else _span(low, high)
+    rule = (
+        f"MIN/MAX over [{_fmt(low)}, {_fmt(high)}]: assuming the result is defined (at "
+        f"least one row) on both neighbours, it stays in [m, M] and so changes by at "
+        f"most M − m = {_fmt(value)} (range bound; no seed covers MIN/MAX)."
+    )
+    return AggregateBound(value, value, neighbor, rule)
+
+
+def median_bound(
+    count_delta: float,
+    low: float,
+    high: float,
+    *,
+    neighbor: str = "add-remove",
+    rows: int | None = None,
+    contributions: int = 1,
+) -> AggregateBound:
+    """Sensitivity of ``MEDIAN(c)`` with the values of ``c`` in ``[low, high]``.
+
+    The median of ``n`` values is the middle value for odd ``n`` and the mean of
+    the two middle values for even ``n`` (seed 004's ``(x̃_l + x̃_u)/2`` with
+    ``l = ⌊(n+1)/2⌋``, ``u = ⌈(n+1)/2⌉``; the convention of
+    :func:`statistics.median`).
+
+    Parameters
+    ----------
+    count_delta : float
+        Add-remove bound Δ of the COUNT(*) of the query (1 for a single table).
+    low, high : float
+        Bounds ``m ≤ M`` on the values.
+    neighbor : {"add-remove", "substitute"}, optional
+        Neighbour model (default ``"add-remove"``).
+    rows : int, optional
+        Number ``n ≥ 1`` of rows the median is taken over, when public; only the
+        substitute model on one row per neighbour uses it (its parity).
+    contributions : int, optional
+        Tuples owned by one individual (default 1).
+
+    Returns
+    -------
+    AggregateBound
+        With at most one row changed (``count_delta <= 1`` and
+        ``contributions == 1``): substitute ``(M−m)/2`` if ``n`` is even and
+        ``M − m`` if ``n`` is odd or unknown; add-remove ``(M−m)/2``. Otherwise
+        ``M − m``. ``l2 == l1``; 0 when ``count_delta == 0``.
+
+    Raises
+    ------
+    InputError
+        For an unknown neighbour model, bad ``count_delta``/``contributions``,
+        ``low > high`` or ``rows < 1``.
+
+    Notes
+    -----
+    We assume the median is defined (at least one row) on both neighbours.
+    Write ``x̃_1 ≤ … ≤ x̃_n`` for the sorted values, ``x̃_0 = m``, ``x̃_{n+1} = M``.
+
+    *Change one row* (n fixed): the new order statistics satisfy
+    ``x̃_{i−1} ≤ x̃'_i ≤ x̃_{i+1}`` and all move in the same direction. For odd
+    ``n`` the median is one order statistic and can go from ``m`` to ``M``
+    (``M − m``). For even ``n = 2r`` it is ``(x̃_r + x̃_{r+1})/2``; moving up, it
+    gains at most ``(x̃_{r+1} − x̃_r + x̃_{r+2} − x̃_{r+1})/2 = (x̃_{r+2} − x̃_r)/2
+    ≤ (M − m)/2``, reached by ``r`` values ``m`` and ``r`` values ``M`` with one
+    ``m`` changed to ``M``.
+
+    *Add one row* (removal is the reverse): the new order statistics interlace,
+    ``x̃_{i−1} ≤ y_i ≤ x̃_i``. From odd ``n = 2r+1`` the median ``x̃_{r+1}``
+    becomes ``(y_{r+1} + y_{r+2})/2`` where one of the two equals ``x̃_{r+1}`` and
+    the other is in ``[m, M]``: change ``≤ (M − m)/2``. From even ``n = 2r`` it
+    becomes ``y_{r+1} ∈ [x̃_r, x̃_{r+1}]``, at most half the gap from the mean of
+    the two: ``≤ (M − m)/2``.
+
+    On a join whose count bound is Δ = 1 a substitution removes at most one row
+    and adds at most one, so one of the two cases above applies and the bound
+    for ``n`` rows still holds (the add/remove bound is never larger). When one
+    neighbour can change more than one row (Δ > 1 or ``contributions > 1``) the
+    only bound kept is the range ``M − m`` (SPEC §4).
+
+    Departure from seed 004 (SPEC §6.5): it writes ``f(X') = (M−m)/2`` where it
+    means ``(M+m)/2``; its results stand. Its change-one proof for even ``n``
+    adds an element rather than changing one; the argument above fixes that.
+
+    Examples
+    --------
+    >>> median_bound(1, 0, 10, neighbor="substitute", rows=4).l1
+    5.0
+    >>> median_bound(1, 0, 10, neighbor="substitute", rows=5).l1
+    10
+    >>> median_bound(1, 0, 10).l1
+    5.0
+    >>> median_bound(2, 0, 10).l1
+    10
+    """
+    neighbor = _check_neighbor(neighbor)
+    delta = _check_count_delta(count_delta)
+    k = _check_contributions(contributions)
+    low, high = _check_range(low, high)
+    if rows is not None and (not isinstance(rows, int) or isinstance(rows, bool) or rows < 1):
+        raise InputError(
+            f"rows must be an integer >= 1 (the median of no rows is undefined), not {rows!r}",
+            construct="rows",
+        )
+    span = _span(low, high)
+    rng = f"[{_fmt(low)}, {_fmt(high)}]"
+    value: float
+    if delta == 0:
+        value = 0
+        rule = f"MEDIAN over {rng} of an unsatisfiable query: it never changes."
+    elif delta > 1 or k > 1:
+        value = span
+        rule = (
+            f"MEDIAN over {rng} when one neighbour can change more than one row: the "
+            f"range bound M − m = {_fmt(span)}, assuming the median is defined on "
+            "both neighbours (SPEC §4)."
+        )
+    elif neighbor == "add-remove":
+        value = span / 2
+        rule = (
+            f"MEDIAN over {rng}, one row added or removed: (M − m)/2 = {_fmt(value)}, "
+            "assuming at least one row on both neighbours (seed 004 Thm 3-4, with "
+            "(M+m)/2 read for its (M−m)/2 per SPEC §6.5)."
+        )
+    elif rows is not None and rows % 2 == 0:
+        value = span / 2
+        rule = (
+            f"MEDIAN over {rng} of n = {rows} (even) rows, one row changed: "
+            f"(M − m)/2 = {_fmt(value)} (seed 004 Thm 1-2, SPEC §4, §6.5)."
+        )
+    else:
+        value = span
+        parity = "unknown n, so the odd case" if rows is None else f"n = {rows} (odd) rows"
+        rule = (
+            f"MEDIAN over {rng}, {parity}, one row changed: M − m = {_fmt(span)} "
+            "(seed 004 Thm 1-2, SPEC §4, §6.5)."
+        )
+    return AggregateBound(value, value, neighbor, rule)
+
+
+def vector_bound(bounds: Sequence[AggregateBound]) -> AggregateBound:
+    """Sensitivity of several aggregates released together (one SELECT list).
+
+    Parameters
+    ----------
+    bounds : sequence of AggregateBound
+        The bound of each aggregate, all under the same neighbour model.
+
+    Returns
+    -------
+    AggregateBound
+        ``l1 = Σ l1_i`` and ``l2 = √(Σ l2_i²)``.
+
+    Raises
+    ------
+    InputError
+        When ``bounds`` is empty or mixes neighbour models.
+
+    Notes
+    -----
+    The released vector is the concatenation of the aggregates' values, and its
+    change between two neighbours is the concatenation of their changes, each
+    bounded separately. The ℓ1 norm of a concatenation is the sum of the parts'
+    ℓ1 norms, and the squared ℓ2 norm is the sum of their squared ℓ2 norms, so
+    both results are sound (not tight when the worst cases of the parts cannot
+    occur together).
+
+    Examples
+    --------
+    >>> b = vector_bound([count_bound(1), count_bound(1)])
+    >>> (b.l1, round(b.l2, 6))
+    (2, 1.414214)
+    """
+    if len(bounds) == 0:
+        raise InputError("no aggregate to combine", construct="SELECT")
+    neighbors = {b.neighbor for b in bounds}
+    if len(neighbors) > 1:
+        raise InputError(
+            "cannot combine bounds under different neighbour models: "
+            + ", ".join(sorted(neighbors)),
+            construct="neighbor",
+        )
+    l1: float = 0
+    for b in bounds:
+        l1 = l1 + b.l1
+    sq = math.fsum(b.l2 * b.l2 for b in bounds)
+    l2 = math.sqrt(sq)
+    rule = (
+        f"{len(bounds)} aggregates released together: ℓ1 = Σ ℓ1 = {_fmt(l1)} and "
+        f"ℓ2 = √(Σ ℓ2²) = {_fmt(l2)}, each coordinate bounded separately."
+    )
+    return AggregateBound(l1, l2, bounds[0].neighbor, rule)

@@ -1,0 +1,195 @@
+"""From the CQ count bound to the released statistic: aggregates, neighbours, noise.
+
+The CQ engine bounds how many answers one added or removed tuple can create
+(``count_delta``).  This module turns that into the ℓ1/ℓ2 sensitivity of what
+is released — COUNT, COUNT(DISTINCT), SUM, AVG, MEDIAN, MIN, MAX, GROUP BY
+histograms, several aggregates at once — under the chosen neighbour model and
+number of tuples per individual (SPEC §4), and calibrates the noise.
+
+Value bounds for a column come from ``--bounds 'Table.col=low:high'``, a CHECK
+in the schema, or range filters of the WHERE clause; the tightest applies
+(their intersection) and the output says which source gave each end.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from cqsens.errors import InputError
+from cqsens.ir.cq import Aggregate, AggregateQuery
+from cqsens.ir.schema import Schema
+from cqsens.release.aggregates import (
+    AggregateBound,
+    avg_bound,
+    count_bound,
+    histogram_bound,
+    median_bound,
+    min_max_bound,
+    sum_bound,
+    vector_bound,
+)
+
+__all__ = ["ValueBound", "parse_value_bounds", "value_bound", "aggregate_bound", "VALUE_KINDS"]
+
+VALUE_KINDS = ("sum", "avg", "median", "min", "max")
+_BOUND = re.compile(r"^\s*([A-Za-z_][\w$]*)\.([A-Za-z_][\w$]*)\s*=\s*(-?[\d.eE+]+)\s*:\s*(-?[\d.eE+]+)\s*$")
+
+
+@dataclass(frozen=True, slots=True)
+class ValueBound:
+    """``[low, high]`` for a column and where each end comes from."""
+
+    column: str
+    low: float
+    high: float
+    low_source: str
+    high_source: str
+
+    def describe(self) -> str:
+        """``Pat.age in [0, 120] (CHECK; CHECK)``."""
+        src = self.low_source if self.low_source == self.high_source else (
+            f"low from {self.low_source}, high from {self.high_source}")
+        return f"{self.column} in [{_num(self.low)}, {_num(self.high)}] ({src})"
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else repr(x)
+
+
+def parse_value_bounds(texts: Iterable[str]) -> dict[str, tuple[float, float]]:
+    """``['Pat.age=0:120']`` → ``{'pat.age': (0, 120)}``.
+
+    >>> parse_value_bounds(["Pat.age=0:120", "Doc.fee=-5:2.5"])
+    {'pat.age': (0.0, 120.0), 'doc.fee': (-5.0, 2.5)}
+    """
+    out: dict[str, tuple[float, float]] = {}
+    for text in texts:
+        m = _BOUND.match(text)
+        if not m:
+            raise InputError(f"bad value bound {text!r}: write Table.column=low:high, e.g. Pat.age=0:120",
+                             source="--bounds", construct="--bounds")
+        low, high = float(m.group(3)), float(m.group(4))
+        if low > high:
+            raise InputError(f"bad value bound {text!r}: low {low} is above high {high}",
+                             source="--bounds", construct="--bounds")
+        out[f"{m.group(1)}.{m.group(2)}".lower()] = (low, high)
+    return out
+
+
+def value_bound(
+    column: str,
+    *,
+    cli: Mapping[str, tuple[float, float]],
+    schema: Schema | None,
+    query: AggregateQuery,
+    variable: str | None = None,
+) -> ValueBound:
+    """The tightest ``[low, high]`` for ``Table.column`` from the three sources.
+
+    ``--bounds`` and CHECKs hold for the column in every alias; a WHERE range
+    filter only for the aliased column it names (``variable``).
+
+    Raises
+    ------
+    InputError
+        No source bounds the column on both sides.
+    """
+    low, high = -math.inf, math.inf
+    low_src = high_src = ""
+    sources: list[tuple[str, float, float]] = []
+    if column.lower() in cli:
+        sources.append(("--bounds", *cli[column.lower()]))
+    table, _, col = column.partition(".")
+    if schema is not None and (rel := schema.find(table)) is not None:
+        pos = rel.index(col)
+        if pos is not None and (b := rel.bound(pos)) is not None:
+            sources.append(("CHECK in the schema", *b))
+    if variable is not None and variable in query.value_bounds:
+        lo, hi, src = query.value_bounds[variable]  # filters on this alias's column only
+        sources.append((src, lo, hi))
+    for src, lo, hi in sources:
+        if lo > low:
+            low, low_src = lo, src
+        if hi < high:
+            high, high_src = hi, src
+    if low == -math.inf or high == math.inf:
+        raise InputError(
+            f"{column} needs value bounds on both sides for this aggregate: give "
+            f"--bounds '{column}=low:high', a CHECK ({col} BETWEEN low AND high) in the schema, "
+            f"or a range filter in the WHERE clause",
+            source=query.source, construct=f"bounds of {column}",
+        )
+    return ValueBound(column, low, high, low_src, high_src)  # low > high: no row qualifies
+
+
+def aggregate_bound(
+    aggregate: Aggregate,
+    count_delta: float,
+    *,
+    grouped: bool,
+    neighbor: str,
+    contributions: int,
+    values: ValueBound | None,
+    single_table_unfiltered: bool,
+    rows: int | None = None,
+) -> AggregateBound:
+    """ℓ1/ℓ2 of one aggregate given the CQ engine's count bound.
+
+    ``count_delta`` is the bound on the counted answers (with the group columns
+    free for a histogram, or the COUNT(*) bound for value aggregates).
+
+    Notes
+    -----
+    Grouped value aggregates: one tuple touches at most Δ rows (add-remove),
+    hence at most Δ groups, 2Δ under substitution; each group's value moves at
+    most by the scalar bound, so ℓ1 ≤ groups × that and ℓ2 ≤ √groups × that.
+    A grouped SUM moves by at most max(|m|,|M|) per touched row: ℓ1 ≤ Δ·max(|m|,|M|)
+    add-remove and twice that under substitution (ℓ2 ≤ √2 times it).
+    """
+    kind = aggregate.kind
+    k = contributions
+    if kind in ("count", "count_distinct"):
+        if grouped:
+            return histogram_bound(count_delta, neighbor=neighbor, contributions=k)
+        return count_bound(count_delta, neighbor=neighbor, contributions=k)
+    assert values is not None
+    lo, hi = values.low, values.high
+    if lo > hi:
+        return AggregateBound(0, 0, neighbor, f"the value bounds of {values.column} are empty "
+                              f"([{_num(lo)}, {_num(hi)}]): no row can be aggregated, the "
+                              "result never changes")
+    if kind == "sum":
+        if grouped and neighbor == "substitute":
+            ar = sum_bound(count_delta, lo, hi, neighbor="add-remove", contributions=k)
+            # Removing a negative value and adding a positive one move one group the same
+            # way, so no √2 saving: ℓ2 ≤ ℓ1.
+            return AggregateBound(2 * ar.l1, 2 * ar.l1, neighbor,
+                                  "grouped SUM under substitution: the removed and the added "
+                                  "tuple each move at most Δ·k·max(|m|,|M|), possibly in one "
+                                  "group (SPEC §4)")
+        return sum_bound(count_delta, lo, hi, neighbor=neighbor, contributions=k,
+                         single_table_unfiltered=single_table_unfiltered and not grouped)
+    if kind == "avg":
+        scalar = avg_bound(count_delta, lo, hi, neighbor=neighbor, contributions=k)
+    elif kind == "median":
+        scalar = median_bound(count_delta, lo, hi, neighbor=neighbor, rows=rows, contributions=k)
+    elif kind in ("min", "max"):
+        scalar = min_max_bound(count_delta, lo, hi, neighbor=neighbor, contributions=k)
+    else:  # pragma: no cover - parse_sql only produces the kinds above
+        raise InputError(f"unknown aggregate {kind}")
+    if not grouped:
+        return scalar
+    groups = (2 if neighbor == "substitute" else 1) * count_delta * k
+    if count_delta == 0:
+        return AggregateBound(0, 0, neighbor, scalar.rule)
+    return AggregateBound(groups * scalar.l1, math.sqrt(groups) * scalar.l2, neighbor,
+                          f"grouped {kind.upper()}: at most {_num(groups)} groups touched, each by "
+                          f"at most the scalar bound ({scalar.rule})")
+
+
+def combine(bounds: list[AggregateBound]) -> AggregateBound:
+    """Several aggregates released together: ℓ1 sums, ℓ2 is the root of the sum of squares."""
+    return bounds[0] if len(bounds) == 1 else vector_bound(bounds)

@@ -1,0 +1,630 @@
+"""Drawings of a query's canonical structure as inline SVG.
+
+The canonical structure C_Q of a conjunctive query has one element per
+variable or constant and one tuple per atom (Arapinis, Figueira, Gaboardi,
+ICALP 2016, Section 3).  :func:`draw_structure` draws it the way the paper's
+figures do: free variables as squares, constants as diamonds, existential
+variables as circles.  A binary atom is an arrow from its first to its second
+term, labelled with the relation; any other atom (and every filter) is a small
+labelled box joined to its terms, with the term positions written on the
+joins.  Filters are dashed.  The steps of dependencies behind finite bounds are
+green arrows labelled ``R ×k``; atoms with an unbounded sensitivity, and the
+free variables they cannot reach, are red.
+
+The input is the ``structure`` object of
+:meth:`cqsens.pipeline.Analysis.to_dict`.  Coordinates come from a seeded
+networkx spring layout, so the same input always gives the same SVG text.
+
+References
+----------
+.. [1] M. Arapinis, D. Figueira, M. Gaboardi. Sensitivity of Counting Queries.
+   ICALP 2016, Sections 3-5.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+
+__all__ = ["draw_structure"]
+
+#: Colours of the drawing (also used by the HTML report's legend).
+COLORS: dict[str, str] = {
+    "free": "#1d4ed8",
+    "constant": "#b45309",
+    "existential": "#334155",
+    "atom": "#475569",
+    "filter": "#64748b",
+    "step": "#047857",
+    "unbounded": "#dc2626",
+}
+
+_FONT = "system-ui, -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif"
+_NODE_R = 9.0  # half-size of an element's shape
+_CHAR_W = 6.6  # rough width of one character at 12px
+_LEGEND_H = 26.0
+_SEED = 7
+
+
+@dataclass
+class _Atom:
+    index: int
+    relation: str
+    text: str
+    terms: list[str]
+    filter: bool
+    bound: Any
+    unbounded: bool
+    missing: list[str] = field(default_factory=list)
+
+    @property
+    def as_arrow(self) -> bool:
+        """Binary atoms over two distinct elements are drawn as arrows."""
+        return not self.filter and len(self.terms) == 2 and self.terms[0] != self.terms[1]
+
+    @property
+    def label(self) -> str:
+        if self.filter:
+            inner = self.text.strip()
+            if inner.startswith("[") and inner.endswith("]"):
+                inner = inner[1:-1]
+            return inner
+        return self.relation
+
+
+@dataclass
+class _Step:
+    relation: str
+    source: str
+    target: str
+    weight: Any
+    atoms: list[str]
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "?"
+    if value == "inf" or value == math.inf:
+        return "∞"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _n(x: float) -> str:
+    """A coordinate, rounded for stable text output."""
+    out = f"{x:.1f}"
+    return "0.0" if out == "-0.0" else out
+
+
+def _text_width(text: str, size: float = 12.0) -> float:
+    return len(text) * _CHAR_W * size / 12.0
+
+
+def _read(structure: Mapping[str, Any]) -> tuple[dict[str, str], list[_Atom], list[_Step]]:
+    """Elements (name -> kind), atoms and de-duplicated steps of ``structure``."""
+    kinds: dict[str, str] = {}
+    for el in structure.get("elements") or []:
+        kinds[str(el["name"])] = str(el.get("kind", "existential"))
+    unbounded: dict[str, list[str]] = {}
+    for entry in structure.get("unbounded") or []:
+        missing = [str(v) for v in entry.get("missing", [])]
+        unbounded.setdefault(str(entry["atom"]), []).extend(missing)
+    atoms: list[_Atom] = []
+    for i, a in enumerate(structure.get("atoms") or []):
+        terms = [str(t) for t in a.get("terms", [])]
+        for t in terms:
+            kinds.setdefault(t, "existential")
+        text = str(a.get("text", a.get("relation", "")))
+        atoms.append(_Atom(
+            index=i,
+            relation=str(a.get("relation", "")),
+            text=text,
+            terms=terms,
+            filter=bool(a.get("filter", False)),
+            bound=a.get("bound"),
+            unbounded=text in unbounded,
+            missing=unbounded.get(text, []),
+        ))
+    steps: dict[tuple[str, str, str, str], _Step] = {}
+    for s in structure.get("steps") or []:
+        source, target = str(s["from"]), str(s["to"])
+        if source == target or source not in kinds or target not in kinds:
+            continue
+        key = (str(s["relation"]), source, target, _fmt(s.get("weight")))
+        step = steps.setdefault(key, _Step(key[0], source, target, s.get("weight"), []))
+        if s.get("atom") is not None and str(s["atom"]) not in step.atoms:
+            step.atoms.append(str(s["atom"]))
+    return kinds, atoms, list(steps.values())
+
+
+def _layout(kinds: Mapping[str, str], atoms: Sequence[_Atom]) -> dict[str, tuple[float, float]]:
+    """Spring-layout coordinates in [0, 1]² for elements and atom boxes (``#i``)."""
+    graph = nx.Graph()
+    graph.add_nodes_from(kinds)
+    for atom in atoms:
+        if atom.as_arrow:
+            graph.add_edge(atom.terms[0], atom.terms[1])
+        else:
+            box = f"#{atom.index}"
+            graph.add_node(box)
+            graph.add_edges_from((box, t) for t in dict.fromkeys(atom.terms))
+    if graph.number_of_nodes() == 0:
+        return {}
+    if graph.number_of_nodes() == 1:
+        return {next(iter(graph.nodes)): (0.5, 0.5)}
+    k = 2.0 / math.sqrt(graph.number_of_nodes())
+    raw = nx.spring_layout(graph, seed=_SEED, k=k, iterations=200)
+    xs = [float(p[0]) for p in raw.values()]
+    ys = [float(p[1]) for p in raw.values()]
+
+    def unit(v: float, lo: float, hi: float) -> float:
+        return 0.5 if hi - lo < 1e-9 else (v - lo) / (hi - lo)
+
+    return {
+        str(node): (unit(float(p[0]), min(xs), max(xs)), unit(float(p[1]), min(ys), max(ys)))
+        for node, p in raw.items()
+    }
+
+
+def _box_extra(atom: _Atom) -> str:
+    """The small text after an atom's label: its bound (none for filters)."""
+    return "" if atom.filter else f"Δ{_fmt(atom.bound)}"
+
+
+def _box_size(atom: _Atom) -> tuple[float, float]:
+    """Half-width and half-height of an atom's box."""
+    extra = _box_extra(atom)
+    text_w = _text_width(atom.label, 11.0) + (_text_width(" " + extra, 9.0) if extra else 0.0)
+    return text_w / 2 + 6, 9.0
+
+
+def _separate(
+    pos: dict[str, tuple[float, float]],
+    min_dist: float,
+    box: tuple[float, float, float, float],
+    rounds: int = 40,
+) -> dict[str, tuple[float, float]]:
+    """Push apart nodes closer than ``min_dist`` pixels, keeping them inside ``box``.
+
+    A few deterministic relaxation rounds over the layout's coordinates, so that
+    labels of nearby nodes do not overlap.
+    """
+    x0, y0, x1, y1 = box
+    names = sorted(pos)
+    cur = {n: [pos[n][0], pos[n][1]] for n in names}
+    for _ in range(rounds):
+        moved = False
+        for i, a in enumerate(names):
+            for b in names[i + 1:]:
+                dx, dy = cur[b][0] - cur[a][0], cur[b][1] - cur[a][1]
+                dist = math.hypot(dx, dy)
+                if dist >= min_dist:
+                    continue
+                moved = True
+                if dist < 1e-6:
+                    dx, dy, dist = 1.0, 0.0, 1.0
+                push = (min_dist - dist) / 2
+                ux, uy = dx / dist, dy / dist
+                cur[a][0] -= ux * push
+                cur[a][1] -= uy * push
+                cur[b][0] += ux * push
+                cur[b][1] += uy * push
+        for p in cur.values():
+            p[0] = min(max(p[0], x0), x1)
+            p[1] = min(max(p[1], y0), y1)
+        if not moved:
+            break
+    return {n: (cur[n][0], cur[n][1]) for n in names}
+
+
+def _clip(
+    center: tuple[float, float], toward: tuple[float, float], half: tuple[float, float]
+) -> tuple[float, float]:
+    """Where the segment from ``center`` to ``toward`` leaves a box of half-size ``half``."""
+    dx, dy = toward[0] - center[0], toward[1] - center[1]
+    if abs(dx) < 1e-9 and abs(dy) < 1e-9:
+        return center
+    t = min(
+        half[0] / abs(dx) if abs(dx) > 1e-9 else math.inf,
+        half[1] / abs(dy) if abs(dy) > 1e-9 else math.inf,
+    )
+    t = min(t, 1.0)
+    return center[0] + dx * t, center[1] + dy * t
+
+
+def _arrowhead(tip: tuple[float, float], direction: tuple[float, float], color: str) -> str:
+    dx, dy = direction
+    norm = math.hypot(dx, dy) or 1.0
+    ux, uy = dx / norm, dy / norm
+    size, spread = 9.0, 4.5
+    bx, by = tip[0] - ux * size, tip[1] - uy * size
+    pts = [tip, (bx - uy * spread, by + ux * spread), (bx + uy * spread, by - ux * spread)]
+    return f'<polygon points="{" ".join(f"{_n(x)},{_n(y)}" for x, y in pts)}" fill="{color}"/>'
+
+
+def _label(
+    x: float,
+    y: float,
+    text: str,
+    *,
+    color: str,
+    size: float = 12.0,
+    weight: str = "normal",
+    extra: str = "",
+    css: str = "label",
+    anchor: str = "middle",
+) -> str:
+    suffix = (
+        f'<tspan font-size="{_n(size - 2)}" fill="#64748b"> {_e(extra)}</tspan>' if extra else ""
+    )
+    return (
+        f'<text class="{css}" x="{_n(x)}" y="{_n(y)}" text-anchor="{anchor}" '
+        f'dominant-baseline="central" font-size="{_n(size)}" font-weight="{weight}" '
+        f'fill="{color}" stroke="#ffffff" stroke-width="4" stroke-linejoin="round" '
+        f'paint-order="stroke">{_e(text)}{suffix}</text>'
+    )
+
+
+#: Where an element's name may go: offset from the element and text anchor.
+_LABEL_SIDES: tuple[tuple[tuple[float, float], tuple[float, float], str], ...] = (
+    ((0.0, 1.0), (0.0, _NODE_R + 10), "middle"),
+    ((0.0, -1.0), (0.0, -_NODE_R - 9), "middle"),
+    ((1.0, 0.0), (_NODE_R + 5, 0.0), "start"),
+    ((-1.0, 0.0), (-_NODE_R - 5, 0.0), "end"),
+)
+
+
+def _label_side(
+    at: tuple[float, float],
+    others: Sequence[tuple[float, float]],
+    text_w: float,
+    canvas: tuple[float, float],
+) -> tuple[tuple[float, float], str]:
+    """Offset and anchor of an element's name: the side most clear of its lines.
+
+    Sides where the name would leave the ``canvas`` (width, height) are skipped.
+    """
+    directions = []
+    for ox, oy in others:
+        d = math.hypot(ox - at[0], oy - at[1])
+        if d > 1e-6:
+            directions.append(((ox - at[0]) / d, (oy - at[1]) / d))
+    best = _LABEL_SIDES[0]
+    best_score = math.inf
+    for side in _LABEL_SIDES:
+        (sx, sy), (dx, dy), anchor = side
+        left = at[0] + dx - (text_w / 2 if anchor == "middle" else text_w if anchor == "end" else 0)
+        if left < 2 or left + text_w > canvas[0] - 2 or not 8 < at[1] + dy < canvas[1] - 8:
+            continue
+        score = max((sx * ux + sy * uy for ux, uy in directions), default=-1.0)
+        if score < best_score - 0.05:
+            best, best_score = side, score
+    return best[1], best[2]
+
+
+def _shape(kind: str, x: float, y: float, *, missing: bool, title: str) -> str:
+    r = _NODE_R
+    stroke = COLORS["unbounded"] if missing else COLORS.get(kind, COLORS["existential"])
+    width = "3" if missing else "1.6"
+    tip = f"<title>{_e(title)}</title>"
+    if kind == "free":
+        fill = "#dbeafe"
+        return (
+            f'<rect class="element free" x="{_n(x - r)}" y="{_n(y - r)}" width="{_n(2 * r)}" '
+            f'height="{_n(2 * r)}" fill="{fill}" stroke="{stroke}" '
+            f'stroke-width="{width}">{tip}</rect>'
+        )
+    if kind == "constant":
+        d = r * 1.3
+        pts = f"{_n(x)},{_n(y - d)} {_n(x + d)},{_n(y)} {_n(x)},{_n(y + d)} {_n(x - d)},{_n(y)}"
+        return (
+            f'<polygon class="element constant" points="{pts}" fill="#fef3c7" '
+            f'stroke="{stroke}" stroke-width="{width}">{tip}</polygon>'
+        )
+    return (
+        f'<circle class="element existential" cx="{_n(x)}" cy="{_n(y)}" r="{_n(r)}" '
+        f'fill="#ffffff" stroke="{stroke}" stroke-width="{width}">{tip}</circle>'
+    )
+
+
+@dataclass(frozen=True)
+class _Arrow:
+    """A drawn arrow between two elements: a binary atom or a step."""
+
+    source: str
+    target: str
+    color: str
+    css: str
+    tip: str
+    label: str
+    extra: str = ""
+    stroke_width: str = "1.6"
+    weight: str = "normal"
+
+
+def _atom_arrow(atom: _Atom) -> _Arrow:
+    return _Arrow(
+        source=atom.terms[0],
+        target=atom.terms[1],
+        color=COLORS["unbounded"] if atom.unbounded else COLORS["atom"],
+        css="atom unbounded" if atom.unbounded else "atom",
+        tip=f"{atom.text}: one row changes the count by at most {_fmt(atom.bound)}",
+        label=atom.label,
+        extra=f"Δ{_fmt(atom.bound)}",
+    )
+
+
+def _step_arrow(step: _Step) -> _Arrow:
+    behind = f" behind the bound of {', '.join(step.atoms)}" if step.atoms else ""
+    return _Arrow(
+        source=step.source,
+        target=step.target,
+        color=COLORS["step"],
+        css="step",
+        tip=f"step {step.source} -> {step.target} via {step.relation} "
+            f"(×{_fmt(step.weight)}){behind}",
+        label=f"{step.relation} ×{_fmt(step.weight)}",
+        stroke_width="2.6",
+        weight="600",
+    )
+
+
+def _pair(a: str, b: str) -> tuple[str, str]:
+    """The two ends of an arrow in a fixed order, whatever its direction."""
+    return (a, b) if a <= b else (b, a)
+
+
+def _curve(
+    a: tuple[float, float], b: tuple[float, float], offset: float
+) -> tuple[tuple[float, float], tuple[float, float], tuple[float, float], tuple[float, float]]:
+    """Start, control point, end and apex of a quadratic curve from a to b bent by ``offset``.
+
+    Endpoints are moved off the element shapes; ``offset`` is signed with
+    respect to the direction from ``a`` to ``b``.
+    """
+    dx, dy = b[0] - a[0], b[1] - a[1]
+    length = math.hypot(dx, dy) or 1.0
+    ux, uy = dx / length, dy / length
+    nx_, ny_ = -uy, ux
+    mid = ((a[0] + b[0]) / 2, (a[1] + b[1]) / 2)
+    control = (mid[0] + nx_ * offset * 2, mid[1] + ny_ * offset * 2)
+    gap = _NODE_R + 4
+
+    def moved(p: tuple[float, float]) -> tuple[float, float]:
+        vx, vy = control[0] - p[0], control[1] - p[1]
+        v = math.hypot(vx, vy) or 1.0
+        return p[0] + vx / v * gap, p[1] + vy / v * gap
+
+    start, end = moved(a), moved(b)
+    apex = (
+        0.25 * start[0] + 0.5 * control[0] + 0.25 * end[0],
+        0.25 * start[1] + 0.5 * control[1] + 0.25 * end[1],
+    )
+    return start, control, end, apex
+
+
+def draw_structure(
+    structure: Mapping[str, Any],
+    *,
+    width: int = 560,
+    height: int = 340,
+    legend: bool = True,
+    title: str | None = None,
+) -> str:
+    """An inline SVG drawing of a query's canonical structure.
+
+    Parameters
+    ----------
+    structure : mapping
+        The ``structure`` object of an analysis (``Analysis.to_dict()["structure"]``):
+        ``elements`` (name, kind), ``atoms`` (relation, text, terms, filter,
+        bound), ``steps`` (atom, relation, from, to, weight) and ``unbounded``
+        (atom, missing).
+    width, height : int, optional
+        Size of the drawing in pixels (the legend included).
+    legend : bool, optional
+        Draw a one-line legend of the shapes and colours at the bottom.
+    title : str, optional
+        Accessible title of the drawing (default: a list of the atoms).
+
+    Returns
+    -------
+    str
+        One ``<svg class="drawing">`` element with no external resources; all
+        text is HTML-escaped.  The same input gives the same text.
+
+    Raises
+    ------
+    ValueError
+        When ``width`` or ``height`` is too small to draw in.
+
+    Examples
+    --------
+    >>> svg = draw_structure({
+    ...     "elements": [{"name": "x", "kind": "free"}, {"name": "y", "kind": "existential"}],
+    ...     "atoms": [{"relation": "R", "text": "R(x, y)", "terms": ["x", "y"],
+    ...                "filter": False, "bound": 1, "counted": True}],
+    ...     "steps": [], "unbounded": []})
+    >>> svg.startswith('<svg class="drawing"'), svg.count('class="element')
+    (True, 2)
+    """
+    if width < 120 or height < 80:
+        raise ValueError(f"drawing too small: {width}x{height} (need at least 120x80)")
+    kinds, atoms, steps = _read(structure)
+    missing = {v for a in atoms for v in a.missing}
+    area_h = height - (_LEGEND_H if legend else 0.0)
+    label_room = max(
+        [_text_width(n) / 2 for n in kinds]
+        + [_box_size(a)[0] for a in atoms if not a.as_arrow]
+        + [20.0]
+    )
+    mx = min(max(label_room + 10, 36.0), width / 3)
+    my = 30.0
+    unit = _layout(kinds, atoms)
+    pos = {
+        node: (mx + u * (width - 2 * mx), my + v * (area_h - 2 * my))
+        for node, (u, v) in unit.items()
+    }
+    pos = _separate(pos, 88.0, (mx, my, width - mx, area_h - my))
+    heading = title if title is not None else "; ".join(a.text for a in atoms) or "empty structure"
+    out = [
+        f'<svg class="drawing" xmlns="http://www.w3.org/2000/svg" width="{width}" '
+        f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
+        f'font-family="{_e(_FONT)}">',
+        f"<title>{_e(heading)}</title>",
+        f'<rect x="0" y="0" width="{width}" height="{height}" fill="#ffffff"/>',
+    ]
+    if not kinds:
+        out.append(_label(width / 2, area_h / 2, "(no elements)", color="#64748b"))
+
+    # Arrows between two elements: binary atoms and steps, bent apart when parallel.
+    lanes: dict[tuple[str, str], list[_Arrow]] = {}
+    for arrow in [_atom_arrow(a) for a in atoms if a.as_arrow] + [_step_arrow(t) for t in steps]:
+        lanes.setdefault(_pair(arrow.source, arrow.target), []).append(arrow)
+    edges: list[str] = []
+    labels: list[str] = []
+    for (first, _), arrows in lanes.items():
+        for i, arrow in enumerate(arrows):
+            offset = (i - (len(arrows) - 1) / 2) * 30.0
+            # offsets are measured on the pair's fixed direction
+            signed = offset if arrow.source == first else -offset
+            start, control, end, apex = _curve(pos[arrow.source], pos[arrow.target], signed)
+            edges.append(
+                f'<g class="{arrow.css}"><title>{_e(arrow.tip)}</title>'
+                f'<path d="M {_n(start[0])} {_n(start[1])} Q {_n(control[0])} {_n(control[1])} '
+                f'{_n(end[0])} {_n(end[1])}" fill="none" stroke="{arrow.color}" '
+                f'stroke-width="{arrow.stroke_width}"/>'
+                + _arrowhead(end, (end[0] - control[0], end[1] - control[1]), arrow.color)
+                + "</g>"
+            )
+            labels.append(_label(apex[0], apex[1], arrow.label, color=arrow.color, size=11.5,
+                                 weight=arrow.weight, extra=arrow.extra))
+
+    # Atom boxes: non-binary atoms and filters.
+    boxes: list[str] = []
+    for atom in atoms:
+        if atom.as_arrow:
+            continue
+        bx, by = pos[f"#{atom.index}"]
+        half = _box_size(atom)
+        color = (
+            COLORS["unbounded"] if atom.unbounded else COLORS["filter"] if atom.filter
+            else COLORS["atom"]
+        )
+        dash = ' stroke-dasharray="5 4"' if atom.filter else ""
+        css = "atom filter" if atom.filter else "atom unbounded" if atom.unbounded else "atom"
+        tip = (
+            f"filter {atom.text}" if atom.filter
+            else f"{atom.text}: one row changes the count by at most {_fmt(atom.bound)}"
+        )
+        positions: dict[str, list[int]] = {}
+        for i, term in enumerate(atom.terms, start=1):
+            positions.setdefault(term, []).append(i)
+        parts = [f'<g class="{css}"><title>{_e(tip)}</title>']
+        for term, where in positions.items():
+            tx, ty = pos[term]
+            start = _clip((bx, by), (tx, ty), half)
+            dist = math.hypot(tx - bx, ty - by) or 1.0
+            end = (tx - (tx - bx) / dist * (_NODE_R + 3), ty - (ty - by) / dist * (_NODE_R + 3))
+            parts.append(
+                f'<line x1="{_n(start[0])}" y1="{_n(start[1])}" x2="{_n(end[0])}" '
+                f'y2="{_n(end[1])}" stroke="{color}" stroke-width="1.4"{dash}/>'
+            )
+            if not atom.filter and len(atom.terms) > 1:
+                px, py = start[0] + (end[0] - start[0]) * 0.3, start[1] + (end[1] - start[1]) * 0.3
+                labels.append(_label(px, py, ",".join(map(str, where)), color=color, size=9.5,
+                                     css="position"))
+        parts.append(
+            f'<rect x="{_n(bx - half[0])}" y="{_n(by - half[1])}" width="{_n(2 * half[0])}" '
+            f'height="{_n(2 * half[1])}" rx="4" fill="{"#f8fafc" if atom.filter else "#f1f5f9"}" '
+            f'stroke="{color}" stroke-width="1.4"{dash}/>'
+        )
+        parts.append("</g>")
+        boxes.append("".join(parts))
+        labels.append(_label(bx, by, atom.label, color=color, size=11, extra=_box_extra(atom),
+                             css="atom-label"))
+
+    neighbours: dict[str, list[str]] = {}
+    for atom in atoms:
+        ends = atom.terms if atom.as_arrow else [f"#{atom.index}"] + atom.terms
+        for t in atom.terms:
+            neighbours.setdefault(t, []).extend(e for e in ends if e != t)
+    for step in steps:
+        neighbours.setdefault(step.source, []).append(step.target)
+        neighbours.setdefault(step.target, []).append(step.source)
+    nodes: list[str] = []
+    for name, kind in kinds.items():
+        x, y = pos[name]
+        is_missing = name in missing
+        tip = f"{name}: {kind}" + (" (unreachable from an unbounded atom)" if is_missing else "")
+        nodes.append(_shape(kind, x, y, missing=is_missing, title=tip))
+        color = COLORS["unbounded"] if is_missing else "#0f172a"
+        (dx, dy), anchor = _label_side(
+            pos[name], [pos[m] for m in neighbours.get(name, [])], _text_width(name),
+            (width, area_h),
+        )
+        labels.append(_label(x + dx, y + dy, name, color=color, anchor=anchor,
+                             weight="600" if kind == "free" else "normal"))
+
+    out.extend(edges)
+    out.extend(boxes)
+    out.extend(nodes)
+    out.extend(labels)
+    if legend:
+        out.append(_legend(width, height))
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def _legend(width: int, height: int) -> str:
+    """One line explaining shapes and colours, at the bottom of the drawing."""
+    y = height - _LEGEND_H / 2
+    r, d, size = 5.0, 6.5, 10.5
+    parts = [
+        f'<g class="legend" font-size="{size}" fill="#334155">'
+        f'<line x1="0" y1="{_n(height - _LEGEND_H)}" x2="{width}" y2="{_n(height - _LEGEND_H)}" '
+        f'stroke="#e2e8f0"/>'
+    ]
+    x = 8.0
+
+    def text(label: str, at: float, color: str = "#334155") -> float:
+        parts.append(f'<text x="{_n(at)}" y="{_n(y)}" dominant-baseline="central" '
+                     f'fill="{color}">{_e(label)}</text>')
+        return at + _text_width(label, size) + 12
+
+    parts.append(f'<rect x="{_n(x)}" y="{_n(y - r)}" width="{_n(2 * r)}" height="{_n(2 * r)}" '
+                 f'fill="#dbeafe" stroke="{COLORS["free"]}"/>')
+    x = text("free", x + 2 * r + 4)
+    parts.append(
+        f'<polygon points="{_n(x + d)},{_n(y - d)} {_n(x + 2 * d)},{_n(y)} {_n(x + d)},{_n(y + d)} '
+        f'{_n(x)},{_n(y)}" fill="#fef3c7" stroke="{COLORS["constant"]}"/>'
+    )
+    x = text("constant", x + 2 * d + 4)
+    parts.append(f'<circle cx="{_n(x + r)}" cy="{_n(y)}" r="{_n(r)}" fill="#ffffff" '
+                 f'stroke="{COLORS["existential"]}"/>')
+    x = text("existential", x + 2 * r + 4)
+    for label, color, extra in (
+        ("step ×k", COLORS["step"], ' stroke-width="2.4"'),
+        ("unbounded", COLORS["unbounded"], ' stroke-width="1.6"'),
+        ("filter", COLORS["filter"], ' stroke-width="1.6" stroke-dasharray="4 3"'),
+        ("Δ: atom bound", "#64748b", ""),
+    ):
+        if x + 22 + _text_width(label, size) > width:
+            break
+        if extra:
+            parts.append(f'<line x1="{_n(x)}" y1="{_n(y)}" x2="{_n(x + 18)}" y2="{_n(y)}" '
+                         f'stroke="{color}"{extra}/>')
+            x += 22
+        x = text(label, x, color)
+    parts.append("</g>")
+    return "".join(parts)

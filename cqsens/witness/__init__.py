@@ -1,0 +1,1 @@
+"""Witnesses: lower bounds proven by two concrete databases evaluated in SQLite."""

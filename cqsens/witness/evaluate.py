@@ -1,0 +1,190 @@
+"""Evaluate counting queries on concrete databases with SQLite.
+
+A :class:`Database` is a set of rows per relation (set semantics), with the
+column names of each relation.  ``count_answers`` runs, in an in-memory
+SQLite database, either the user's own SQL (translated to SQLite by the SQL
+front end) or a SELECT generated from the CQ: the number of distinct head
+tuples.  Both the witnesses and the brute-force test oracle use it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from cqsens.ir.cq import CQ, AggregateQuery, Const, Var
+
+__all__ = ["Database", "affinity_value", "connect", "cq_sql", "count_answers", "quote_ident", "sql_literal"]
+
+Value = str | int | float
+
+
+def quote_ident(name: str) -> str:
+    """``"name"`` with inner quotes doubled."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def sql_literal(value: Value) -> str:
+    """A SQL literal for a value."""
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    return repr(value)
+
+
+@dataclass(frozen=True)
+class Database:
+    """Rows per relation (a set each) and the column names of every relation."""
+
+    columns: Mapping[str, tuple[str, ...]]
+    rows: Mapping[str, frozenset[tuple[Value, ...]]] = field(default_factory=dict)
+    types: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def with_row(self, relation: str, row: tuple[Value, ...]) -> Database:
+        """This database plus one row."""
+        rows = dict(self.rows)
+        rows[relation] = frozenset(rows.get(relation, frozenset()) | {row})
+        return Database(self.columns, rows, self.types)
+
+    def without_row(self, relation: str, row: tuple[Value, ...]) -> Database:
+        """This database minus one row."""
+        rows = dict(self.rows)
+        rows[relation] = frozenset(rows.get(relation, frozenset()) - {row})
+        return Database(self.columns, rows, self.types)
+
+    def column_defs(self, relation: str) -> list[str]:
+        """``['"a" INT', '"b" TEXT']`` (declared types give SQLite's type affinity)."""
+        types = self.types.get(relation, ())
+        return [
+            f"{quote_ident(c)} {types[i]}".rstrip() if i < len(types) else quote_ident(c)
+            for i, c in enumerate(self.columns[relation])
+        ]
+
+    def column_sql(self, relation: str) -> str:
+        """The column definitions of ``relation`` joined for a CREATE TABLE."""
+        return ", ".join(self.column_defs(relation))
+
+    def size(self) -> int:
+        """Total number of rows."""
+        return sum(len(r) for r in self.rows.values())
+
+    def as_lists(self) -> dict[str, list[tuple[Value, ...]]]:
+        """Relation → sorted rows (deterministic)."""
+        return {r: sorted(rows, key=repr) for r, rows in sorted(self.rows.items())}
+
+
+def affinity_value(value: Value, declared: str) -> Value:
+    """``value`` as SQLite stores it in a column of the declared type (type affinity).
+
+    >>> affinity_value("1", "INTEGER"), affinity_value(2, "TEXT"), affinity_value("x", "INT")
+    (1, '2', 'x')
+    """
+    kind = declared.upper()
+    if not kind or "BLOB" in kind:
+        return value
+    if any(word in kind for word in ("CHAR", "CLOB", "TEXT")):
+        return value if isinstance(value, str) else repr(value) if isinstance(value, float) else str(value)
+    number: int | float
+    if isinstance(value, str):
+        try:
+            number = int(value.strip())
+        except ValueError:
+            try:
+                number = float(value.strip())
+            except ValueError:
+                return value
+    else:
+        number = value
+    if any(word in kind for word in ("REAL", "FLOA", "DOUB")):
+        return float(number)
+    if isinstance(number, float) and number.is_integer():
+        return int(number)
+    return number
+
+
+def connect(db: Database) -> sqlite3.Connection:
+    """An in-memory SQLite database holding ``db`` (columns typed as declared, if known)."""
+    conn = sqlite3.connect(":memory:")
+    for relation, cols in db.columns.items():
+        conn.execute(f"CREATE TABLE {quote_ident(relation)} ({db.column_sql(relation)})")
+        rows = db.rows.get(relation, ())
+        if rows:
+            marks = ", ".join("?" for _ in cols)
+            conn.executemany(f"INSERT INTO {quote_ident(relation)} VALUES ({marks})", list(rows))
+    return conn
+
+
+def cq_sql(cq: CQ, columns: Mapping[str, tuple[str, ...]]) -> str:
+    """A SQLite SELECT counting the distinct head tuples of ``cq``.
+
+    Examples
+    --------
+    >>> from cqsens.frontend.parse_cq import parse_cq
+    >>> print(cq_sql(parse_cq("Q(x) :- R(x, y), R(y, 'a')"), {"R": ("c1", "c2")}))
+    SELECT COUNT(*) FROM (SELECT DISTINCT a0."c1" FROM "R" AS a0, "R" AS a1 WHERE a0."c2" = a1."c1" AND a1."c2" = 'a')
+    """
+    atoms = cq.relation_atoms()
+    where: list[str] = []
+    first: dict[Var, str] = {}
+    tables: list[str] = []
+    for n, atom in enumerate(atoms):
+        alias = f"a{n}"
+        tables.append(f"{quote_ident(atom.relation)} AS {alias}")
+        cols = columns[atom.relation]
+        for pos, term in enumerate(atom.terms):
+            ref = f"{alias}.{quote_ident(cols[pos])}"
+            if isinstance(term, Const):
+                where.append(f"{ref} = {sql_literal(term.value)}")
+            elif term in first:
+                where.append(f"{first[term]} = {ref}")
+            else:
+                first[term] = ref
+    for atom in cq.sorted_atoms():
+        if atom.is_filter:
+            args = [
+                first[t] if isinstance(t, Var) else sql_literal(t.value) for t in atom.terms
+            ]
+            where.append("(" + atom.relation[1:].format(*args) + ")")
+    if not cq.satisfiable:
+        where.append("0 = 1")
+    from_ = ", ".join(tables) if tables else "(SELECT 1)"
+    cond = f" WHERE {' AND '.join(where)}" if where else ""
+    if cq.is_boolean:
+        return f"SELECT COUNT(*) FROM (SELECT 1 FROM {from_}{cond} LIMIT 1)"
+    head = ", ".join(first[t] if isinstance(t, Var) else sql_literal(t.value) for t in cq.head)
+    return f"SELECT COUNT(*) FROM (SELECT DISTINCT {head} FROM {from_}{cond})"
+
+
+def count_answers(
+    query: CQ | AggregateQuery,
+    db: Database,
+    *,
+    use_user_sql: bool = True,
+    conn: sqlite3.Connection | None = None,
+) -> int:
+    """``#Q(db)``, evaluated in SQLite.
+
+    For an :class:`AggregateQuery` from SQL with a single COUNT, the user's own
+    SQL (in SQLite syntax) is run when ``use_user_sql``; otherwise, and for
+    CQs, the generated SELECT of :func:`cq_sql`.
+    """
+    own = conn is None
+    connection = conn or connect(db)
+    try:
+        if isinstance(query, AggregateQuery):
+            sql = None
+            if use_user_sql and query.sqlite_sql and len(query.aggregates) == 1 \
+                    and not query.group_by and query.aggregate in ("count", "count_distinct") \
+                    and len(query.aggregates[0].columns) <= 1:
+                sql = query.sqlite_sql
+            if sql is None:
+                sql = cq_sql(query.cq, db.columns)
+        else:
+            sql = cq_sql(query, db.columns)
+        (value,) = connection.execute(sql).fetchone()
+        return int(value or 0)
+    finally:
+        if own:
+            connection.close()
+
+
