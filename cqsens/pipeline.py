@@ -27,6 +27,7 @@ from cqsens.errors import DependencyError, InputError, SchemaError, read_text
 from cqsens.frontend.ddl import load_schema
 from cqsens.frontend.parse_cq import parse_cq, parse_dependencies, parse_dependency
 from cqsens.frontend.parse_sql import parse_sql
+from cqsens.ir.expr import And, Compare, Predicate, Slot, literal_of
 from cqsens.ir.cq import CQ, AggregateQuery, Const, Var, format_term
 from cqsens.ir.dependencies import Dependency, Sigma
 from cqsens.ir.schema import Schema
@@ -222,7 +223,7 @@ class Analysis:
         for atom in self.core.sorted_atoms():
             ab = bounds.get(atom)
             atoms.append({
-                "relation": atom.relation[1:] if atom.is_filter else atom.relation,
+                "relation": atom.template if atom.is_filter else atom.relation,
                 "text": str(atom),
                 "terms": [format_term(t) for t in atom.terms],
                 "filter": atom.is_filter,
@@ -346,8 +347,6 @@ def resolve_sigma(
         deps.extend(schema.key_dependencies())
 
     def check(dep: Dependency, text: str, *, strict: bool, source: str) -> Dependency | None:
-        if dep.relation.startswith("$"):
-            raise DependencyError(f"bad relation name in {text!r}", source=source)
         if schema is None and dep.relation not in arities:
             if strict:
                 raise DependencyError(
@@ -460,19 +459,24 @@ def _column_name(query: AggregateQuery, schema: Schema | None, relation: str, i:
     return columns[i] if columns and i < len(columns) else str(i + 1)
 
 
-def _column_checks(schema: Schema | None) -> dict[tuple[str, int], list[str]]:
-    """The schema's CHECK bounds as SQLite predicates a witness value must meet."""
-    out: dict[tuple[str, int], list[str]] = {}
+def _column_checks(schema: Schema | None) -> dict[tuple[str, int], list[Predicate]]:
+    """The schema's CHECK bounds as predicates over ``Slot(0)`` a witness value must meet."""
+    out: dict[tuple[str, int], list[Predicate]] = {}
     for rel in schema.relations if schema is not None else ():
         for pos, low, high in rel.bounds:
-            parts = []
+            parts: list[Predicate] = []
             if low != -math.inf:
-                parts.append(f"{{0}} >= {jsonable(low)!r}")
+                parts.append(Compare(">=", Slot(0), literal_of(jsonable_number(low))))
             if high != math.inf:
-                parts.append(f"{{0}} <= {jsonable(high)!r}")
+                parts.append(Compare("<=", Slot(0), literal_of(jsonable_number(high))))
             if parts:
-                out[(rel.name, pos)] = [" AND ".join(parts)]
+                out[(rel.name, pos)] = [parts[0] if len(parts) == 1 else And(tuple(parts))]
     return out
+
+
+def jsonable_number(value: float) -> int | float:
+    """An integral float as an int."""
+    return int(value) if value.is_integer() else value
 
 
 _INTEGER_TYPES = ("INT", "INTEGER", "BIGINT", "SMALLINT", "TINYINT", "MEDIUMINT", "SERIAL",

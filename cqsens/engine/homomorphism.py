@@ -255,6 +255,7 @@ def is_homomorphism(
         image = Atom(
             atom.relation,
             tuple(mapping.get(t, t) if isinstance(t, Var) else t for t in atom.terms),
+            atom.predicate,
         )
         if any(isinstance(t, Var) and t not in mapping for t in atom.terms):
             return False

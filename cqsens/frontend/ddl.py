@@ -11,7 +11,6 @@ only for information.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import sqlglot

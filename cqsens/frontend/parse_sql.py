@@ -19,7 +19,6 @@ References
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
 
@@ -29,8 +28,9 @@ from sqlglot.errors import ParseError as SqlglotParseError
 from sqlglot.errors import TokenError
 
 from cqsens.errors import ParseError, SchemaError, UnsupportedQueryError
-from cqsens.frontend.ddl import column_bounds
+from cqsens.frontend.sql_expr import ExprReader
 from cqsens.ir.cq import CQ, Aggregate, AggregateQuery, Atom, Const, Term, Var
+from cqsens.ir.expr import Expr, Slot
 from cqsens.ir.schema import Schema
 
 __all__ = ["parse_sql"]
@@ -38,7 +38,7 @@ __all__ = ["parse_sql"]
 _REST = "rest"
 
 
-def _position(node: exp.Expression | None) -> tuple[int | None, int | None]:
+def _position(node: exp.Expr | None) -> tuple[int | None, int | None]:
     """Best-known (line, column) of a node: its own or its first identifier's."""
     if node is None:
         return None, None
@@ -58,7 +58,7 @@ class _Instance:
     alias: str
     relation: str
     columns: list[str]
-    node: exp.Expression
+    node: exp.Expr
     variables: list[Var] = field(default_factory=list)
 
 
@@ -70,7 +70,7 @@ class _Translator:
         self.notes: list[str] = []
 
     # -- errors ---------------------------------------------------------------
-    def unsupported(self, node: exp.Expression | None, construct: str, why: str) -> UnsupportedQueryError:
+    def unsupported(self, node: exp.Expr | None, construct: str, why: str) -> UnsupportedQueryError:
         line, col = _position(node)
         return UnsupportedQueryError(
             f"{construct} is not supported: {why}",
@@ -80,7 +80,7 @@ class _Translator:
             construct=construct,
         )
 
-    def schema_error(self, node: exp.Expression | None, message: str, construct: str) -> SchemaError:
+    def schema_error(self, node: exp.Expr | None, message: str, construct: str) -> SchemaError:
         line, col = _position(node)
         return SchemaError(message, source=self.source, line=line, column=col, construct=construct)
 
@@ -125,19 +125,19 @@ class _Translator:
             if isinstance(node, exp.Window):
                 raise self.unsupported(node, "window function", "an OVER clause is not an aggregate over a CQ")
 
-    def _set_operation(self, node: exp.Expression) -> UnsupportedQueryError:
+    def _set_operation(self, node: exp.Expr) -> UnsupportedQueryError:
         if isinstance(node, exp.Except):
             return self.unsupported(node, "EXCEPT", "negation makes sensitivity undecidable in general (Thm 4)")
         name = "UNION" if isinstance(node, exp.Union) else "INTERSECT"
         return self.unsupported(node, name, "a union of CQs is not a single conjunctive query")
 
     # -- tables ---------------------------------------------------------------
-    def instances(self, select: exp.Select) -> tuple[list[_Instance], list[exp.Expression]]:
+    def instances(self, select: exp.Select) -> tuple[list[_Instance], list[exp.Expr]]:
         from_ = select.args.get("from_") or select.args.get("from")
         if from_ is None:
             raise self.unsupported(select, "SELECT without FROM", "there is no table to count over")
-        items: list[exp.Expression] = [from_.this, *from_.expressions]
-        conditions: list[exp.Expression] = []
+        items: list[exp.Expr] = [from_.this, *from_.expressions]
+        conditions: list[exp.Expr] = []
         using: list[tuple[int, exp.Identifier]] = []
         joins = select.args.get("joins") or []
         for join in joins:
@@ -258,8 +258,11 @@ class _Translator:
 
 
 class _UnionFind:
-    def __init__(self) -> None:
+    """Classes of terms; a constant, else the earliest variable, represents each class."""
+
+    def __init__(self, order: dict[Var, int]) -> None:
         self.parent: dict[Term, Term] = {}
+        self.order = order
 
     def find(self, t: Term) -> Term:
         self.parent.setdefault(t, t)
@@ -280,20 +283,18 @@ class _UnionFind:
             return True
         if isinstance(ra, Const) and isinstance(rb, Const):
             return False if ra.definitely_differs(rb) else None
-        if isinstance(rb, Const) or (isinstance(ra, Var) and isinstance(rb, Var) and _order(rb) < _order(ra)):
+        if isinstance(rb, Const) or (
+            isinstance(ra, Var) and isinstance(rb, Var) and self._rank(rb) < self._rank(ra)
+        ):
             ra, rb = rb, ra
         self.parent[rb] = ra
         return True
 
-
-_ORDER: dict[Var, int] = {}
-
-
-def _order(v: Var) -> int:
-    return _ORDER.get(v, 1 << 30)
+    def _rank(self, v: Var) -> int:
+        return self.order.get(v, 1 << 30)
 
 
-def _literal(node: exp.Expression) -> Const | None:
+def _literal(node: exp.Expr) -> Const | None:
     if isinstance(node, exp.Paren):
         return _literal(node.this)
     if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
@@ -313,7 +314,7 @@ def _literal(node: exp.Expression) -> Const | None:
     return None
 
 
-def _conjuncts(node: exp.Expression) -> list[exp.Expression]:
+def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
     if isinstance(node, exp.Paren):
         return _conjuncts(node.this)
     if isinstance(node, exp.And):
@@ -328,6 +329,37 @@ def _var_name(alias: str, column: str) -> str:
     prefix = "" if column.lower().startswith(alias.lower() + "_") else f"{alias}_"
     name = _SAFE.sub("_", f"{prefix}{column}")
     return name if re.match(r"[A-Za-z_]", name) else f"v_{name}"
+
+
+def _parse_statement(sql: str, dialect: str | None, source: str) -> exp.Expr:
+    """The one statement of ``sql``, or a ParseError with its position."""
+    try:
+        statements = sqlglot.parse(sql, read=dialect)
+    except (SqlglotParseError, TokenError) as exc:
+        errors = getattr(exc, "errors", None) or [{}]
+        first = errors[0] if errors else {}
+        message = str(exc).splitlines()[0]
+        if first.get("description"):
+            message = first["description"]
+        if "<Token" in message or "TokenType" in message:
+            near = (first.get("highlight") or "").strip()
+            message = f"syntax error near {near!r}" if near else "syntax error (unexpected end of input?)"
+        raise ParseError(
+            f"the SQL does not parse: {message}",
+            source=source,
+            line=first.get("line"),
+            column=first.get("col"),
+            construct="SQL syntax",
+        ) from exc
+    except ValueError as exc:  # unknown dialect
+        raise ParseError(str(exc), source=source, construct="--dialect") from exc
+    found = [s for s in statements if s is not None]
+    if len(found) != 1:
+        raise ParseError(
+            f"expected exactly one SQL statement, found {len(found)}",
+            source=source, construct="SQL statement",
+        )
+    return found[0]
 
 
 def parse_sql(
@@ -366,269 +398,243 @@ def parse_sql(
     ...               "WHERE d.id = pd.doc AND d.specialty = 'O'")
     >>> print(q.cq)
     Q(d_id) :- Doc(d_id, 'O', d_rest), PatDoc(d_id, pd_rest).
+    >>> print(parse_sql("SELECT SUM(t.v) FROM T t WHERE t.v BETWEEN 1 AND 5 OR t.w IS NULL").cq)
+    Q(t_v, t_w, t_rest) :- T(t_v, t_w, t_rest), [t_v BETWEEN 1 AND 5 OR t_w IS NULL].
     """
-    try:
-        statements = sqlglot.parse(sql, read=dialect)
-    except (SqlglotParseError, TokenError) as exc:
-        errors = getattr(exc, "errors", None) or [{}]
-        first = errors[0] if errors else {}
-        message = str(exc).splitlines()[0]
-        if first.get("description"):
-            message = first["description"]
-        if "<Token" in message or "TokenType" in message:
-            near = (first.get("highlight") or "").strip()
-            message = f"syntax error near {near!r}" if near else "syntax error (unexpected end of input?)"
-        raise ParseError(
-            f"the SQL does not parse: {message}",
-            source=source,
-            line=first.get("line"),
-            column=first.get("col"),
-            construct="SQL syntax",
-        ) from exc
-    except ValueError as exc:  # unknown dialect
-        raise ParseError(str(exc), source=source, construct="--dialect") from exc
-    statements = [s for s in statements if s is not None]
-    if len(statements) != 1:
-        raise ParseError(
-            f"expected exactly one SQL statement, found {len(statements)}",
-            source=source, construct="SQL statement",
-        )
-    tree = statements[0]
+    tree = _parse_statement(sql, dialect, source)
     tr = _Translator(sql, schema, source)
     if isinstance(tree, (exp.Union, exp.Except, exp.Intersect)):
         raise tr._set_operation(tree)
     if not isinstance(tree, exp.Select):
         raise tr.unsupported(tree, type(tree).__name__.upper(), "cqsens analyses SELECT queries")
-    tr.reject_constructs(tree)
-    instances, join_conditions = tr.instances(tree)
+    return _Query(tr, tree, dialect).translate()
 
-    conditions = list(join_conditions)
-    if tree.args.get("where") is not None:
-        conditions.append(tree.args["where"].this)
-    conjuncts = [c for cond in conditions for c in _conjuncts(cond)]
 
-    # Resolve every column reference first, so that (without a schema) each
-    # table knows all the columns the query mentions.
-    refs: dict[int, tuple[_Instance, int]] = {}
-    group_nodes = tree.args.get("group").expressions if tree.args.get("group") else []
-    columns_in_text = [
-        col
-        for node in [*tree.expressions, *conjuncts, *group_nodes]
-        for col in node.find_all(exp.Column)
-    ]
+class _Query:
+    """The translation of one SELECT: atoms, filters, groups and aggregates."""
 
-    def text_offset(col: exp.Column) -> int:
-        meta = getattr(col.this, "_meta", None) or {}
-        return int(meta.get("start", 1 << 30))
+    def __init__(self, tr: _Translator, tree: exp.Select, dialect: str | None) -> None:
+        self.tr = tr
+        self.tree = tree
+        self.dialect = dialect
+        self.refs: dict[int, tuple[_Instance, int]] = {}
+        self.order: dict[Var, int] = {}
+        self.uf = _UnionFind(self.order)
 
-    for col in sorted(columns_in_text, key=text_offset):
-        refs[id(col)] = tr.resolve(col, instances)
+    def translate(self) -> AggregateQuery:
+        tr, tree = self.tr, self.tree
+        tr.reject_constructs(tree)
+        instances, join_conditions = tr.instances(tree)
+        conditions = list(join_conditions)
+        if tree.args.get("where") is not None:
+            conditions.append(tree.args["where"].this)
+        conjuncts = [c for cond in conditions for c in _conjuncts(cond)]
+        group = tree.args.get("group")
+        self._resolve(instances, [*tree.expressions, *conjuncts, *(group.expressions if group else [])])
+        self._name_variables(instances)
+        satisfiable, filters = self._unify(conjuncts)
+        atoms: list[Atom] = [
+            Atom(inst.relation, tuple(self.final(v) for v in inst.variables)) for inst in instances
+        ]
+        atoms += [self._filter_atom(cond) for cond in filters]
+        all_vars = tuple(dict.fromkeys(
+            t for a in atoms if not a.is_filter for t in a.terms if isinstance(t, Var)))
+        group_terms = self._group_terms(group)
+        aggregates: list[Aggregate] = []
+        heads: list[tuple[Term, ...]] = []
+        for item in tree.expressions:
+            node = item.this if isinstance(item, exp.Alias) else item
+            if isinstance(node, exp.Column) and group is not None \
+                    and self.final(self.term_of(node)) in group_terms:
+                continue  # the group key itself, printed next to each count
+            agg, head = self._aggregate(node, item.sql(dialect=self.dialect), all_vars)
+            aggregates.append(agg)
+            heads.append(tuple(dict.fromkeys((*group_terms, *head))))
+        if not aggregates:
+            raise tr.unsupported(tree, "SELECT without aggregate",
+                                 "cqsens analyses COUNT/SUM/AVG/MEDIAN/MIN/MAX queries")
+        return AggregateQuery(
+            cq=CQ(heads[0], frozenset(atoms), "Q", satisfiable),
+            aggregates=tuple(aggregates),
+            group_by=group_terms,
+            sql=tr.sql,
+            dialect=self.dialect,
+            notes=tuple(tr.notes),
+            columns={inst.relation: tuple(inst.columns) for inst in instances},
+            source=tr.source,
+            heads=tuple(heads),
+            body=CQ(all_vars, frozenset(atoms), "Q", satisfiable),
+        )
 
-    _ORDER.clear()
-    rest_names: dict[str, str] = {}
-    if schema is None:
+    def _resolve(self, instances: list[_Instance], nodes: list[exp.Expr]) -> None:
+        """Resolve every column reference first, so that (without a schema) each
+        table knows all the columns the query mentions."""
+        columns = [col for node in nodes for col in node.find_all(exp.Column)]
+
+        def text_offset(col: exp.Column) -> int:
+            meta = getattr(col.this, "_meta", None) or {}
+            return int(meta.get("start", 1 << 30))
+
+        for col in sorted(columns, key=text_offset):
+            self.refs[id(col)] = self.tr.resolve(col, instances)
+
+    def _name_variables(self, instances: list[_Instance]) -> None:
+        """One variable per column of each table instance (plus ``rest`` without a schema)."""
+        rest_names: dict[str, str] = {}
+        if self.tr.schema is None:
+            for inst in instances:
+                if inst.relation not in rest_names:
+                    name = _REST
+                    while name.lower() in (c.lower() for c in inst.columns):
+                        name += "_"  # a real column may be called "rest"
+                    rest_names[inst.relation] = name
+                    inst.columns.append(name)
+        used: dict[str, tuple[str, str]] = {}
         for inst in instances:
-            if inst.relation not in rest_names:
-                name = _REST
-                while name.lower() in (c.lower() for c in inst.columns):
-                    name += "_"  # a real column may be called "rest"
-                rest_names[inst.relation] = name
-                inst.columns.append(name)
-    used: dict[str, tuple[str, str]] = {}
-    for inst in instances:
-        inst.variables = []
-        for c in inst.columns:
-            name = _var_name(inst.alias, c)
-            base, n = name, 2
-            while name in used and used[name] != (inst.alias.lower(), c.lower()):
-                name = f"{base}_{n}"  # emp.dept_id and emp_dept.id must not meet
-                n += 1
-            used[name] = (inst.alias.lower(), c.lower())
-            inst.variables.append(Var(name))
-        for v in inst.variables:
-            _ORDER.setdefault(v, len(_ORDER))
-    if schema is None:
-        for inst in {i.relation: i for i in instances}.values():
-            shown = ", ".join(inst.columns[:-1]) or "no column"
-            rest = rest_names[inst.relation]
-            tr.notes.append(
-                f"no schema: table {inst.relation} is read as {inst.relation}({', '.join(inst.columns)}), "
-                f"the columns the query references ({shown}) plus '{rest}' for the others"
-            )
+            inst.variables = []
+            for c in inst.columns:
+                name = _var_name(inst.alias, c)
+                base, n = name, 2
+                while name in used and used[name] != (inst.alias.lower(), c.lower()):
+                    name = f"{base}_{n}"  # emp.dept_id and emp_dept.id must not meet
+                    n += 1
+                used[name] = (inst.alias.lower(), c.lower())
+                inst.variables.append(Var(name))
+            for v in inst.variables:
+                self.order.setdefault(v, len(self.order))
+        if self.tr.schema is None:
+            for inst in {i.relation: i for i in instances}.values():
+                shown = ", ".join(inst.columns[:-1]) or "no column"
+                rest = rest_names[inst.relation]
+                self.tr.notes.append(
+                    f"no schema: table {inst.relation} is read as "
+                    f"{inst.relation}({', '.join(inst.columns)}), "
+                    f"the columns the query references ({shown}) plus '{rest}' for the others"
+                )
 
-    def term_of(col: exp.Column) -> Var:
-        inst, pos = refs[id(col)]
+    def term_of(self, col: exp.Column) -> Var:
+        inst, pos = self.refs[id(col)]
         return inst.variables[pos]
 
-    uf = _UnionFind()
-    satisfiable = True
-    filters: list[tuple[exp.Expression, list[Var]]] = []
-    for cond in conjuncts:
-        if isinstance(cond, exp.EQ):
-            left, right = cond.this, cond.expression
-            lc, rc = _literal(left), _literal(right)
-            if isinstance(left, exp.Column) and isinstance(right, exp.Column):
-                merged = uf.union(term_of(left), term_of(right))
-                if merged is not None:
-                    satisfiable &= merged
-                    continue
-            if isinstance(left, exp.Column) and rc is not None:
-                merged = uf.union(term_of(left), rc)
-                if merged is not None:
-                    satisfiable &= merged
-                    continue
-            if isinstance(right, exp.Column) and lc is not None:
-                merged = uf.union(term_of(right), lc)
-                if merged is not None:
-                    satisfiable &= merged
-                    continue
-        cols = list(cond.find_all(exp.Column))
-        filters.append((cond, [term_of(c) for c in cols]))
+    def final(self, t: Term) -> Term:
+        return self.uf.find(t)
 
-    def final(t: Term) -> Term:
-        return uf.find(t)
+    def _unify(self, conjuncts: list[exp.Expr]) -> tuple[bool, list[exp.Expr]]:
+        """Merge the terms of ``column = column`` and ``column = literal``; the rest are filters."""
+        satisfiable = True
+        filters: list[exp.Expr] = []
+        for cond in conjuncts:
+            if isinstance(cond, exp.EQ):
+                merged = self._equality(cond.this, cond.expression)
+                if merged is not None:
+                    satisfiable &= merged
+                    continue
+            filters.append(cond)
+        return satisfiable, filters
 
-    atoms: list[Atom] = [
-        Atom(inst.relation, tuple(final(v) for v in inst.variables)) for inst in instances
-    ]
-    filter_texts: list[str] = []
-    for cond, _ in filters:
-        template_node = cond.copy()
+    def _equality(self, left: exp.Expr, right: exp.Expr) -> bool | None:
+        lc, rc = _literal(left), _literal(right)
+        pairs: list[tuple[Term, Term]] = []
+        if isinstance(left, exp.Column) and isinstance(right, exp.Column):
+            pairs.append((self.term_of(left), self.term_of(right)))
+        if isinstance(left, exp.Column) and rc is not None:
+            pairs.append((self.term_of(left), rc))
+        if isinstance(right, exp.Column) and lc is not None:
+            pairs.append((self.term_of(right), lc))
+        for a, b in pairs:
+            merged = self.uf.union(a, b)
+            if merged is not None:
+                return merged
+        return None
+
+    def _filter_atom(self, cond: exp.Expr) -> Atom:
+        """The typed filter atom of one conjunct: its terms in order of first use."""
         terms: list[Term] = []
         index: dict[Term, int] = {}
-        for col in list(template_node.find_all(exp.Column)):
-            original = _matching_column(cond, col)
-            t = final(term_of(original))
+
+        def column(col: exp.Column) -> Expr:
+            t = self.final(self.term_of(col))
             if t not in index:
                 index[t] = len(terms)
                 terms.append(t)
-            col.replace(exp.Var(this=f"__{index[t]}__"))
-        text = template_node.sql(dialect="sqlite")
-        text = text.replace("{", "{{").replace("}", "}}")
-        text = re.sub(r"__(\d+)__", r"{\1}", text)
-        atoms.append(Atom("$" + text, tuple(terms)))
-        filter_texts.append(cond.sql(dialect=dialect))
+            return Slot(index[t])
 
-    all_vars = tuple(dict.fromkeys(t for a in atoms if not a.is_filter for t in a.terms if isinstance(t, Var)))
-    group_terms: tuple[Term, ...] = ()
-    group = tree.args.get("group")
-    if group is not None:
-        gts: list[Term] = []
+        def reject(node: exp.Expr, construct: str, why: str) -> Exception:
+            return self.tr.unsupported(node, construct, why)
+
+        predicate = ExprReader(column, reject).predicate(cond)
+        return Atom.filter(predicate, terms)
+
+    def _group_terms(self, group: exp.Group | None) -> tuple[Term, ...]:
+        if group is None:
+            return ()
+        out: list[Term] = []
         for g in group.expressions:
             if not isinstance(g, exp.Column):
-                raise tr.unsupported(g, "GROUP BY expression", "group by plain columns")
-            gts.append(final(term_of(g)))
-        group_terms = tuple(dict.fromkeys(gts))
+                raise self.tr.unsupported(g, "GROUP BY expression", "group by plain columns")
+            out.append(self.final(self.term_of(g)))
+        return tuple(dict.fromkeys(out))
 
-    aggregates: list[Aggregate] = []
-    heads: list[tuple[Term, ...]] = []
-    for item in tree.expressions:
-        node = item.this if isinstance(item, exp.Alias) else item
-        label = item.sql(dialect=dialect)
-        if isinstance(node, exp.Column) and group is not None:
-            t = final(term_of(node))
-            if t in group_terms:
-                continue  # the group key itself, printed next to each count
-        agg, head = _aggregate(tr, node, label, term_of, final, all_vars, refs)
-        aggregates.append(agg)
-        heads.append(tuple(dict.fromkeys((*group_terms, *head))))
-    if not aggregates:
-        raise tr.unsupported(tree, "SELECT without aggregate", "cqsens analyses COUNT/SUM/AVG/MEDIAN/MIN/MAX queries")
-    head = heads[0]
-    cq = CQ(head, frozenset(atoms), "Q", satisfiable)
-    body = CQ(all_vars, frozenset(atoms), "Q", satisfiable)
-    columns = {inst.relation: tuple(inst.columns) for inst in instances}
-    # Range filters bound the *variable* they constrain (one alias of a table, not
-    # every alias): only conjuncts over a single variable are read.
-    bounds: dict[str, tuple[float, float, str]] = {}
-    for cond, _ in filters:
-        cols = list(cond.find_all(exp.Column))
-        variables = {final(term_of(c)) for c in cols}
-        if len(variables) != 1 or not isinstance(next(iter(variables)), Var):
-            continue
-        (var,) = variables
-        assert isinstance(var, Var)
-        for name, (low, high) in column_bounds(cond).items():
-            if name == cols[0].name.lower() and (low > -math.inf or high < math.inf):
-                old = bounds.get(var.name, (-math.inf, math.inf, ""))
-                bounds[var.name] = (max(old[0], low), min(old[1], high), "WHERE filter")
-    try:
-        sqlite_sql: str | None = tree.sql(dialect="sqlite")
-    except Exception:  # noqa: BLE001 - a dialect feature SQLite cannot express
-        sqlite_sql = None
-    return AggregateQuery(
-        sqlite_sql=sqlite_sql,
-        cq=cq,
-        aggregates=tuple(aggregates),
-        group_by=group_terms,
-        sql=sql,
-        dialect=dialect,
-        filters=tuple(filter_texts),
-        notes=tuple(tr.notes),
-        columns=columns,
-        value_bounds=bounds,
-        source=source,
-        heads=tuple(heads),
-        body=body,
-    )
-
-
-def _matching_column(original: exp.Expression, copy_col: exp.Column) -> exp.Column:
-    """The column of ``original`` at the same path as ``copy_col`` in its copy."""
-    path: list[tuple[str, int | None]] = []
-    node: exp.Expression = copy_col
-    while node.parent is not None:
-        parent = node.parent
-        key = node.arg_key
-        value = parent.args.get(key)
-        index = value.index(node) if isinstance(value, list) else None
-        path.append((key, index))
-        node = parent
-    target: exp.Expression = original
-    for key, index in reversed(path):
-        value = target.args[key]
-        target = value[index] if index is not None else value
-    assert isinstance(target, exp.Column)
-    return target
-
-
-def _aggregate(tr, node, label, term_of, final, all_vars, refs):  # type: ignore[no-untyped-def]
-    """(Aggregate, counted head terms) for one SELECT item."""
-    def column_name(col: exp.Column) -> str:
-        inst, pos = refs[id(col)]
+    def _column_name(self, col: exp.Column) -> str:
+        inst, pos = self.refs[id(col)]
         return f"{inst.relation}.{inst.columns[pos]}"
 
+    def _aggregate(
+        self, node: exp.Expr, label: str, all_vars: tuple[Var, ...]
+    ) -> tuple[Aggregate, tuple[Term, ...]]:
+        return _aggregate(self, node, label, all_vars)
+
+
+_VALUE_AGGREGATES: dict[type[exp.Expr], str] = {
+    exp.Sum: "sum", exp.Avg: "avg", exp.Median: "median", exp.Min: "min", exp.Max: "max",
+}
+
+
+def _count(
+    q: _Query, node: exp.Count, label: str, all_vars: tuple[Var, ...]
+) -> tuple[Aggregate, tuple[Term, ...]]:
+    arg = node.this
+    if isinstance(arg, exp.Star) or arg is None or isinstance(arg, exp.Literal):
+        return Aggregate("count", label), all_vars
+    if isinstance(arg, exp.Distinct):
+        cols = arg.expressions
+        if not cols or not all(isinstance(c, exp.Column) for c in cols):
+            raise q.tr.unsupported(arg, "COUNT(DISTINCT expression)", "count distinct plain columns")
+        terms = tuple(q.final(q.term_of(c)) for c in cols)
+        return Aggregate("count_distinct", label, columns=terms), terms
+    if isinstance(arg, exp.Column):
+        column = q.final(q.term_of(arg))
+        return Aggregate("count", label, column=column, column_name=q._column_name(arg)), all_vars
+    raise q.tr.unsupported(node, "COUNT(expression)", "count rows, a column or DISTINCT columns")
+
+
+def _aggregate(
+    q: _Query, node: exp.Expr, label: str, all_vars: tuple[Var, ...]
+) -> tuple[Aggregate, tuple[Term, ...]]:
+    """(Aggregate, counted head terms) for one SELECT item."""
+    tr = q.tr
     if isinstance(node, exp.Count):
+        return _count(q, node, label, all_vars)
+    kind = _VALUE_AGGREGATES.get(type(node))
+    if kind is not None:
         arg = node.this
-        if isinstance(arg, exp.Star) or arg is None:
-            return Aggregate("count", label), all_vars
         if isinstance(arg, exp.Distinct):
-            cols = arg.expressions
-            if not cols or not all(isinstance(c, exp.Column) for c in cols):
-                raise tr.unsupported(arg, "COUNT(DISTINCT expression)", "count distinct plain columns")
-            terms = tuple(final(term_of(c)) for c in cols)
-            return Aggregate("count_distinct", label, columns=terms), terms
-        if isinstance(arg, exp.Column):
-            return Aggregate("count", label, column=final(term_of(arg)), column_name=column_name(arg)), all_vars
-        if isinstance(arg, exp.Literal):
-            return Aggregate("count", label), all_vars
-        raise tr.unsupported(node, "COUNT(expression)", "count rows, a column or DISTINCT columns")
-    kinds = {exp.Sum: "sum", exp.Avg: "avg", exp.Median: "median", exp.Min: "min", exp.Max: "max"}
-    for cls, kind in kinds.items():
-        if isinstance(node, cls):
-            arg = node.this
-            if isinstance(arg, exp.Distinct):
-                raise tr.unsupported(node, f"{kind.upper()}(DISTINCT ...)", "aggregate every row")
-            if not isinstance(arg, exp.Column):
-                raise tr.unsupported(node, f"{kind.upper()}(expression)", "aggregate a plain column")
-            return Aggregate(kind, label, column=final(term_of(arg)), column_name=column_name(arg)), all_vars
+            raise tr.unsupported(node, f"{kind.upper()}(DISTINCT ...)", "aggregate every row")
+        if not isinstance(arg, exp.Column):
+            raise tr.unsupported(node, f"{kind.upper()}(expression)", "aggregate a plain column")
+        column = q.final(q.term_of(arg))
+        return Aggregate(kind, label, column=column, column_name=q._column_name(arg)), all_vars
     if isinstance(node, exp.WithinGroup) and isinstance(node.this, exp.PercentileCont):
-        q = _literal(node.this.this)
+        fraction = _literal(node.this.this)
         order = node.expression
         cols = [o.this for o in order.expressions] if isinstance(order, exp.Order) else []
-        if q is None or q.value != 0.5 or len(cols) != 1 or not isinstance(cols[0], exp.Column):
-            raise tr.unsupported(node, "PERCENTILE_CONT", "only the median PERCENTILE_CONT(0.5) of one column")
-        return Aggregate("median", label, column=final(term_of(cols[0])), column_name=column_name(cols[0])), all_vars
+        if fraction is None or fraction.value != 0.5 or len(cols) != 1 \
+                or not isinstance(cols[0], exp.Column):
+            raise tr.unsupported(node, "PERCENTILE_CONT",
+                                 "only the median PERCENTILE_CONT(0.5) of one column")
+        column = q.final(q.term_of(cols[0]))
+        return Aggregate("median", label, column=column,
+                         column_name=q._column_name(cols[0])), all_vars
     if isinstance(node, exp.Column):
         raise tr.unsupported(node, f"plain column {node.sql()} in SELECT",
                              "select aggregates only (or GROUP BY the column)")

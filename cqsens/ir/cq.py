@@ -4,9 +4,11 @@ A conjunctive query (CQ) ``Q(x1..xn) :- R1(t1), ..., Rm(tm)`` is a head (a tuple
 of terms: variables, or constants once a chase has bound them) and a set of
 atoms; duplicate atoms collapse.  ``#Q(A)`` counts the *distinct* head tuples.
 A SQL row filter that is not an equality (``age > 30``) is kept as a *filter
-atom*: an atom over an uninterpreted relation named after the predicate
-(``$``-prefixed), so homomorphisms, cores and chases treat it soundly, while the
-bounds never let a filter atom play the added tuple (filters are public).
+atom*: an atom whose typed ``predicate`` (:mod:`cqsens.ir.expr`) reads its terms by
+position.  Its relation symbol is derived from the predicate, so homomorphisms,
+cores and chases treat it as an uninterpreted relation (sound: it can only
+remove answers), while the bounds never let a filter atom play the added tuple
+(filters are public).
 
 References
 ----------
@@ -18,6 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+
+from cqsens.ir.expr import Predicate, render
 
 __all__ = [
     "position_classes",
@@ -103,19 +107,33 @@ def _term_key(term: Term) -> tuple[int, str]:
 
 @dataclass(frozen=True, slots=True)
 class Atom:
-    """``R(t1, ..., tr)``; a *filter atom* has a relation name starting with ``$``.
+    """``R(t1, ..., tr)``, or a *filter atom*: a ``predicate`` over its terms.
 
-    For a filter atom the relation name after ``$`` is a template of the
-    predicate with ``{0}``, ``{1}``... standing for its terms.
+    A filter atom's predicate reads ``terms[i]`` as ``Slot(i)``; its relation
+    symbol is the bracketed canonical text of the predicate (``[{0} > 30]``),
+    which no table name can spell, so two filter atoms are atoms of one
+    relation exactly when their predicates are equal.  Build one with
+    :meth:`filter`.
     """
 
     relation: str
     terms: tuple[Term, ...]
+    predicate: Predicate | None = None
+
+    @staticmethod
+    def filter(predicate: Predicate, terms: Iterable[Term]) -> Atom:
+        """The filter atom of ``predicate`` over ``terms``."""
+        return Atom(f"[{render(predicate)}]", tuple(terms), predicate)
 
     @property
     def is_filter(self) -> bool:
         """True for a filter atom (a public predicate, never the added tuple)."""
-        return self.relation.startswith("$")
+        return self.predicate is not None
+
+    @property
+    def template(self) -> str:
+        """A filter's canonical text with ``{i}`` for its ``i``-th term (``""`` for a relation atom)."""
+        return render(self.predicate) if self.predicate is not None else ""
 
     @property
     def arity(self) -> int:
@@ -128,15 +146,15 @@ class Atom:
 
     def substitute(self, mapping: Mapping[Term, Term]) -> Atom:
         """Apply ``mapping`` to every term (terms not in it stay)."""
-        return Atom(self.relation, tuple(mapping.get(t, t) for t in self.terms))
+        return Atom(self.relation, tuple(mapping.get(t, t) for t in self.terms), self.predicate)
 
     def sort_key(self) -> tuple[object, ...]:
         """Stable order: relation atoms before filters, then by name and terms."""
         return (self.is_filter, self.relation, tuple(_term_key(t) for t in self.terms))
 
     def __str__(self) -> str:
-        if self.is_filter:
-            return "[" + self.relation[1:].format(*(format_term(t) for t in self.terms)) + "]"
+        if self.predicate is not None:
+            return "[" + render(self.predicate, [format_term(t) for t in self.terms]) + "]"
         return f"{self.relation}({', '.join(format_term(t) for t in self.terms)})"
 
 
@@ -287,8 +305,9 @@ class AggregateQuery:
     (every variable for ``COUNT(*)``; the listed columns for ``COUNT(DISTINCT)``).
     ``body`` is the same body with every variable free (the rows of the join),
     ``group_by`` the grouping terms, ``sql`` the user's SQL (evaluated for
-    witnesses), ``filters`` the texts of the row filters, ``notes`` remarks for
-    the output (columns assumed without a schema, for instance).
+    witnesses, with ``dialect``), ``notes`` remarks for the output (columns
+    assumed without a schema, for instance).  SQL for a database is generated
+    at the edge (:mod:`cqsens.frontend.sqlgen`), never stored here.
     """
 
     cq: CQ
@@ -296,15 +315,12 @@ class AggregateQuery:
     group_by: tuple[Term, ...] = ()
     sql: str | None = None
     dialect: str | None = None
-    filters: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     columns: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    value_bounds: Mapping[str, tuple[float, float, str]] = field(default_factory=dict)
     source: str = "<query>"
     heads: tuple[tuple[Term, ...], ...] = ()
     body: CQ | None = None
     text: str = ""
-    sqlite_sql: str | None = None
 
     @property
     def aggregate(self) -> str:

@@ -19,7 +19,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from cqsens.errors import InputError
-from cqsens.ir.cq import Aggregate, AggregateQuery
+from cqsens.ir.cq import CQ, Aggregate, AggregateQuery, Var
+from cqsens.ir.expr import slot_ranges
 from cqsens.ir.schema import Schema
 from cqsens.release.aggregates import (
     AggregateBound,
@@ -32,7 +33,9 @@ from cqsens.release.aggregates import (
     vector_bound,
 )
 
-__all__ = ["ValueBound", "parse_value_bounds", "value_bound", "aggregate_bound", "VALUE_KINDS"]
+__all__ = [
+    "VALUE_KINDS", "ValueBound", "aggregate_bound", "parse_value_bounds", "value_bound", "where_ranges",
+]
 
 VALUE_KINDS = ("sum", "avg", "median", "min", "max")
 _BOUND = re.compile(r"^\s*([A-Za-z_][\w$]*)\.([A-Za-z_][\w$]*)\s*=\s*(-?[\d.eE+]+)\s*:\s*(-?[\d.eE+]+)\s*$")
@@ -79,6 +82,26 @@ def parse_value_bounds(texts: Iterable[str]) -> dict[str, tuple[float, float]]:
     return out
 
 
+def where_ranges(cq: CQ) -> dict[str, tuple[float, float]]:
+    """Variable name → the range the query's filters over that variable alone put on it.
+
+    Only a filter atom over a single variable counts (one alias's column, not
+    every alias of the table); its conjuncts of comparisons with numbers are read
+    by :func:`cqsens.ir.expr.slot_ranges`.
+    """
+    out: dict[str, tuple[float, float]] = {}
+    for atom in cq.sorted_atoms():
+        if atom.predicate is None or len(atom.terms) != 1 or not isinstance(atom.terms[0], Var):
+            continue
+        found = slot_ranges(atom.predicate).get(0)
+        if found is None or (found[0] == -math.inf and found[1] == math.inf):
+            continue
+        name = atom.terms[0].name
+        old = out.get(name, (-math.inf, math.inf))
+        out[name] = (max(old[0], found[0]), min(old[1], found[1]))
+    return out
+
+
 def value_bound(
     column: str,
     *,
@@ -107,9 +130,10 @@ def value_bound(
         pos = rel.index(col)
         if pos is not None and (b := rel.bound(pos)) is not None:
             sources.append(("CHECK in the schema", *b))
-    if variable is not None and variable in query.value_bounds:
-        lo, hi, src = query.value_bounds[variable]  # filters on this alias's column only
-        sources.append((src, lo, hi))
+    ranges = where_ranges(query.cq)
+    if variable is not None and variable in ranges:
+        lo, hi = ranges[variable]  # filters on this alias's column only
+        sources.append(("WHERE filter", lo, hi))
     for src, lo, hi in sources:
         if lo > low:
             low, low_src = lo, src

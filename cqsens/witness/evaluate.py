@@ -13,6 +13,7 @@ import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from cqsens.frontend.sqlgen import ColumnRef, predicate_sql, sqlite_query
 from cqsens.ir.cq import CQ, AggregateQuery, Const, Var
 
 __all__ = ["Database", "affinity_value", "connect", "cq_sql", "count_answers", "quote_ident", "sql_literal"]
@@ -126,6 +127,7 @@ def cq_sql(cq: CQ, columns: Mapping[str, tuple[str, ...]]) -> str:
     atoms = cq.relation_atoms()
     where: list[str] = []
     first: dict[Var, str] = {}
+    refs: dict[Var, ColumnRef] = {}
     tables: list[str] = []
     for n, atom in enumerate(atoms):
         alias = f"a{n}"
@@ -139,12 +141,11 @@ def cq_sql(cq: CQ, columns: Mapping[str, tuple[str, ...]]) -> str:
                 where.append(f"{first[term]} = {ref}")
             else:
                 first[term] = ref
+                refs[term] = ColumnRef(alias, cols[pos])
     for atom in cq.sorted_atoms():
-        if atom.is_filter:
-            args = [
-                first[t] if isinstance(t, Var) else sql_literal(t.value) for t in atom.terms
-            ]
-            where.append("(" + atom.relation[1:].format(*args) + ")")
+        if atom.predicate is not None:
+            args = [refs[t] if isinstance(t, Var) else t.value for t in atom.terms]
+            where.append("(" + predicate_sql(atom.predicate, args) + ")")
     if not cq.satisfiable:
         where.append("0 = 1")
     from_ = ", ".join(tables) if tables else "(SELECT 1)"
@@ -173,10 +174,10 @@ def count_answers(
     try:
         if isinstance(query, AggregateQuery):
             sql = None
-            if use_user_sql and query.sqlite_sql and len(query.aggregates) == 1 \
+            if use_user_sql and query.sql and len(query.aggregates) == 1 \
                     and not query.group_by and query.aggregate in ("count", "count_distinct") \
                     and len(query.aggregates[0].columns) <= 1:
-                sql = query.sqlite_sql
+                sql = sqlite_query(query.sql, query.dialect)
             if sql is None:
                 sql = cq_sql(query.cq, db.columns)
         else:

@@ -33,7 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from cqsens.engine.upper import UpperBound
+from cqsens.frontend.sqlgen import ColumnRef, predicate_sql
 from cqsens.ir.cq import CQ, AggregateQuery, Atom, Const, Term, Var, position_classes
+from cqsens.ir.expr import Predicate, Slot, Undecided, bind, evaluate, literal_of, literals
 from cqsens.ir.dependencies import Sigma, satisfies
 from cqsens.witness.evaluate import (
     Database,
@@ -64,7 +66,7 @@ class Witness:
     construction: str
     growth: tuple[tuple[int, int], ...] = ()
     unbounded: bool = False
-    checks: tuple[tuple[str, int, str], ...] = ()  # (relation, position, predicate on {0})
+    checks: tuple[tuple[str, int, Predicate], ...] = ()  # (relation, position, CHECK on Slot(0))
 
     @property
     def difference(self) -> int:
@@ -309,20 +311,21 @@ class _Values:
     satisfying the unary filters on the variable they stand for when possible."""
 
     def __init__(
-        self, cq: CQ, conn: sqlite3.Connection, memo: dict[tuple[str, str], bool] | None = None
+        self, cq: CQ, conn: sqlite3.Connection,
+        memo: dict[tuple[Predicate, str], bool] | None = None,
     ) -> None:
         self.conn = conn
         self.used: set[Value] = {c.value for c in cq.constants()}
         self.counter = 0
         self.memo = {} if memo is None else memo  # (predicate, value) → holds, across attempts
 
-    def fresh(self, checks: Sequence[str] = ()) -> Value:
+    def fresh(self, checks: Sequence[Predicate] = ()) -> Value:
         candidates: list[Value] = []
         for _ in range(3):
             self.counter += 1
             candidates.append(1000 + self.counter)
         for checker in checks:
-            for lit in _literals_in(checker):
+            for lit in literals(checker):
                 if isinstance(lit, (int, float)):
                     for delta in (1, -1, 0, 2, -2):
                         candidates.append(lit + delta + 0)
@@ -346,70 +349,40 @@ class _Values:
         self.counter += 1  # pragma: no cover
         return 1000 + self.counter  # pragma: no cover
 
-    def _holds(self, template: str, value: Value) -> bool:
-        literal = sql_literal(value)
-        key = (template, literal)
+    def _holds(self, check: Predicate, value: Value) -> bool:
+        """Does ``check`` (over ``Slot(0)``) hold for ``value``?  Decided in Python,
+        or by SQLite where Python cannot match SQLite's semantics exactly."""
+        key = (check, repr(value))
         if key not in self.memo:
             try:
-                row = self.conn.execute("SELECT " + template.format(literal)).fetchone()
-                self.memo[key] = bool(row and row[0])
-            except sqlite3.Error:
-                self.memo[key] = False
+                self.memo[key] = evaluate(check, [value]) is True
+            except Undecided:
+                try:
+                    row = self.conn.execute("SELECT " + predicate_sql(check, [value])).fetchone()
+                    self.memo[key] = bool(row and row[0])
+                except sqlite3.Error:
+                    self.memo[key] = False
         return self.memo[key]
 
 
-def _literals_in(template: str) -> list[Value]:
-    out: list[Value] = []
-    i = 0
-    while i < len(template):
-        ch = template[i]
-        if ch == "'":
-            j = i + 1
-            buf = []
-            while j < len(template):
-                if template[j] == "'" and j + 1 < len(template) and template[j + 1] == "'":
-                    buf.append("'")
-                    j += 2
-                    continue
-                if template[j] == "'":
-                    break
-                buf.append(template[j])
-                j += 1
-            out.append("".join(buf))
-            i = j + 1
-        elif ch.isdigit() and (i == 0 or not (template[i - 1].isalnum() or template[i - 1] in "_{")):
-            j = i
-            while j < len(template) and (template[j].isdigit() or template[j] == "."):
-                j += 1
-            text = template[i:j]
-            try:
-                out.append(int(text))
-            except ValueError:
-                try:
-                    out.append(float(text))
-                except ValueError:
-                    pass
-            i = j
-        else:
-            i += 1
-    return out
-
-
 def _unary_checks(
-    core_cq: CQ, column_checks: Mapping[tuple[str, int], Sequence[str]]
-) -> dict[Var, list[str]]:
-    checks: dict[Var, list[str]] = {}
+    core_cq: CQ, column_checks: Mapping[tuple[str, int], Sequence[Predicate]]
+) -> dict[Var, list[Predicate]]:
+    """The predicates each variable's value must meet: its columns' CHECKs, and
+    the filters over it alone (constants bound in), each over ``Slot(0)``."""
+    checks: dict[Var, list[Predicate]] = {}
     for atom in core_cq.relation_atoms():
         for pos, term in enumerate(atom.terms):
             if isinstance(term, Var):
-                for template in column_checks.get((atom.relation, pos), ()):
-                    if template not in checks.setdefault(term, []):
-                        checks[term].append(template)
+                for check in column_checks.get((atom.relation, pos), ()):
+                    if check not in checks.setdefault(term, []):
+                        checks[term].append(check)
     for atom in core_cq.atoms:
-        if atom.is_filter and len(atom.variables()) == 1:
+        if atom.predicate is not None and len(atom.variables()) == 1:
             (var,) = atom.variables()
-            args = ["{0}" if t == var else sql_literal(t.value) for t in atom.terms]  # type: ignore[union-attr]
-            checks.setdefault(var, []).append(atom.relation[1:].format(*args))
+            args = [Slot(0) if t == var else literal_of(t.value) for t in atom.terms
+                    if isinstance(t, (Var, Const))]
+            checks.setdefault(var, []).append(bind(atom.predicate, args))
     return checks
 
 
@@ -419,13 +392,13 @@ class _Context:
     sigma: Sigma
     core: CQ
     columns: dict[str, tuple[str, ...]]
-    checks: dict[Var, list[str]]
+    checks: dict[Var, list[Predicate]]
     scratch: sqlite3.Connection
     bound: UpperBound | None = None
     deadline: float = math.inf
-    memo: dict[tuple[str, str], bool] = field(default_factory=dict)
+    memo: dict[tuple[Predicate, str], bool] = field(default_factory=dict)
     finite: frozenset[Var] = frozenset()  # variables whose column holds finitely many values
-    column_checks: Mapping[tuple[str, int], Sequence[str]] = field(default_factory=dict)
+    column_checks: Mapping[tuple[str, int], Sequence[Predicate]] = field(default_factory=dict)
     types: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
@@ -459,9 +432,9 @@ def _meets_checks(ctx: _Context, db: Database) -> bool:
     if not ctx.column_checks:
         return True
     probe = _Values(ctx.core, ctx.scratch, ctx.memo)
-    for (rel, pos), templates in ctx.column_checks.items():
+    for (rel, pos), checks in ctx.column_checks.items():
         for value in {r[pos] for r in db.rows.get(rel, ())}:
-            if not all(probe._holds(t, value) for t in templates):
+            if not all(probe._holds(c, value) for c in checks):
                 return False
     return True
 
@@ -626,7 +599,7 @@ def find_witness(
     columns: Mapping[str, tuple[str, ...]] | None = None,
     time_budget: float = 1.0,
     seed: int = 0,
-    column_checks: Mapping[tuple[str, int], Sequence[str]] | None = None,
+    column_checks: Mapping[tuple[str, int], Sequence[Predicate]] | None = None,
     bound: UpperBound | None = None,
     finite_columns: Iterable[tuple[str, int]] = (),
     column_types: Mapping[str, tuple[str, ...]] | None = None,
@@ -650,8 +623,8 @@ def find_witness(
     seed : int
         Seed of the local search (results are reproducible).
     column_checks : mapping, optional
-        ``(relation, position) → [template]``: predicates (``{0} BETWEEN 0 AND
-        120``) every value of that column must meet, such as the schema's CHECKs.
+        ``(relation, position) → [predicate over Slot(0)]``: what every value of
+        that column must meet, such as the schema's CHECKs (``{0} >= 0 AND {0} <= 120``).
     bound : UpperBound, optional
         The upper bound's explanation: its trees of steps guide a product
         construction that meets joint-assignment bounds.
@@ -822,8 +795,8 @@ def to_sql_script(witness: Witness, *, title: str = "") -> str:
         lines.append("-- growing family: " + ", ".join(f"N={n}: {d}" for n, d in witness.growth))
     for rel, cols in sorted(witness.database.columns.items()):
         parts = witness.database.column_defs(rel)
-        parts += [f"CHECK ({t.format(quote_ident(cols[pos]))})" for r, pos, t in witness.checks
-                  if r == rel]
+        parts += [f"CHECK ({predicate_sql(c, [ColumnRef(None, cols[pos])])})"
+                  for r, pos, c in witness.checks if r == rel]
         lines.append(f"CREATE TABLE {quote_ident(rel)} ({', '.join(parts)});")
     for rel, rows in witness.database.as_lists().items():
         for row in rows:

@@ -1,0 +1,169 @@
+"""SQL from the typed IR, at the edge: sqlglot builds the text in any dialect.
+
+Used by the witness stage (SQLite: filters of generated queries, CHECK
+constraints of written scripts, predicates probed on single values) and by
+displays in the user's dialect.  Operands are parenthesised wherever they are
+compound, so the text never depends on a dialect's precedence rules.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
+from cqsens.ir.expr import (
+    Abs,
+    And,
+    Arith,
+    Between,
+    Case,
+    Cast,
+    Coalesce,
+    Compare,
+    Function,
+    InList,
+    Kind,
+    Like,
+    Literal,
+    Negate,
+    Node,
+    Not,
+    Or,
+    Predicate,
+    Slot,
+    Truth,
+)
+
+__all__ = ["ColumnRef", "predicate_sql", "sqlite_query"]
+
+SqlValue = int | float | str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnRef:
+    """A column ``table.name`` (quoted), standing for a slot."""
+
+    table: str | None
+    name: str
+
+
+SlotValue = ColumnRef | SqlValue
+
+_COMPARE: dict[str, type[exp.Binary]] = {
+    "=": exp.EQ, "<>": exp.NEQ, "<": exp.LT, "<=": exp.LTE, ">": exp.GT, ">=": exp.GTE,
+}
+_ARITH: dict[str, type[exp.Binary]] = {
+    "+": exp.Add, "-": exp.Sub, "*": exp.Mul, "/": exp.Div, "%": exp.Mod, "||": exp.DPipe,
+}
+
+
+def _value(value: SlotValue) -> exp.Expr:
+    if isinstance(value, ColumnRef):
+        return exp.column(value.name, table=value.table, quoted=True)
+    if value is None:
+        return exp.null()
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        number = exp.Literal.number(abs(value))
+        return exp.Neg(this=number) if value < 0 else number
+    return exp.Literal.string(str(value))
+
+
+def _literal(lit: Literal) -> exp.Expr:
+    value = lit.value
+    if lit.kind is Kind.NULL:
+        return exp.null()
+    if lit.kind is Kind.BOOLEAN:
+        return exp.Boolean(this=bool(value))
+    if lit.kind in (Kind.INTEGER, Kind.DECIMAL):
+        assert isinstance(value, (int, Decimal))
+        number = exp.Literal.number(str(abs(value)))
+        return exp.Neg(this=number) if value < 0 else number
+    if lit.kind in (Kind.DATE, Kind.TIMESTAMP):
+        return exp.cast(exp.Literal.string(str(value)), lit.kind.value.upper())
+    if lit.kind is Kind.INTERVAL:
+        return exp.Interval(this=exp.Literal.string(str(value)),
+                            unit=exp.var(lit.unit) if lit.unit else None)
+    return exp.Literal.string(str(value))
+
+
+def _wrap(node: exp.Expr) -> exp.Expr:
+    leaf = isinstance(node, (exp.Column, exp.Literal, exp.Null, exp.Boolean, exp.Func, exp.Case,
+                             exp.Cast, exp.Paren))
+    return node if leaf else exp.Paren(this=node)
+
+
+def _build(node: Node, slot: Callable[[int], exp.Expr]) -> exp.Expr:
+    b = functools.partial(_build, slot=slot)
+    if isinstance(node, Slot):
+        return slot(node.index)
+    if isinstance(node, Literal):
+        return _literal(node)
+    if isinstance(node, Arith):
+        return _ARITH[node.op](this=_wrap(b(node.left)), expression=_wrap(b(node.right)))
+    if isinstance(node, Negate):
+        return exp.Neg(this=_wrap(b(node.operand)))
+    if isinstance(node, Abs):
+        return exp.Abs(this=b(node.operand))
+    if isinstance(node, Coalesce):
+        first, *rest = (b(a) for a in node.args)
+        return exp.Coalesce(this=first, expressions=rest)
+    if isinstance(node, Cast):
+        return exp.Cast(this=b(node.operand), to=exp.DataType.build(node.type))
+    if isinstance(node, Function):
+        return exp.Anonymous(this=node.name, expressions=[b(a) for a in node.args])
+    if isinstance(node, Case):
+        ifs = [exp.If(this=_wrap(b(p)), true=b(v)) for p, v in node.whens]
+        default = b(node.default) if node.default is not None else None
+        return exp.Case(ifs=ifs, default=default)
+    return _build_predicate(node, b)
+
+
+def _build_predicate(node: Predicate, b: Callable[[Node], exp.Expr]) -> exp.Expr:
+    out: exp.Expr
+    if isinstance(node, Compare):
+        return _COMPARE[node.op](this=_wrap(b(node.left)), expression=_wrap(b(node.right)))
+    if isinstance(node, And):
+        return exp.and_(*(_wrap(b(p)) for p in node.parts), copy=False)
+    if isinstance(node, Or):
+        return exp.or_(*(_wrap(b(p)) for p in node.parts), copy=False)
+    if isinstance(node, Not):
+        return exp.Not(this=exp.Paren(this=b(node.operand)))
+    if isinstance(node, Truth):
+        return b(node.operand)
+    if isinstance(node, Between):
+        out = exp.Between(this=_wrap(b(node.operand)), low=_wrap(b(node.low)),
+                          high=_wrap(b(node.high)))
+    elif isinstance(node, InList):
+        out = exp.In(this=_wrap(b(node.operand)), expressions=[b(i) for i in node.items])
+    elif isinstance(node, Like):
+        cls = exp.ILike if node.case_insensitive else exp.Like
+        out = cls(this=_wrap(b(node.operand)), expression=_wrap(b(node.pattern)))
+    else:
+        out = exp.Is(this=_wrap(b(node.operand)), expression=exp.null())
+    return exp.Not(this=exp.Paren(this=out)) if node.negated else out
+
+
+def predicate_sql(node: Node, args: Sequence[SlotValue], *, dialect: str = "sqlite") -> str:
+    """SQL text of ``node`` with slot ``i`` replaced by ``args[i]`` (a column or a value).
+
+    >>> from cqsens.ir.expr import Compare, Like, Or, Slot, Literal, Kind
+    >>> p = Or((Compare(">", Slot(0), Literal(30, Kind.INTEGER)), Like(Slot(1), Literal("A%", Kind.TEXT))))
+    >>> predicate_sql(p, [ColumnRef("a0", "age"), "Bob"])
+    '("a0"."age" > 30) OR (\\'Bob\\' LIKE \\'A%\\')'
+    """
+    return _build(node, lambda i: _value(args[i])).sql(dialect=dialect)
+
+
+@functools.lru_cache(maxsize=4096)
+def sqlite_query(sql: str, dialect: str | None) -> str | None:
+    """The user's query in SQLite syntax, or None when SQLite cannot express it."""
+    try:
+        return sqlglot.transpile(sql, read=dialect, write="sqlite")[0]
+    except (SqlglotError, ValueError, IndexError):
+        return None
