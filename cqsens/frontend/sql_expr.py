@@ -81,9 +81,8 @@ class ExprReader:
             return And(tuple(parts)) if isinstance(node, exp.And) else Or(tuple(parts))
         if isinstance(node, exp.Not):
             inner = self.predicate(node.this)
-            if isinstance(inner, (IsNull, InList, Between, Like)) and not inner.negated \
-                    and not isinstance(node.this, exp.Paren):
-                return _negated(inner)
+            if isinstance(inner, (IsNull, InList, Between, Like)):
+                return _negated(inner)  # NOT (x IN ...) is x NOT IN ..., in three-valued logic too
             return Not(inner)
         if type(node) in _COMPARE:
             return Compare(_COMPARE[type(node)], self.expr(node.this), self.expr(node.expression))
@@ -191,10 +190,11 @@ class ExprReader:
 
 
 def _negated(node: IsNull | InList | Between | Like) -> Predicate:
+    flip = not node.negated
     if isinstance(node, IsNull):
-        return IsNull(node.operand, negated=True)
+        return IsNull(node.operand, negated=flip)
     if isinstance(node, InList):
-        return InList(node.operand, node.items, negated=True)
+        return InList(node.operand, node.items, negated=flip)
     if isinstance(node, Between):
-        return Between(node.operand, node.low, node.high, negated=True)
-    return Like(node.operand, node.pattern, negated=True, case_insensitive=node.case_insensitive)
+        return Between(node.operand, node.low, node.high, negated=flip)
+    return Like(node.operand, node.pattern, negated=flip, case_insensitive=node.case_insensitive)

@@ -149,7 +149,7 @@ def _build_predicate(node: Predicate, b: Callable[[Node], exp.Expr]) -> exp.Expr
     return exp.Not(this=exp.Paren(this=out)) if node.negated else out
 
 
-def predicate_sql(node: Node, args: Sequence[SlotValue], *, dialect: str = "sqlite") -> str:
+def predicate_sql(node: Node, args: Sequence[SlotValue], *, dialect: str | None = "sqlite") -> str:
     """SQL text of ``node`` with slot ``i`` replaced by ``args[i]`` (a column or a value).
 
     >>> from cqsens.ir.expr import Compare, Like, Or, Slot, Literal, Kind
