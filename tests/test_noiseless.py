@@ -1,4 +1,4 @@
-"""Tests of cqsens.noiseless.noiseless (accountants for noiseless counts) and ``cqsens noiseless``."""
+"""Tests of cqsens.noiseless (accountants for noiseless counts) and ``cqsens noiseless``."""
 
 from __future__ import annotations
 
@@ -16,10 +16,8 @@ from hypothesis import strategies as st
 
 from cqsens.cli.noiseless import noiseless
 from cqsens.errors import InputError
-from cqsens.noiseless.noiseless import (
+from cqsens.noiseless import (
     PROPOSITION_27_NOTE,
-    _log_fair_coin_delta,
-    _log_fair_coin_deltas,
     binomial_logpmf,
     class_delta,
     class_epsilon,
@@ -36,6 +34,7 @@ from cqsens.noiseless.noiseless import (
     pmf_epsilon,
     poisson_binomial_pmf,
 )
+from cqsens.noiseless.fair_coin import log_fair_coin_delta, log_fair_coin_deltas
 
 # --------------------------------------------------------------------------- brute force
 
@@ -209,9 +208,9 @@ def test_fair_coin_delta_both_directions(m: int, epsilon: float) -> None:
 @pytest.mark.parametrize("epsilon", [0.0, 0.01, 0.3, 1.0, 2.5])
 def test_fair_coin_recursion_matches_direct_sums(epsilon: float) -> None:
     for lo, hi, step in [(0, 300, 1), (40_000, 41_000, 97)]:
-        recursive = _log_fair_coin_deltas(lo, hi, epsilon)
+        recursive = log_fair_coin_deltas(lo, hi, epsilon)
         for m in range(lo, hi + 1, step):
-            assert recursive[m - lo] == pytest.approx(_log_fair_coin_delta(m, epsilon),
+            assert recursive[m - lo] == pytest.approx(log_fair_coin_delta(m, epsilon),
                                                       rel=1e-11, abs=1e-11)
         assert np.all(np.diff(recursive) <= 1e-12)  # non-increasing in m
 

@@ -27,7 +27,8 @@ import cqsens
 from cqsens.batch import row_for
 from cqsens.pipeline import Analysis
 from cqsens.report.drawing import draw_structure
-from cqsens.report.html import to_html, to_markdown
+from cqsens.report.html import to_html
+from cqsens.report.markdown import to_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 HOSPITAL = ROOT / "examples" / "hospital"

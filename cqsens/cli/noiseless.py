@@ -23,7 +23,7 @@ import click
 import numpy as np
 
 from cqsens.errors import InputError
-from cqsens.noiseless.noiseless import (
+from cqsens.noiseless import (
     MAX_RECORDS,
     PROPOSITION_27_NOTE,
     class_delta,

@@ -12,8 +12,9 @@ green arrows labelled ``R ×k``; atoms with an unbounded sensitivity, and the
 free variables they cannot reach, are red.
 
 The input is the ``structure`` object of
-:meth:`cqsens.pipeline.Analysis.to_dict`.  Coordinates come from a seeded
-networkx spring layout, so the same input always gives the same SVG text.
+:meth:`cqsens.pipeline.Analysis.to_dict`.  Coordinates come from a networkx
+spring layout started from a fixed random state, so the same input always gives
+the same SVG text.
 
 References
 ----------
@@ -461,8 +462,41 @@ def draw_structure(
     if width < 120 or height < 80:
         raise ValueError(f"drawing too small: {width}x{height} (need at least 120x80)")
     kinds, atoms, steps = _read(structure)
-    missing = {v for a in atoms for v in a.missing}
     area_h = height - (_LEGEND_H if legend else 0.0)
+    pos = _place(kinds, atoms, width, area_h)
+    heading = title if title is not None else "; ".join(a.text for a in atoms) or "empty structure"
+    out = [
+        f'<svg class="drawing" xmlns="http://www.w3.org/2000/svg" width="{width}" '
+        f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
+        f'font-family="{_e(_FONT)}">',
+        f"<title>{_e(heading)}</title>",
+        f'<rect x="0" y="0" width="{width}" height="{height}" fill="#ffffff"/>',
+    ]
+    if not kinds:
+        out.append(_label(width / 2, area_h / 2, "(no elements)", color="#64748b"))
+    edges, labels = _draw_arrows(atoms, steps, pos)
+    boxes: list[str] = []
+    for atom in atoms:
+        if not atom.as_arrow:
+            box, box_labels = _draw_box(atom, pos)
+            boxes.append(box)
+            labels.extend(box_labels)
+    nodes, node_labels = _draw_elements(kinds, atoms, steps, pos, (width, area_h))
+    labels.extend(node_labels)
+    out.extend(edges)
+    out.extend(boxes)
+    out.extend(nodes)
+    out.extend(labels)
+    if legend:
+        out.append(_legend(width, height))
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def _place(
+    kinds: Mapping[str, str], atoms: Sequence[_Atom], width: int, area_h: float
+) -> dict[str, tuple[float, float]]:
+    """Pixel coordinates of elements and atom boxes, with margins for their labels."""
     label_room = max(
         [_text_width(n) / 2 for n in kinds]
         + [_box_size(a)[0] for a in atoms if not a.as_arrow]
@@ -475,19 +509,16 @@ def draw_structure(
         node: (mx + u * (width - 2 * mx), my + v * (area_h - 2 * my))
         for node, (u, v) in unit.items()
     }
-    pos = _separate(pos, 88.0, (mx, my, width - mx, area_h - my))
-    heading = title if title is not None else "; ".join(a.text for a in atoms) or "empty structure"
-    out = [
-        f'<svg class="drawing" xmlns="http://www.w3.org/2000/svg" width="{width}" '
-        f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
-        f'font-family="{_e(_FONT)}">',
-        f"<title>{_e(heading)}</title>",
-        f'<rect x="0" y="0" width="{width}" height="{height}" fill="#ffffff"/>',
-    ]
-    if not kinds:
-        out.append(_label(width / 2, area_h / 2, "(no elements)", color="#64748b"))
+    return _separate(pos, 88.0, (mx, my, width - mx, area_h - my))
 
-    # Arrows between two elements: binary atoms and steps, bent apart when parallel.
+
+def _draw_arrows(
+    atoms: Sequence[_Atom], steps: Sequence[_Step], pos: Mapping[str, tuple[float, float]]
+) -> tuple[list[str], list[str]]:
+    """Arrows between two elements (binary atoms and steps), bent apart when parallel.
+
+    Returns the arrows and their labels, drawn later on top of everything.
+    """
     lanes: dict[tuple[str, str], list[_Arrow]] = {}
     for arrow in [_atom_arrow(a) for a in atoms if a.as_arrow] + [_step_arrow(t) for t in steps]:
         lanes.setdefault(_pair(arrow.source, arrow.target), []).append(arrow)
@@ -509,51 +540,54 @@ def draw_structure(
             )
             labels.append(_label(apex[0], apex[1], arrow.label, color=arrow.color, size=11.5,
                                  weight=arrow.weight, extra=arrow.extra))
+    return edges, labels
 
-    # Atom boxes: non-binary atoms and filters.
-    boxes: list[str] = []
-    for atom in atoms:
-        if atom.as_arrow:
-            continue
-        bx, by = pos[f"#{atom.index}"]
-        half = _box_size(atom)
-        color = (
-            COLORS["unbounded"] if atom.unbounded else COLORS["filter"] if atom.filter
-            else COLORS["atom"]
-        )
-        dash = ' stroke-dasharray="5 4"' if atom.filter else ""
-        css = "atom filter" if atom.filter else "atom unbounded" if atom.unbounded else "atom"
-        tip = (
-            f"filter {atom.text}" if atom.filter
-            else f"{atom.text}: one row changes the count by at most {_fmt(atom.bound)}"
-        )
-        positions: dict[str, list[int]] = {}
-        for i, term in enumerate(atom.terms, start=1):
-            positions.setdefault(term, []).append(i)
-        parts = [f'<g class="{css}"><title>{_e(tip)}</title>']
-        for term, where in positions.items():
-            tx, ty = pos[term]
-            start = _clip((bx, by), (tx, ty), half)
-            dist = math.hypot(tx - bx, ty - by) or 1.0
-            end = (tx - (tx - bx) / dist * (_NODE_R + 3), ty - (ty - by) / dist * (_NODE_R + 3))
-            parts.append(
-                f'<line x1="{_n(start[0])}" y1="{_n(start[1])}" x2="{_n(end[0])}" '
-                f'y2="{_n(end[1])}" stroke="{color}" stroke-width="1.4"{dash}/>'
-            )
-            if not atom.filter and len(atom.terms) > 1:
-                px, py = start[0] + (end[0] - start[0]) * 0.3, start[1] + (end[1] - start[1]) * 0.3
-                labels.append(_label(px, py, ",".join(map(str, where)), color=color, size=9.5,
-                                     css="position"))
+
+def _draw_box(atom: _Atom, pos: Mapping[str, tuple[float, float]]) -> tuple[str, list[str]]:
+    """The box of a non-binary atom or filter, joined to its terms, and its labels."""
+    bx, by = pos[f"#{atom.index}"]
+    half = _box_size(atom)
+    color = (
+        COLORS["unbounded"] if atom.unbounded else COLORS["filter"] if atom.filter
+        else COLORS["atom"]
+    )
+    dash = ' stroke-dasharray="5 4"' if atom.filter else ""
+    css = "atom filter" if atom.filter else "atom unbounded" if atom.unbounded else "atom"
+    tip = (
+        f"filter {atom.text}" if atom.filter
+        else f"{atom.text}: one row changes the count by at most {_fmt(atom.bound)}"
+    )
+    positions: dict[str, list[int]] = {}
+    for i, term in enumerate(atom.terms, start=1):
+        positions.setdefault(term, []).append(i)
+    labels: list[str] = []
+    parts = [f'<g class="{css}"><title>{_e(tip)}</title>']
+    for term, where in positions.items():
+        tx, ty = pos[term]
+        start = _clip((bx, by), (tx, ty), half)
+        dist = math.hypot(tx - bx, ty - by) or 1.0
+        end = (tx - (tx - bx) / dist * (_NODE_R + 3), ty - (ty - by) / dist * (_NODE_R + 3))
         parts.append(
-            f'<rect x="{_n(bx - half[0])}" y="{_n(by - half[1])}" width="{_n(2 * half[0])}" '
-            f'height="{_n(2 * half[1])}" rx="4" fill="{"#f8fafc" if atom.filter else "#f1f5f9"}" '
-            f'stroke="{color}" stroke-width="1.4"{dash}/>'
+            f'<line x1="{_n(start[0])}" y1="{_n(start[1])}" x2="{_n(end[0])}" '
+            f'y2="{_n(end[1])}" stroke="{color}" stroke-width="1.4"{dash}/>'
         )
-        parts.append("</g>")
-        boxes.append("".join(parts))
-        labels.append(_label(bx, by, atom.label, color=color, size=11, extra=_box_extra(atom),
-                             css="atom-label"))
+        if not atom.filter and len(atom.terms) > 1:
+            px, py = start[0] + (end[0] - start[0]) * 0.3, start[1] + (end[1] - start[1]) * 0.3
+            labels.append(_label(px, py, ",".join(map(str, where)), color=color, size=9.5,
+                                 css="position"))
+    parts.append(
+        f'<rect x="{_n(bx - half[0])}" y="{_n(by - half[1])}" width="{_n(2 * half[0])}" '
+        f'height="{_n(2 * half[1])}" rx="4" fill="{"#f8fafc" if atom.filter else "#f1f5f9"}" '
+        f'stroke="{color}" stroke-width="1.4"{dash}/>'
+    )
+    parts.append("</g>")
+    labels.append(_label(bx, by, atom.label, color=color, size=11, extra=_box_extra(atom),
+                         css="atom-label"))
+    return "".join(parts), labels
 
+
+def _neighbours(atoms: Sequence[_Atom], steps: Sequence[_Step]) -> dict[str, list[str]]:
+    """For each element, the nodes it is drawn joined to (elements and atom boxes)."""
     neighbours: dict[str, list[str]] = {}
     for atom in atoms:
         ends = atom.terms if atom.as_arrow else [f"#{atom.index}"] + atom.terms
@@ -562,7 +596,21 @@ def draw_structure(
     for step in steps:
         neighbours.setdefault(step.source, []).append(step.target)
         neighbours.setdefault(step.target, []).append(step.source)
+    return neighbours
+
+
+def _draw_elements(
+    kinds: Mapping[str, str],
+    atoms: Sequence[_Atom],
+    steps: Sequence[_Step],
+    pos: Mapping[str, tuple[float, float]],
+    canvas: tuple[float, float],
+) -> tuple[list[str], list[str]]:
+    """The shapes of the elements and their names, each name on its clearest side."""
+    missing = {v for a in atoms for v in a.missing}
+    neighbours = _neighbours(atoms, steps)
     nodes: list[str] = []
+    labels: list[str] = []
     for name, kind in kinds.items():
         x, y = pos[name]
         is_missing = name in missing
@@ -570,20 +618,11 @@ def draw_structure(
         nodes.append(_shape(kind, x, y, missing=is_missing, title=tip))
         color = COLORS["unbounded"] if is_missing else "#0f172a"
         (dx, dy), anchor = _label_side(
-            pos[name], [pos[m] for m in neighbours.get(name, [])], _text_width(name),
-            (width, area_h),
+            pos[name], [pos[m] for m in neighbours.get(name, [])], _text_width(name), canvas,
         )
         labels.append(_label(x + dx, y + dy, name, color=color, anchor=anchor,
                              weight="600" if kind == "free" else "normal"))
-
-    out.extend(edges)
-    out.extend(boxes)
-    out.extend(nodes)
-    out.extend(labels)
-    if legend:
-        out.append(_legend(width, height))
-    out.append("</svg>")
-    return "\n".join(out)
+    return nodes, labels
 
 
 def _legend(width: int, height: int) -> str:

@@ -1,41 +1,38 @@
-"""Batch reports over many queries: one self-contained HTML page, or Markdown.
+"""Batch reports over many queries as one self-contained HTML page.
 
-A *batch* is the plain, JSON-ready dict that ``cqsens report`` builds from a
-folder of queries: ``title``, ``generated``, ``command``, ``options``, a
-``summary`` (counts and the distribution of upper bounds) and one ``row`` per
-query file (``status`` ``ok``/``error``/``timeout``, the bounds, a one-line
-reason, a suggested constraint, noise scales and the full analysis object).
-
-:func:`to_html` renders it as one HTML file with inline CSS, inline SVG
-drawings (:func:`cqsens.report.drawing.draw_structure`) and a few lines of inline
-JavaScript to sort the table; it loads nothing from the network.
-:func:`to_markdown` renders the same summary and table as Markdown, without
-drawings.  Infinity is ``"inf"`` in the batch and ∞ in both renderings.
+:func:`to_html` renders a batch (see :mod:`cqsens.report.common`) as one HTML
+file with inline CSS, inline SVG drawings
+(:func:`cqsens.report.drawing.draw_structure`) and a few lines of inline
+JavaScript to sort the table; it loads nothing from the network.  Infinity is
+``"inf"`` in the batch and ∞ in the page.  The Markdown rendering of the same
+batch is :func:`cqsens.report.markdown.to_markdown`, also importable from here.
 """
 
 from __future__ import annotations
 
 import html
-import json
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from cqsens.report.common import (
+    BOUND_BUCKETS,
+    COLUMNS,
+    COUNTS,
+    VERDICT_TEXT,
+    batch_summary,
+    format_number,
+    is_inf,
+    noise_parts,
+    noise_text,
+    option_text,
+    row_text,
+    row_verdict,
+)
 from cqsens.report.drawing import COLORS, draw_structure
+from cqsens.report.markdown import to_markdown
 
 __all__ = ["to_html", "to_markdown", "BOUND_BUCKETS"]
 
-#: Buckets of the distribution of upper bounds, in display order.
-BOUND_BUCKETS: tuple[str, ...] = ("0", "1", "2-10", "11-1000", ">1000", "inf")
-
-_COUNTS: tuple[tuple[str, str], ...] = (
-    ("total", "queries"),
-    ("bounded", "bounded"),
-    ("unbounded", "unbounded"),
-    ("errors", "errors"),
-    ("timed_out", "timed out"),
-    ("tight", "tight"),
-)
 
 _PAPER_NAMES: dict[str, str] = {
     "delta_str": "Δ_STR (Prop 7 / Thm 9)",
@@ -45,31 +42,11 @@ _PAPER_NAMES: dict[str, str] = {
 }
 
 
-# ----------------------------------------------------------------------------- values
-
-
-def _is_inf(value: Any) -> bool:
-    return value == "inf" or (isinstance(value, float) and math.isinf(value) and value > 0)
-
-
-def _num(value: Any) -> str:
-    """A number or bound for people: ∞, ``—`` for missing, short floats."""
-    if value is None:
-        return "—"
-    if _is_inf(value):
-        return "∞"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        return str(int(value)) if value.is_integer() else f"{value:.4g}"
-    return str(value)
-
-
 def _sort_value(value: Any) -> str:
     """The ``data-sort`` text of a bound: a number, ``Infinity``, or empty (sorted last)."""
     if value is None or value == "":
         return ""
-    if _is_inf(value):
+    if is_inf(value):
         return "Infinity"
     if isinstance(value, bool):
         return "1" if value else "0"
@@ -77,68 +54,6 @@ def _sort_value(value: Any) -> str:
         return repr(float(value)) if isinstance(value, float) else str(value)
     return ""
 
-
-def _verdict(row: Mapping[str, Any]) -> str:
-    """``bounded``, ``unbounded``, ``error`` or ``timeout``."""
-    status = row.get("status", "ok")
-    if status != "ok":
-        return "timeout" if status == "timeout" else "error"
-    return "unbounded" if _is_inf(row.get("upper")) else "bounded"
-
-
-_VERDICT_TEXT = {
-    "bounded": "bounded",
-    "unbounded": "unbounded",
-    "error": "error",
-    "timeout": "timed out",
-}
-
-
-def _summary(batch: Mapping[str, Any]) -> dict[str, Any]:
-    """The batch's summary, with any missing count taken from its rows."""
-    from cqsens.batch import summarise
-
-    derived = summarise([{"status": "ok", "tight": False, **r} for r in batch.get("rows") or []])
-    given = dict(batch.get("summary") or {})
-    out = {**derived, **{k: v for k, v in given.items() if v is not None}}
-    bounds = dict(derived["bounds"])
-    bounds.update(given.get("bounds") or {})
-    out["bounds"] = bounds
-    return out
-
-
-def _noise_parts(noise: Mapping[str, Any] | None) -> list[str]:
-    """Laplace and Gaussian noise scales, one phrase each."""
-    if not noise:
-        return []
-    parts: list[str] = []
-    if "laplace_scale" in noise:
-        parts.append(f"Laplace b = {_num(noise['laplace_scale'])}")
-        if noise.get("laplace_halfwidth_95") is not None:
-            parts[-1] += f" (±{_num(noise['laplace_halfwidth_95'])} at 95%)"
-    if noise.get("gaussian_sigma") is not None:
-        gauss = f"Gaussian σ = {_num(noise['gaussian_sigma'])}"
-        if noise.get("gaussian_halfwidth_95") is not None:
-            gauss += f" (±{_num(noise['gaussian_halfwidth_95'])} at 95%)"
-        parts.append(gauss)
-    return parts
-
-
-def _noise_text(noise: Mapping[str, Any] | None) -> str:
-    return "; ".join(_noise_parts(noise))
-
-
-def _row_text(row: Mapping[str, Any]) -> str:
-    """The one-line reason, or the error text of a failed row."""
-    verdict = _verdict(row)
-    if verdict == "error":
-        return str(row.get("error") or "error")
-    if verdict == "timeout":
-        return str(row.get("error") or row.get("reason") or "analysis timed out")
-    return str(row.get("reason") or "")
-
-
-# ----------------------------------------------------------------------------- HTML
 
 _CSS = """
 :root { --fg: #0f172a; --muted: #475569; --line: #e2e8f0; --bg: #f8fafc;
@@ -263,20 +178,6 @@ _JS = """
 })();
 """
 
-# (header, data-type, css class of the cells)
-_COLUMNS: tuple[tuple[str, str, str], ...] = (
-    ("#", "num", "num"),
-    ("File", "text", "file"),
-    ("Aggregate", "text", "aggregate"),
-    ("Verdict", "text", "verdict"),
-    ("Upper", "num", "num upper"),
-    ("Lower", "num", "num lower"),
-    ("Tight", "text", "tight"),
-    ("Reason", "text", "reason"),
-    ("Suggestion", "text", "suggestion"),
-    ("Noise", "num", "noise"),
-)
-
 
 def _e(value: object) -> str:
     return html.escape(str(value), quote=True)
@@ -319,7 +220,7 @@ def _summary_html(summary: Mapping[str, Any]) -> str:
     cards = "".join(
         f'<div class="card {key}" data-count="{_e(summary.get(key, 0))}">'
         f'<span class="n">{_e(summary.get(key, 0))}</span><span class="k">{_e(label)}</span></div>'
-        for key, label in _COUNTS
+        for key, label in COUNTS
     )
     return (
         '<div class="summary" id="summary">'
@@ -330,7 +231,7 @@ def _summary_html(summary: Mapping[str, Any]) -> str:
 
 
 def _row_html(i: int, row: Mapping[str, Any]) -> str:
-    verdict = _verdict(row)
+    verdict = row_verdict(row)
     status = str(row.get("status", "ok"))
     ok = status == "ok"
     file = str(row.get("file", ""))
@@ -340,25 +241,25 @@ def _row_html(i: int, row: Mapping[str, Any]) -> str:
         f'<td class="file" data-sort="{_e(file)}"><a href="#q-{i}">{_e(file)}</a></td>',
         f'<td class="aggregate">{_e(row.get("aggregate") or "")}</td>',
         f'<td class="verdict" data-sort="{_e(verdict)}">'
-        f'<span class="badge {verdict}">{_e(_VERDICT_TEXT[verdict])}</span></td>',
+        f'<span class="badge {verdict}">{_e(VERDICT_TEXT[verdict])}</span></td>',
         f'<td class="num upper" data-sort="{_sort_value(row.get("upper") if ok else None)}">'
-        f'{_e(_num(row.get("upper")) if ok else "")}</td>',
+        f'{_e(format_number(row.get("upper")) if ok else "")}</td>',
         f'<td class="num lower" data-sort="{_sort_value(row.get("lower") if ok else None)}">'
-        f'{_e(_num(row.get("lower")) if ok else "")}</td>',
+        f'{_e(format_number(row.get("lower")) if ok else "")}</td>',
         f'<td class="tight">{_e(("yes" if row.get("tight") else "no") if ok else "")}</td>',
     ]
     if ok:
-        cells.append(f'<td class="reason">{_e(_row_text(row))}</td>')
+        cells.append(f'<td class="reason">{_e(row_text(row))}</td>')
     else:
         cells.append(
-            f'<td class="reason"><span class="error-text">{_e(_row_text(row))}</span></td>'
+            f'<td class="reason"><span class="error-text">{_e(row_text(row))}</span></td>'
         )
     cells.append(f'<td class="suggestion">{_e(row.get("suggestion") or "")}</td>')
     scale = noise.get("laplace_scale") if isinstance(noise, Mapping) else None
     cells.append(
         f'<td class="noise" data-sort="{_sort_value(scale)}">'
         + "<br>".join(f'<span class="nw">{_e(p.split(" (±")[0])}</span>'
-                      for p in _noise_parts(noise))
+                      for p in noise_parts(noise))
         + "</td>"
     )
     return (
@@ -370,7 +271,7 @@ def _row_html(i: int, row: Mapping[str, Any]) -> str:
 def _table_html(rows: Sequence[Mapping[str, Any]]) -> str:
     head = "".join(
         f'<th data-type="{kind}" scope="col"><button type="button">{_e(name)}</button></th>'
-        for name, kind, _ in _COLUMNS
+        for name, kind, _ in COLUMNS
     )
     body = "\n".join(_row_html(i, row) for i, row in enumerate(rows, start=1))
     return (
@@ -403,11 +304,11 @@ def _analysis_html(row: Mapping[str, Any], analysis: Mapping[str, Any]) -> str:
     )
     tight = " (tight)" if sens.get("tight") else ""
     pairs = [
-        ("sensitivity", f"upper <b>{_e(_num(sens.get('upper')))}</b>, "
-                        f"lower <b>{_e(_num(sens.get('lower')))}</b>{_e(tight)}"),
+        ("sensitivity", f"upper <b>{_e(format_number(sens.get('upper')))}</b>, "
+                        f"lower <b>{_e(format_number(sens.get('lower')))}</b>{_e(tight)}"),
         ("neighbours", _e(sens.get("neighbor", ""))),
-        ("ℓ1 / ℓ2", f"{_e(_num(sens.get('l1')))} / {_e(_num(sens.get('l2')))}"),
-        ("no constraints", f"Δ_STR = {_e(_num(analysis.get('delta_str')))}"),
+        ("ℓ1 / ℓ2", f"{_e(format_number(sens.get('l1')))} / {_e(format_number(sens.get('l2')))}"),
+        ("no constraints", f"Δ_STR = {_e(format_number(analysis.get('delta_str')))}"),
         ("free variables", _e(free)),
         ("shape", _e(shape)),
         ("aggregate", _e(analysis.get("aggregate", row.get("aggregate", "")))),
@@ -417,7 +318,7 @@ def _analysis_html(row: Mapping[str, Any], analysis: Mapping[str, Any]) -> str:
         pairs.append(("dependencies", " ".join(f"<code>{_e(d)}</code>" for d in deps)))
     noise = row.get("noise")
     if noise:
-        pairs.append(("noise", _e(_noise_text(noise))))
+        pairs.append(("noise", _e(noise_text(noise))))
     facts.append(_kv(pairs))
     explanation = analysis.get("explanation") or []
     if explanation:
@@ -441,7 +342,7 @@ def _analysis_html(row: Mapping[str, Any], analysis: Mapping[str, Any]) -> str:
         any_note = any(notes_by_key.get(k) for k in paper)
         lines = "".join(
             f'<tr><th scope="row">{_e(_PAPER_NAMES.get(k, k))}</th>'
-            f'<td class="num">{_e(_num(v))}</td>'
+            f'<td class="num">{_e(format_number(v))}</td>'
             + (f'<td>{_e(notes_by_key.get(k) or "")}</td>' if any_note else "")
             + "</tr>"
             for k, v in paper.items()
@@ -456,19 +357,19 @@ def _analysis_html(row: Mapping[str, Any], analysis: Mapping[str, Any]) -> str:
 
 
 def _section_html(i: int, row: Mapping[str, Any]) -> str:
-    verdict = _verdict(row)
+    verdict = row_verdict(row)
     file = str(row.get("file", ""))
     head = (
         f'<summary><span class="mono">{_e(file)}</span>'
-        f'<span class="badge {verdict}">{_e(_VERDICT_TEXT[verdict])}</span></summary>'
+        f'<span class="badge {verdict}">{_e(VERDICT_TEXT[verdict])}</span></summary>'
     )
     analysis = row.get("analysis")
     if verdict in ("error", "timeout"):
-        body = f'<pre class="error-text">{_e(_row_text(row))}</pre>'
+        body = f'<pre class="error-text">{_e(row_text(row))}</pre>'
     elif isinstance(analysis, Mapping):
-        body = f'<p class="reason">{_e(_row_text(row))}</p>' + _analysis_html(row, analysis)
+        body = f'<p class="reason">{_e(row_text(row))}</p>' + _analysis_html(row, analysis)
     else:
-        body = f'<p class="reason">{_e(_row_text(row))}</p>'
+        body = f'<p class="reason">{_e(row_text(row))}</p>'
     return (
         f'<section class="query {verdict}" id="q-{i}" data-index="{i}" '
         f'data-status="{_e(row.get("status", "ok"))}"><details open>{head}{body}'
@@ -483,8 +384,9 @@ def to_html(batch: Mapping[str, Any]) -> str:
     ----------
     batch : mapping
         The batch dict built by ``cqsens report``: ``title``, ``generated``,
-        ``command``, ``options``, ``summary`` and ``rows`` (see the module
-        docstring).  Missing summary counts are computed from the rows.
+        ``command``, ``options``, ``summary`` and ``rows`` (see
+        :mod:`cqsens.report.common`).  Missing summary counts are computed from
+        the rows.
 
     Returns
     -------
@@ -505,7 +407,7 @@ def to_html(batch: Mapping[str, Any]) -> str:
     """
     rows: Sequence[Mapping[str, Any]] = batch.get("rows") or []
     title = str(batch.get("title") or "cqsens report")
-    summary = _summary(batch)
+    summary = batch_summary(batch)
     meta: list[str] = []
     if batch.get("generated"):
         meta.append(f"Generated {_e(batch['generated'])}")
@@ -513,7 +415,7 @@ def to_html(batch: Mapping[str, Any]) -> str:
         meta.append(f"by <code>{_e(batch['command'])}</code>")
     options = batch.get("options") or {}
     option_items = "".join(
-        f"<li><b>{_e(k)}</b>: {_e(_option_text(v))}</li>" for k, v in options.items()
+        f"<li><b>{_e(k)}</b>: {_e(option_text(v))}</li>" for k, v in options.items()
     )
     sections = "\n".join(_section_html(i, row) for i, row in enumerate(rows, start=1))
     return "\n".join([
@@ -553,144 +455,3 @@ def to_html(batch: Mapping[str, Any]) -> str:
         "</html>",
         "",
     ])
-
-
-def _option_text(value: Any) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list | tuple):
-        return ", ".join(_option_text(v) for v in value) or "—"
-    return json.dumps(value, ensure_ascii=False)
-
-
-# ----------------------------------------------------------------------------- Markdown
-
-
-def _md_text(text: object) -> str:
-    """Plain text for a Markdown table cell or paragraph, on one line.
-
-    ``<`` and ``&`` become entities (no HTML gets through); ``|``, backticks,
-    ``*`` and backslashes are backslash-escaped.  The text never starts a line
-    of the output, so ``#`` and ``>`` need no escape.
-    """
-    s = " ".join(str(text).split())
-    s = s.replace("\\", "\\\\").replace("&", "&amp;").replace("<", "&lt;")
-    for ch in "`*|":
-        s = s.replace(ch, "\\" + ch)
-    return s
-
-
-def _md_code(text: object, *, in_table: bool = False) -> str:
-    """An inline code span holding ``text`` literally."""
-    s = " ".join(str(text).split())
-    run = longest = 0
-    for ch in s:
-        run = run + 1 if ch == "`" else 0
-        longest = max(longest, run)
-    fence = "`" * (longest + 1)
-    pad = " " if s.startswith("`") or s.endswith("`") else ""
-    out = f"{fence}{pad}{s}{pad}{fence}"
-    return out.replace("|", "\\|") if in_table else out
-
-
-def _md_block(text: object) -> str:
-    s = str(text)
-    longest = run = 0
-    for ch in s:
-        run = run + 1 if ch == "`" else 0
-        longest = max(longest, run)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}text\n{s}\n{fence}"
-
-
-def to_markdown(batch: Mapping[str, Any]) -> str:
-    """The batch as Markdown: summary, one table row per query, a short section per query.
-
-    Parameters
-    ----------
-    batch : mapping
-        The batch dict built by ``cqsens report`` (see :func:`to_html`).
-
-    Returns
-    -------
-    str
-        GitHub-flavoured Markdown with the same columns as the HTML table,
-        error and timeout rows included, and per query its verdict, reason,
-        suggestion or error text; no drawings.  Table cells escape ``|`` and
-        HTML; queries are in code spans or fenced blocks.
-
-    Examples
-    --------
-    >>> md = to_markdown({"rows": [{"file": "q.sql", "status": "ok", "aggregate": "count",
-    ...     "upper": "inf", "lower": "inf", "tight": True, "reason": "R can add any number"}]})
-    >>> "| 1 | `q.sql` | count | unbounded | ∞ | ∞ | yes |" in md
-    True
-    """
-    rows: Sequence[Mapping[str, Any]] = batch.get("rows") or []
-    summary = _summary(batch)
-    out: list[str] = [f"# {_md_text(batch.get('title') or 'cqsens report')}", ""]
-    meta = []
-    if batch.get("generated"):
-        meta.append(f"Generated {_md_text(batch['generated'])}")
-    if batch.get("command"):
-        meta.append(f"by {_md_code(batch['command'])}")
-    if meta:
-        out += [" ".join(meta) + ".", ""]
-    options = batch.get("options") or {}
-    if options:
-        out.append("Options: " + ", ".join(
-            f"{_md_text(k)} = {_md_code(_option_text(v))}" for k, v in options.items()) + ".")
-        out.append("")
-    out += ["## Summary", ""]
-    out.append("| " + " | ".join(label for _, label in _COUNTS) + " |")
-    out.append("|" + "---:|" * len(_COUNTS))
-    out.append("| " + " | ".join(_md_text(summary.get(k, 0)) for k, _ in _COUNTS) + " |")
-    out += ["", "| upper bound | queries |", "|---|---:|"]
-    bounds = summary.get("bounds") or {}
-    keys = list(BOUND_BUCKETS) + sorted(k for k in bounds if k not in BOUND_BUCKETS)
-    for k in keys:
-        out.append(f"| {'∞' if k == 'inf' else _md_text(k)} | {_md_text(bounds.get(k) or 0)} |")
-    out += ["", "## Queries", ""]
-    out.append("| " + " | ".join(name for name, _, _ in _COLUMNS) + " |")
-    out.append("|" + "|".join("---:" if kind == "num" and name != "Noise" else "---"
-                              for name, kind, _ in _COLUMNS) + "|")
-    for i, row in enumerate(rows, start=1):
-        verdict = _verdict(row)
-        ok = verdict in ("bounded", "unbounded")
-        text = _md_text(_row_text(row))
-        cells = [
-            str(i),
-            _md_code(row.get("file", ""), in_table=True),
-            _md_text(row.get("aggregate") or ""),
-            _VERDICT_TEXT[verdict],
-            _num(row.get("upper")) if ok else "",
-            _num(row.get("lower")) if ok else "",
-            ("yes" if row.get("tight") else "no") if ok else "",
-            text if ok else f"**{verdict}:** {text}",
-            _md_text(row.get("suggestion") or ""),
-            _md_text(_noise_text(row.get("noise") if ok else None)),
-        ]
-        out.append("| " + " | ".join(cells) + " |")
-    out += ["", "## Details", ""]
-    for i, row in enumerate(rows, start=1):
-        verdict = _verdict(row)
-        out.append(f"### {i}. {_md_code(row.get('file', ''))} ({_VERDICT_TEXT[verdict]})")
-        out.append("")
-        if verdict in ("error", "timeout"):
-            out += [_md_block(_row_text(row)), ""]
-            continue
-        out.append(
-            f"Upper bound {_num(row.get('upper'))}, lower bound {_num(row.get('lower'))}"
-            f"{' (tight)' if row.get('tight') else ''}. {_md_text(_row_text(row))}"
-        )
-        out.append("")
-        if row.get("suggestion"):
-            out += [f"Suggestion: {_md_text(row['suggestion'])}", ""]
-        if row.get("noise"):
-            out += [f"Noise: {_md_text(_noise_text(row['noise']))}.", ""]
-        analysis = row.get("analysis")
-        if isinstance(analysis, Mapping) and analysis.get("core"):
-            out += [_md_block(analysis["core"]), ""]
-    return "\n".join(out).rstrip("\n") + "\n"

@@ -1,0 +1,151 @@
+"""Values shared by the batch report renderers (HTML and Markdown).
+
+A *batch* is the plain, JSON-ready dict that ``cqsens report`` builds from a
+folder of queries: ``title``, ``generated``, ``command``, ``options``, a
+``summary`` (counts and the distribution of upper bounds) and one ``row`` per
+query file (``status`` ``ok``/``error``/``timeout``, the bounds, a one-line
+reason, a suggested constraint, noise scales and the full analysis object).
+Infinity is ``"inf"`` in the batch; this module turns values of a batch into
+text for people (∞, short floats), decides each row's verdict and completes
+the summary, so that :mod:`cqsens.report.html` and
+:mod:`cqsens.report.markdown` say the same things.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = [
+    "BOUND_BUCKETS",
+    "COLUMNS",
+    "COUNTS",
+    "VERDICT_TEXT",
+    "batch_summary",
+    "format_number",
+    "is_inf",
+    "noise_parts",
+    "noise_text",
+    "option_text",
+    "row_text",
+    "row_verdict",
+]
+
+#: Buckets of the distribution of upper bounds, in display order.
+BOUND_BUCKETS: tuple[str, ...] = ("0", "1", "2-10", "11-1000", ">1000", "inf")
+
+#: Summary counts: (key in the summary, label).
+COUNTS: tuple[tuple[str, str], ...] = (
+    ("total", "queries"),
+    ("bounded", "bounded"),
+    ("unbounded", "unbounded"),
+    ("errors", "errors"),
+    ("timed_out", "timed out"),
+    ("tight", "tight"),
+)
+
+#: Columns of the table of queries: (header, data-type, css class of the cells).
+COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("#", "num", "num"),
+    ("File", "text", "file"),
+    ("Aggregate", "text", "aggregate"),
+    ("Verdict", "text", "verdict"),
+    ("Upper", "num", "num upper"),
+    ("Lower", "num", "num lower"),
+    ("Tight", "text", "tight"),
+    ("Reason", "text", "reason"),
+    ("Suggestion", "text", "suggestion"),
+    ("Noise", "num", "noise"),
+)
+
+#: Text of each verdict of :func:`row_verdict`.
+VERDICT_TEXT = {
+    "bounded": "bounded",
+    "unbounded": "unbounded",
+    "error": "error",
+    "timeout": "timed out",
+}
+
+
+def is_inf(value: Any) -> bool:
+    """Whether a batch value is +∞ (``"inf"`` in JSON, or the float)."""
+    return value == "inf" or (isinstance(value, float) and math.isinf(value) and value > 0)
+
+
+def format_number(value: Any) -> str:
+    """A number or bound for people: ∞, ``—`` for missing, short floats."""
+    if value is None:
+        return "—"
+    if is_inf(value):
+        return "∞"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else f"{value:.4g}"
+    return str(value)
+
+
+def row_verdict(row: Mapping[str, Any]) -> str:
+    """``bounded``, ``unbounded``, ``error`` or ``timeout``."""
+    status = row.get("status", "ok")
+    if status != "ok":
+        return "timeout" if status == "timeout" else "error"
+    return "unbounded" if is_inf(row.get("upper")) else "bounded"
+
+
+def batch_summary(batch: Mapping[str, Any]) -> dict[str, Any]:
+    """The batch's summary, with any missing count taken from its rows."""
+    from cqsens.batch import summarise
+
+    derived = summarise([{"status": "ok", "tight": False, **r} for r in batch.get("rows") or []])
+    given = dict(batch.get("summary") or {})
+    out = {**derived, **{k: v for k, v in given.items() if v is not None}}
+    bounds = dict(derived["bounds"])
+    bounds.update(given.get("bounds") or {})
+    out["bounds"] = bounds
+    return out
+
+
+def noise_parts(noise: Mapping[str, Any] | None) -> list[str]:
+    """Laplace and Gaussian noise scales, one phrase each."""
+    if not noise:
+        return []
+    parts: list[str] = []
+    if "laplace_scale" in noise:
+        parts.append(f"Laplace b = {format_number(noise['laplace_scale'])}")
+        if noise.get("laplace_halfwidth_95") is not None:
+            parts[-1] += f" (±{format_number(noise['laplace_halfwidth_95'])} at 95%)"
+    if noise.get("gaussian_sigma") is not None:
+        gauss = f"Gaussian σ = {format_number(noise['gaussian_sigma'])}"
+        if noise.get("gaussian_halfwidth_95") is not None:
+            gauss += f" (±{format_number(noise['gaussian_halfwidth_95'])} at 95%)"
+        parts.append(gauss)
+    return parts
+
+
+def noise_text(noise: Mapping[str, Any] | None) -> str:
+    """The noise phrases of :func:`noise_parts` on one line (empty without noise)."""
+    return "; ".join(noise_parts(noise))
+
+
+def row_text(row: Mapping[str, Any]) -> str:
+    """The one-line reason, or the error text of a failed row."""
+    verdict = row_verdict(row)
+    if verdict == "error":
+        return str(row.get("error") or "error")
+    if verdict == "timeout":
+        return str(row.get("error") or row.get("reason") or "analysis timed out")
+    return str(row.get("reason") or "")
+
+
+def option_text(value: Any) -> str:
+    """An option value of the batch as text: ``—`` for none, lists joined with commas."""
+    if value is None:
+        return "—"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list | tuple):
+        return ", ".join(option_text(v) for v in value) or "—"
+    return json.dumps(value, ensure_ascii=False)

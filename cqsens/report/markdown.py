@@ -1,0 +1,177 @@
+"""Batch reports over many queries as Markdown.
+
+:func:`to_markdown` renders a batch (see :mod:`cqsens.report.common`) as
+GitHub-flavoured Markdown: the same summary and table as the HTML page of
+:func:`cqsens.report.html.to_html`, and a short section per query, without
+drawings.  Infinity is ``"inf"`` in the batch and ∞ in the text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from cqsens.report.common import (
+    BOUND_BUCKETS,
+    COLUMNS,
+    COUNTS,
+    VERDICT_TEXT,
+    batch_summary,
+    format_number,
+    noise_text,
+    option_text,
+    row_text,
+    row_verdict,
+)
+
+__all__ = ["to_markdown"]
+
+
+def _md_text(text: object) -> str:
+    """Plain text for a Markdown table cell or paragraph, on one line.
+
+    ``<`` and ``&`` become entities (no HTML gets through); ``|``, backticks,
+    ``*`` and backslashes are backslash-escaped.  The text never starts a line
+    of the output, so ``#`` and ``>`` need no escape.
+    """
+    s = " ".join(str(text).split())
+    s = s.replace("\\", "\\\\").replace("&", "&amp;").replace("<", "&lt;")
+    for ch in "`*|":
+        s = s.replace(ch, "\\" + ch)
+    return s
+
+
+def _md_code(text: object, *, in_table: bool = False) -> str:
+    """An inline code span holding ``text`` literally."""
+    s = " ".join(str(text).split())
+    run = longest = 0
+    for ch in s:
+        run = run + 1 if ch == "`" else 0
+        longest = max(longest, run)
+    fence = "`" * (longest + 1)
+    pad = " " if s.startswith("`") or s.endswith("`") else ""
+    out = f"{fence}{pad}{s}{pad}{fence}"
+    return out.replace("|", "\\|") if in_table else out
+
+
+def _md_block(text: object) -> str:
+    s = str(text)
+    longest = run = 0
+    for ch in s:
+        run = run + 1 if ch == "`" else 0
+        longest = max(longest, run)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}text\n{s}\n{fence}"
+
+
+def to_markdown(batch: Mapping[str, Any]) -> str:
+    """The batch as Markdown: summary, one table row per query, a short section per query.
+
+    Parameters
+    ----------
+    batch : mapping
+        The batch dict built by ``cqsens report`` (see :mod:`cqsens.report.common`).
+
+    Returns
+    -------
+    str
+        GitHub-flavoured Markdown with the same columns as the HTML table,
+        error and timeout rows included, and per query its verdict, reason,
+        suggestion or error text; no drawings.  Table cells escape ``|`` and
+        HTML; queries are in code spans or fenced blocks.
+
+    Examples
+    --------
+    >>> md = to_markdown({"rows": [{"file": "q.sql", "status": "ok", "aggregate": "count",
+    ...     "upper": "inf", "lower": "inf", "tight": True, "reason": "R can add any number"}]})
+    >>> "| 1 | `q.sql` | count | unbounded | ∞ | ∞ | yes |" in md
+    True
+    """
+    rows: Sequence[Mapping[str, Any]] = batch.get("rows") or []
+    out = _md_heading(batch)
+    out += _md_summary(batch_summary(batch))
+    out += _md_table(rows)
+    out += ["", "## Details", ""]
+    for i, row in enumerate(rows, start=1):
+        out += _md_details(i, row)
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _md_heading(batch: Mapping[str, Any]) -> list[str]:
+    """Title, generation line and options of the batch."""
+    out: list[str] = [f"# {_md_text(batch.get('title') or 'cqsens report')}", ""]
+    meta = []
+    if batch.get("generated"):
+        meta.append(f"Generated {_md_text(batch['generated'])}")
+    if batch.get("command"):
+        meta.append(f"by {_md_code(batch['command'])}")
+    if meta:
+        out += [" ".join(meta) + ".", ""]
+    options = batch.get("options") or {}
+    if options:
+        out.append("Options: " + ", ".join(
+            f"{_md_text(k)} = {_md_code(option_text(v))}" for k, v in options.items()) + ".")
+        out.append("")
+    return out
+
+
+def _md_summary(summary: Mapping[str, Any]) -> list[str]:
+    """The summary counts and the distribution of upper bounds, as two tables."""
+    out = ["## Summary", ""]
+    out.append("| " + " | ".join(label for _, label in COUNTS) + " |")
+    out.append("|" + "---:|" * len(COUNTS))
+    out.append("| " + " | ".join(_md_text(summary.get(k, 0)) for k, _ in COUNTS) + " |")
+    out += ["", "| upper bound | queries |", "|---|---:|"]
+    bounds = summary.get("bounds") or {}
+    keys = list(BOUND_BUCKETS) + sorted(k for k in bounds if k not in BOUND_BUCKETS)
+    for k in keys:
+        out.append(f"| {'∞' if k == 'inf' else _md_text(k)} | {_md_text(bounds.get(k) or 0)} |")
+    return out
+
+
+def _md_table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The table of queries, one line per row, with the columns of the HTML table."""
+    out = ["", "## Queries", ""]
+    out.append("| " + " | ".join(name for name, _, _ in COLUMNS) + " |")
+    out.append("|" + "|".join("---:" if kind == "num" and name != "Noise" else "---"
+                              for name, kind, _ in COLUMNS) + "|")
+    for i, row in enumerate(rows, start=1):
+        verdict = row_verdict(row)
+        ok = verdict in ("bounded", "unbounded")
+        text = _md_text(row_text(row))
+        cells = [
+            str(i),
+            _md_code(row.get("file", ""), in_table=True),
+            _md_text(row.get("aggregate") or ""),
+            VERDICT_TEXT[verdict],
+            format_number(row.get("upper")) if ok else "",
+            format_number(row.get("lower")) if ok else "",
+            ("yes" if row.get("tight") else "no") if ok else "",
+            text if ok else f"**{verdict}:** {text}",
+            _md_text(row.get("suggestion") or ""),
+            _md_text(noise_text(row.get("noise") if ok else None)),
+        ]
+        out.append("| " + " | ".join(cells) + " |")
+    return out
+
+
+def _md_details(i: int, row: Mapping[str, Any]) -> list[str]:
+    """The section of query ``i``: its verdict, bounds, reason, suggestion, noise and core."""
+    verdict = row_verdict(row)
+    out = [f"### {i}. {_md_code(row.get('file', ''))} ({VERDICT_TEXT[verdict]})", ""]
+    if verdict in ("error", "timeout"):
+        return out + [_md_block(row_text(row)), ""]
+    out.append(
+        f"Upper bound {format_number(row.get('upper'))}, "
+        f"lower bound {format_number(row.get('lower'))}"
+        f"{' (tight)' if row.get('tight') else ''}. {_md_text(row_text(row))}"
+    )
+    out.append("")
+    if row.get("suggestion"):
+        out += [f"Suggestion: {_md_text(row['suggestion'])}", ""]
+    if row.get("noise"):
+        out += [f"Noise: {_md_text(noise_text(row['noise']))}.", ""]
+    analysis = row.get("analysis")
+    if isinstance(analysis, Mapping) and analysis.get("core"):
+        out += [_md_block(analysis["core"]), ""]
+    return out
