@@ -72,8 +72,8 @@ def predicates() -> st.SearchStrategy[Predicate]:
     base: st.SearchStrategy[Predicate] = st.one_of(
         st.builds(Compare, st.sampled_from(["=", "<>", "<", "<=", ">", ">="]), e, e),
         st.builds(Between, e, e, e, st.booleans()),
-        st.builds(lambda x, items, n: InList(x, tuple(items), n), e, st.lists(e, min_size=1,
-                                                                             max_size=3), st.booleans()),
+        st.builds(lambda x, items, n: InList(x, tuple(items), n),
+                  e, st.lists(e, min_size=1, max_size=3), st.booleans()),
         st.builds(Like, e, e, st.booleans()),
         st.builds(IsNull, e, st.booleans()),
     )

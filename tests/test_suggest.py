@@ -29,7 +29,7 @@ def test_disconnected_query_gets_a_reason() -> None:
 
 
 def test_bounded_query_gets_no_suggestion() -> None:
-    assert analyze("Q(x) :- R(x, y)").suggestion == []
+    assert analyze("Q(x) :- R(x, y)").suggestion == ()
 
 
 @given(data=st.data())

@@ -10,21 +10,22 @@ are closed under removing tuples).  Per atom this is bounded by
 
 * 1 when the atom holds every free variable (and atoms with the same
   positions of the free variables give the *same* answer, so each position
-  pattern counts once — the correct version of Prop 7, SPEC §6.1);
+  pattern counts once — the corrected Prop 7, docs/rules.md "delta-str-self-join");
 * the product over free variables of the least walk cardinality from the
-  atom's elements **or any constant** (SPEC §3, §6.3);
+  atom's elements **or any constant** (docs/rules.md "fd-cd-walks");
 * the product of the weights of a tree of steps reaching every free variable
-  (joint assignments, SPEC §3 "Count joint assignments").
+  (joint assignments, docs/rules.md "joint-tree").
 
 The query is first chased with the FDs of Σ (valid on C_Σ) and reduced to its
-core; a Boolean query's count is 0 or 1 (SPEC §6.2); ⊥ gives 0.
+core; a Boolean query's count is 0 or 1 (docs/rules.md "boolean"); ⊥ gives 0.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from enum import Enum
 
 from cqsens.engine.paths import (
     Route,
@@ -37,7 +38,17 @@ from cqsens.engine.paths import (
 from cqsens.ir.cq import CQ, Atom, Term, Var, position_classes
 from cqsens.ir.dependencies import Sigma
 
-__all__ = ["AtomBound", "RelationBound", "UpperBound", "upper_bound"]
+__all__ = ["AtomBound", "Method", "RelationBound", "UpperBound", "explaining_steps", "upper_bound"]
+
+
+class Method(Enum):
+    """Which argument gives an atom's bound."""
+
+    HOLDS_FREE = "holds every free variable"
+    JOINT_TREE = "joint tree of steps"
+    WALKS = "per-variable walks"
+    UNBOUNDED = "unbounded"
+    SAME_ANSWER = "same answer as an atom above"
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +57,7 @@ class AtomBound:
 
     atom: Atom
     value: Weight
-    method: str
+    method: Method
     routes: tuple[tuple[Var, Route | None], ...] = ()
     product: Weight = math.inf
     tree: Weight = math.inf
@@ -58,6 +69,21 @@ class AtomBound:
     def unreachable(self) -> tuple[Var, ...]:
         """Free variables no finite walk reaches from the atom or a constant."""
         return tuple(v for v, r in self.routes if r is None)
+
+
+def explaining_steps(bound: AtomBound) -> tuple[Step, ...]:
+    """The steps behind an atom's bound, without repetition: the joint tree when it
+    gave the bound, else the union of the per-variable walks (none when unbounded).
+
+    This one rule serves the explanation, the drawing and the witness's product
+    construction, so all three follow the same steps.
+    """
+    if bound.value == math.inf or bound.method in (Method.HOLDS_FREE, Method.UNBOUNDED):
+        return ()
+    if bound.method is Method.JOINT_TREE:
+        return bound.tree_steps
+    return tuple(dict.fromkeys(
+        step for _, route in bound.routes if route is not None for step in route.steps))
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,11 +154,11 @@ def atom_bound(cq: CQ, sigma: Sigma, atom: Atom, graph: dict[Term, dict[Term, St
     for _, route in routes:
         product = product * (route.cardinality if route is not None else math.inf)
     if pattern is not None:
-        return AtomBound(atom, 1, "holds every free variable", routes, product, 1, (), pattern)
+        return AtomBound(atom, 1, Method.HOLDS_FREE, routes, product, 1, (), pattern)
     tree, steps = arborescence_bound(graph, sources, free)
     if tree < product:
-        return AtomBound(atom, tree, "joint tree of steps", routes, product, tree, steps, None)
-    method = "per-variable walks" if product < math.inf else "unbounded"
+        return AtomBound(atom, tree, Method.JOINT_TREE, routes, product, tree, steps, None)
+    method = Method.WALKS if product < math.inf else Method.UNBOUNDED
     return AtomBound(atom, product, method, routes, product, tree, steps, None)
 
 
@@ -154,8 +180,8 @@ def upper_bound(cq: CQ, sigma: Sigma) -> UpperBound:
     Notes
     -----
     Polynomial: one Dijkstra and one Edmonds arborescence per atom.  Departs
-    from the paper where the paper is wrong or loose: self-joins (SPEC §6.1),
-    Boolean queries (§6.2), walks from constants (§6.3), joint trees.
+    from the paper where the paper is wrong or loose: self-joins, Boolean
+    queries, walks from constants, joint trees (each in docs/rules.md).
 
     Examples
     --------
@@ -179,8 +205,7 @@ def upper_bound(cq: CQ, sigma: Sigma) -> UpperBound:
         total: Weight = 0
         for b in bounds:
             if b.pattern is not None and b.atom not in counted:
-                marked.append(AtomBound(b.atom, b.value, "same answer as an atom above",
-                                        b.routes, b.product, b.tree, b.tree_steps, b.pattern, False))
+                marked.append(replace(b, method=Method.SAME_ANSWER, counted=False))
                 continue
             marked.append(b)
             total = total + b.value

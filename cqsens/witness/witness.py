@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cqsens.engine.upper import UpperBound
+from cqsens.engine.upper import UpperBound, explaining_steps
 from cqsens.frontend.sqlgen import ColumnRef, predicate_sql
 from cqsens.ir.cq import CQ, AggregateQuery, Atom, Const, Term, Var, position_classes
 from cqsens.ir.expr import Predicate, Slot, Undecided, bind, evaluate, literal_of, literals
@@ -502,10 +502,8 @@ def _trees(bound: UpperBound | None) -> dict[Atom, Tree]:
         return out
     for rel in bound.relations:
         for ab in rel.atoms:
-            steps = ab.tree_steps or tuple(
-                step for _, route in ab.routes if route is not None for step in route.steps
-            )
-            if not steps or ab.value == math.inf:
+            steps = explaining_steps(ab)
+            if not steps:
                 continue
             tree: Tree = {}
             for step in steps:

@@ -1,0 +1,163 @@
+"""The result of an analysis: a frozen, fully typed value with its JSON form.
+
+``Analysis.to_dict()`` is the JSON object the CLI, the batch report and the API
+all print (README, "JSON output").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from cqsens.engine.paper import PaperValue
+from cqsens.engine.paths import Weight
+from cqsens.engine.upper import UpperBound
+from cqsens.explain import jsonable, reason, structure
+from cqsens.ir.cq import CQ, AggregateQuery
+from cqsens.ir.dependencies import Sigma
+from cqsens.witness.witness import Witness
+
+__all__ = ["AggregateRecord", "Analysis", "NoiseRecord"]
+
+
+@dataclass(frozen=True, slots=True)
+class AggregateRecord:
+    """One released aggregate: its count bound, ℓ1/ℓ2 sensitivity, rule and value range."""
+
+    label: str
+    kind: str
+    count_bound: Weight
+    l1: Weight
+    l2: Weight
+    rule: str
+    values: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object of one aggregate."""
+        return {"label": self.label, "kind": self.kind, "count_bound": jsonable(self.count_bound),
+                "l1": jsonable(self.l1), "l2": jsonable(self.l2), "rule": self.rule,
+                "values": self.values}
+
+
+@dataclass(frozen=True, slots=True)
+class NoiseRecord:
+    """Laplace and analytic-Gaussian calibration for the release at (ε, δ)."""
+
+    epsilon: float
+    delta: float | None
+    laplace_scale: float
+    laplace_halfwidth_95: float
+    gaussian_sigma: float | None
+    gaussian_method: str | None
+    gaussian_classical_sigma: float | None
+    gaussian_halfwidth_95: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object of the noise calibration (∞ as ``"inf"``)."""
+        return {
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "laplace_scale": jsonable(self.laplace_scale),
+            "laplace_halfwidth_95": jsonable(self.laplace_halfwidth_95),
+            "gaussian_sigma": jsonable(self.gaussian_sigma),
+            "gaussian_method": self.gaussian_method,
+            "gaussian_classical_sigma": jsonable(self.gaussian_classical_sigma),
+            "gaussian_halfwidth_95": jsonable(self.gaussian_halfwidth_95),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Analysis:
+    """The result of analysing one query."""
+
+    query: str
+    source: str
+    query_obj: AggregateQuery
+    sigma: Sigma
+    cq: CQ
+    core: CQ
+    connected: bool
+    satisfiable: bool
+    delta_str: Weight
+    paper: Mapping[str, PaperValue]
+    upper: Weight
+    lower: Weight | None
+    neighbor: str
+    l1: Weight
+    l2: Weight
+    explanation: tuple[str, ...]
+    bound: UpperBound
+    notes: tuple[str, ...] = ()
+    core_minimal: bool = True
+    suggestion: tuple[str, ...] = ()
+    witness: Witness | None = None
+    aggregates: tuple[AggregateRecord, ...] = ()
+    contributions: int = 1
+    noise: NoiseRecord | None = None
+
+    @property
+    def free(self) -> tuple[str, ...]:
+        """Names of the core's free variables."""
+        return tuple(v.name for v in self.core.free)
+
+    @property
+    def aggregate(self) -> str:
+        """Kind of the (first) aggregate."""
+        return self.query_obj.aggregate
+
+    @property
+    def tight(self) -> bool:
+        """True when the verified lower bound meets the upper bound."""
+        return self.lower is not None and self.lower == self.upper
+
+    @property
+    def bounded(self) -> bool:
+        """True when the upper bound is finite."""
+        return self.upper != math.inf
+
+    def reason(self) -> str:
+        """The one-line reason for the bound (the relation that gives it)."""
+        return reason(self.core, self.bound, self.satisfiable)
+
+    def structure(self) -> dict[str, Any]:
+        """The core's canonical structure and the steps behind the bound, for drawings."""
+        return structure(self.core, self.bound)
+
+    def to_dict(self, *, witness: bool = False) -> dict[str, Any]:
+        """The JSON object of the analysis (∞ as ``"inf"``); ``witness`` adds the databases."""
+        out: dict[str, Any] = {
+            "query": self.query,
+            "source": self.source,
+            "cq": str(self.cq),
+            "core": str(self.core),
+            "free": list(self.free),
+            "aggregate": self.aggregate,
+            "connected": self.connected,
+            "satisfiable": self.satisfiable,
+            "delta_str": jsonable(self.delta_str),
+            "paper": {k: jsonable(v.value) for k, v in self.paper.items()},
+            "paper_notes": {k: v.reason for k, v in self.paper.items() if v.value is None},
+            "sensitivity": {
+                "upper": jsonable(self.upper),
+                "lower": jsonable(self.lower),
+                "tight": self.tight,
+                "neighbor": self.neighbor,
+                "l1": jsonable(self.l1),
+                "l2": jsonable(self.l2),
+            },
+            "dependencies": [str(d) for d in self.sigma],
+            "core_minimal": self.core_minimal,
+            "explanation": list(self.explanation),
+            "notes": list(self.notes),
+            "suggestion": list(self.suggestion),
+            "structure": self.structure(),
+        }
+        if witness and self.witness is not None:
+            out["witness"] = self.witness.to_dict()
+        out["aggregates"] = [a.to_dict() for a in self.aggregates]
+        out["contributions"] = self.contributions
+        if self.noise is not None:
+            out["noise"] = self.noise.to_dict()
+        return out

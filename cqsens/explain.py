@@ -1,0 +1,207 @@
+"""Explanations: why the bound is what it is, in words, as a drawable structure, and advice.
+
+One rule decides which steps explain an atom's bound
+(:func:`cqsens.engine.upper.explaining_steps`); the sentences, the drawing's
+highlighted route and the witness's product construction all follow it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from cqsens.engine.count import CountBound, count_bound
+from cqsens.engine.paths import Weight
+from cqsens.engine.suggest import suggest
+from cqsens.engine.upper import Method, UpperBound, explaining_steps
+from cqsens.ir.cq import CQ, AggregateQuery, Const, Var, format_term
+from cqsens.ir.dependencies import Dependency, Sigma
+from cqsens.ir.schema import Schema
+
+__all__ = ["explanation", "fmt_weight", "jsonable", "reason", "structure", "suggestion"]
+
+
+def jsonable(value: Weight | None) -> int | float | str | None:
+    """∞ as the string ``"inf"``; integral floats as ints."""
+    if value is None:
+        return None
+    if value == math.inf:
+        return "inf"
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def fmt_weight(value: Weight | None) -> str:
+    if value is None:
+        return "unknown"
+    if value == math.inf:
+        return "∞"
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else f"{value:.6g}"
+    return str(value)
+
+
+def reason(core: CQ, bound: UpperBound, satisfiable: bool) -> str:
+    """The one-line reason for the bound (the relation that gives it)."""
+    if not satisfiable:
+        return "unsatisfiable: the count is always 0"
+    if core.is_boolean:
+        return "a Boolean query: its count is 0 or 1"
+    worst = max(bound.relations, key=lambda r: r.total, default=None)
+    if worst is None:
+        return "no relation atom"
+    if worst.total == math.inf:
+        for ab in worst.atoms:
+            if ab.value == math.inf:
+                missing = ", ".join(v.name for v in ab.unreachable) or "a free variable"
+                return (f"one added {worst.relation} row can create unboundedly many answers: "
+                        f"no bounded route from {ab.atom} to {missing}")
+    parts = []
+    counted = [ab for ab in worst.atoms if ab.counted]
+    for ab in counted[:2]:
+        if ab.pattern is not None:
+            parts.append(f"{ab.atom} holds every counted column (1)")
+        else:
+            route = "; ".join(str(st) for st in explaining_steps(ab))
+            parts.append(f"{ab.atom}: {fmt_weight(ab.value)} via {route}")
+    more = f"; and {len(counted) - 2} more {worst.relation} atoms" if len(counted) > 2 else ""
+    return (f"one {worst.relation} row changes the count by at most {fmt_weight(worst.total)}: "
+            + "; ".join(parts) + more)
+
+
+def structure(core: CQ, bound: UpperBound) -> dict[str, Any]:
+    """The core's canonical structure and the routes behind the bound, for drawings.
+
+    ``elements``: name and kind (``free``, ``constant``, ``existential``);
+    ``atoms``: relation, element names, whether a filter, its bound;
+    ``steps``: the steps (from, to, relation, weight, atom) behind finite atom
+    bounds; ``unbounded``: per unbounded atom, the free variables it cannot reach.
+    """
+    free = set(core.free)
+    elements = []
+    for term in sorted(core.elements(), key=lambda t: (isinstance(t, Var), str(t))):
+        kind = "constant" if isinstance(term, Const) else "free" if term in free else "existential"
+        elements.append({"name": format_term(term), "kind": kind})
+    bounds = {ab.atom: ab for rel in bound.relations for ab in rel.atoms}
+    atoms = []
+    for atom in core.sorted_atoms():
+        ab = bounds.get(atom)
+        atoms.append({
+            "relation": atom.template if atom.is_filter else atom.relation,
+            "text": str(atom),
+            "terms": [format_term(t) for t in atom.terms],
+            "filter": atom.is_filter,
+            "bound": jsonable(ab.value) if ab is not None else None,
+            "counted": ab.counted if ab is not None else None,
+        })
+    steps: list[dict[str, Any]] = []
+    unbounded: list[dict[str, Any]] = []
+    for ab in bounds.values():
+        if ab.value == math.inf:
+            unbounded.append({"atom": str(ab.atom), "missing": [v.name for v in ab.unreachable]})
+            continue
+        for step in explaining_steps(ab):
+            steps.append({"atom": str(ab.atom), "relation": step.relation,
+                          "from": format_term(step.source), "to": format_term(step.target),
+                          "weight": jsonable(step.weight)})
+    return {"elements": elements, "atoms": atoms, "steps": steps, "unbounded": unbounded}
+
+
+def explanation(query: AggregateQuery, counted: CountBound) -> list[str]:
+    lines: list[str] = []
+    q = query
+    c = counted.core
+    if not c.satisfiable:
+        lines.append(
+            "The query is unsatisfiable: "
+            + ("the functional dependencies force two different constants into one column"
+               if q.cq.satisfiable else "it equates a column with two different constants")
+            + ", so its count is 0 on every database and one row cannot change it: sensitivity 0."
+        )
+        return lines
+    free = ", ".join(v.name for v in c.free)
+    what = f"distinct ({free})" if free else "whether any match exists (a Boolean query: 0 or 1)"
+    lines.append(f"The query counts {what} over {', '.join(sorted(c.relations()))}.")
+    if c.is_boolean:
+        lines.append(
+            "A Boolean count is 0 or 1, so adding or removing one row changes it by at most 1."
+        )
+        return lines
+    for rel in counted.bound.relations:
+        parts = []
+        for ab in rel.atoms:
+            if not ab.counted:
+                parts.append(f"{ab.atom} gives the same answer as an earlier {rel.relation} atom (0 more)")
+            elif ab.pattern is not None:
+                parts.append(f"{ab.atom} holds every free variable: one new row gives at most 1 answer")
+            elif ab.value == math.inf:
+                missing = [v.name for v in ab.unreachable]
+                if missing:
+                    parts.append(
+                        f"{ab.atom}: no bounded path of dependencies leads from this row or a constant "
+                        f"to {', '.join(missing)}, so one added {rel.relation} row can match "
+                        f"unboundedly many existing rows and create any number of answers (∞)"
+                    )
+                else:
+                    parts.append(f"{ab.atom}: unbounded (∞)")
+            elif ab.method is Method.JOINT_TREE:
+                steps = "; ".join(str(s) for s in ab.tree_steps) or "none"
+                parts.append(
+                    f"{ab.atom}: at most {fmt_weight(ab.value)} answers, counting joint values along "
+                    f"the tree {steps} (per-variable product: {fmt_weight(ab.product)})"
+                )
+            else:
+                routes = "; ".join(
+                    f"{v.name} ×{fmt_weight(r.cardinality)} [{r.describe()}]"
+                    for v, r in ab.routes if r is not None
+                )
+                parts.append(f"{ab.atom}: at most {fmt_weight(ab.value)} answers: {routes}")
+        lines.append(
+            f"One added or removed {rel.relation} row changes the count by at most "
+            f"{fmt_weight(rel.total)}: " + "; ".join(parts) + "."
+        )
+    if counted.bound.value == math.inf:
+        lines.append(
+            "Unbounded: no noise calibrated to a finite sensitivity makes this release "
+            "differentially private unless the data obey further constraints."
+        )
+    return lines
+
+
+def _column_name(query: AggregateQuery, schema: Schema | None, relation: str, i: int) -> str:
+    if schema is not None and (rel := schema.find(relation)) is not None:
+        return rel.columns[i]
+    columns = query.columns.get(relation)
+    return columns[i] if columns and i < len(columns) else str(i + 1)
+
+
+def _bound_with(query: AggregateQuery, sigma: Sigma, extra: Sequence[Dependency]) -> Weight:
+    return count_bound(query.cq, Sigma.of([*sigma, *extra])).bound.value
+
+
+def suggestion(query: AggregateQuery, sigma: Sigma, core: CQ, schema: Schema | None) -> list[str]:
+    """The fewest dependencies that bound the query, confirmed by re-analysis."""
+    advice = suggest(core, sigma)
+    if not advice.dependencies:
+        return [f"No dependency helps: {advice.reason}."] if advice.reason else []
+
+    def named(dep: Dependency, k: int | None = None) -> str:
+        q = query
+        text = (f"{dep.relation}[{_column_name(q, schema, dep.relation, dep.i)}->"
+                f"{_column_name(q, schema, dep.relation, dep.j)}]")
+        return text if k is None else f"{text}<={k}"
+
+    lines: list[str] = []
+    for n, option in enumerate((advice.dependencies, *advice.alternatives)):
+        fd_bound = _bound_with(query, sigma, option)
+        cd_bound = _bound_with(query, sigma, [Dependency(d.relation, d.i, d.j, 3) for d in option])
+        if fd_bound == math.inf:
+            continue  # not confirmed: never suggest what does not work
+        fds = " and ".join(named(d) for d in option)
+        cds = " and ".join(named(d, 3).replace("<=3", "<=k") for d in option)
+        text = (f"declare {fds} (FD: the upper bound becomes {fmt_weight(fd_bound)}) or {cds} "
+                f"(CD: with k = 3 it becomes {fmt_weight(cd_bound)})")
+        lines.append(("To bound it, " if n == 0 else "Or instead, ") + text + ".")
+    return lines

@@ -1,0 +1,122 @@
+"""Read the inputs of an analysis: the query (SQL or CQ text or file) and Σ.
+
+Σ gathers the schema's key dependencies, ``--fd``/``--cd`` flags and a
+constraints file; a CQ used with a schema must match its relations.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import replace
+from pathlib import Path
+
+from cqsens.errors import DependencyError, SchemaError, read_text
+from cqsens.frontend.parse_cq import parse_cq, parse_dependencies, parse_dependency
+from cqsens.frontend.parse_sql import parse_sql
+from cqsens.ir.cq import CQ, AggregateQuery
+from cqsens.ir.dependencies import Dependency, Sigma
+from cqsens.ir.schema import Schema
+
+__all__ = ["load_query", "resolve_sigma"]
+
+
+_SQL_START = re.compile(r"^\s*(--[^\n]*\n\s*|/\*.*?\*/\s*)*(select|with|\()", re.I | re.S)
+
+
+def load_query(
+    source: str | Path,
+    *,
+    schema: Schema | None = None,
+    dialect: str | None = None,
+    kind: str | None = None,
+    name: str | None = None,
+) -> AggregateQuery:
+    """Read SQL or CQ text (or a ``.sql``/``.cq`` file) into an AggregateQuery."""
+    text = str(source)
+    origin = name
+    path: Path | None = None
+    if isinstance(source, Path):
+        path = source
+    elif "\n" not in text and len(text) < 4096 and text.endswith((".sql", ".cq")):
+        path = Path(text)
+    if path is not None:
+        text = read_text(path, what="query file")
+        origin = origin or str(path)
+        if kind is None:
+            kind = "cq" if path.suffix == ".cq" else "sql"
+    if kind is None:
+        kind = "sql" if _SQL_START.match(text) else "cq"
+    if kind == "cq":
+        cq = parse_cq(text, source=origin or "<cq>")
+        if schema is not None:
+            _check_cq_against_schema(cq, schema, origin or "<cq>")
+        return AggregateQuery(cq=cq, source=origin or "<cq>", heads=(cq.head,), body=cq, text=text)
+    query = parse_sql(text, schema=schema, dialect=dialect, source=origin or "<sql>")
+    return replace(query, text=text)
+
+
+def _check_cq_against_schema(cq: CQ, schema: Schema, source: str) -> None:
+    """A CQ used with a schema must name its tables with their arities."""
+    for relation, arity in sorted(cq.relations().items()):
+        rel = schema.find(relation)
+        if rel is None:
+            raise SchemaError(f"relation {relation} is not in the schema (it has: "
+                              f"{', '.join(schema.relation_names())})", source=source,
+                              construct=f"relation {relation}")
+        if len(rel.columns) != arity:
+            raise SchemaError(f"relation {relation} has {len(rel.columns)} columns in the schema but "
+                              f"{arity} arguments in the query", source=source,
+                              construct=f"relation {relation}")
+        if rel.name != relation:
+            raise SchemaError(f"relation {relation} is spelled {rel.name} in the schema; use that "
+                              "spelling in the CQ", source=source, construct=f"relation {relation}")
+
+
+def resolve_sigma(
+    query: AggregateQuery,
+    *,
+    schema: Schema | None,
+    fds: Iterable[str | Dependency] = (),
+    cds: Iterable[str | Dependency] = (),
+    constraints: str | Path | None = None,
+) -> tuple[Sigma, list[str]]:
+    """Σ from the schema's keys, ``--fd``/``--cd`` flags and a constraints file."""
+    notes: list[str] = []
+    arities = query.cq.relations()
+    deps: list[Dependency] = []
+    if schema is not None:
+        deps.extend(schema.key_dependencies())
+
+    def check(dep: Dependency, text: str, *, strict: bool, source: str) -> Dependency | None:
+        if schema is None and dep.relation not in arities:
+            if strict:
+                raise DependencyError(
+                    f"unknown relation {dep.relation} in {text!r} (the query uses: "
+                    f"{', '.join(sorted(arities))}; pass --schema to declare others)",
+                    source=source, construct="dependency",
+                )
+            notes.append(f"dependency {text} ignored: the query does not use {dep.relation}")
+            return None
+        return dep
+
+    for kind, items in (("fd", fds), ("cd", cds)):
+        for item in items:
+            if isinstance(item, Dependency):
+                deps.append(item)
+                continue
+            dep = parse_dependency(item, schema=schema, arities=arities, kind=kind, source=f"--{kind}")
+            checked = check(dep, item, strict=True, source=f"--{kind}")
+            if checked is not None:
+                deps.append(checked)
+    if constraints is not None:
+        path = Path(constraints)
+        lines = read_text(path, error=DependencyError, what="constraints file").splitlines()
+        for number, dep in enumerate(
+            parse_dependencies(lines, schema=schema, arities=arities, source=str(path)), start=1
+        ):
+            del number
+            checked = check(dep, str(dep), strict=False, source=str(path))
+            if checked is not None:
+                deps.append(checked)
+    return Sigma.of(deps), notes
