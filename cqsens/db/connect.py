@@ -48,9 +48,6 @@ class DatabaseError(InputError):
     """The database URL is bad, or the database cannot be reached or read."""
 
 
-# --------------------------------------------------------------------------- URLs
-
-
 def mask_url(url: str) -> str:
     """The URL with any password replaced by ``***``.
 
