@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cqsens.cli.main import EXIT_INPUT, EXIT_OK, EXIT_USAGE, cli
+from cqsens.cli.exits import EXIT_INPUT, EXIT_OK, EXIT_USAGE
+from cqsens.cli.main import cli
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -84,7 +85,8 @@ def test_missing_file_is_input_error() -> None:
 
 
 @pytest.mark.parametrize(
-    "path", sorted(p for p in EXAMPLES.rglob("*") if p.suffix in (".sql", ".cq") and p.name != "schema.sql"
+    "path", sorted(p for p in EXAMPLES.rglob("*")
+                   if p.suffix in (".sql", ".cq") and p.name != "schema.sql"
                    and p.parent.joinpath("schema.sql") != p and "data" not in p.stem),
     ids=lambda p: str(p.relative_to(EXAMPLES)),
 )

@@ -30,7 +30,7 @@ from click.testing import CliRunner
 
 import cqsens
 from cqsens.cli.profile import profile
-from cqsens.db.database import (
+from cqsens.db import (
     OBSERVED_NOTE,
     DatabaseError,
     FanOut,
@@ -444,9 +444,9 @@ def test_pg_profile(pg_urls: tuple[str, str]) -> None:
 def test_pg_profiling_connections_are_read_only(pg_urls: tuple[str, str]) -> None:
     import sqlalchemy as sa
 
-    from cqsens.db.database import _connect
+    from cqsens.db.connect import connect
 
-    with pytest.raises(DatabaseError) as info, _connect(pg_urls[0]) as conn:
+    with pytest.raises(DatabaseError) as info, connect(pg_urls[0]) as conn:
         conn.execute(sa.text("CREATE TABLE scratch (a INTEGER)"))
     assert "read-only" in str(info.value)
 

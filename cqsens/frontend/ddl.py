@@ -226,3 +226,94 @@ def load_schema(
     return schema_from_ddl(text, dialect=dialect, source=source)
 
 
+
+
+def relation_from_catalogue(
+    name: str,
+    columns: tuple[str, ...],
+    types: tuple[str | None, ...],
+    checks: list[str],
+    *,
+    keys: tuple[int, ...] = (),
+    composite: tuple[tuple[int, ...], ...] = (),
+    dialect: str | None = None,
+) -> Relation:
+    """A relation from the SQL text a live database's catalogue gives.
+
+    The catalogue spells column types and ``CHECK`` constraints as SQL text;
+    this reads them as :func:`schema_from_ddl` reads ``CREATE TABLE``.  Casts
+    around literals and columns are dropped first (``0::numeric`` → ``0``,
+    ``'-5'::integer`` → ``-5``) so the bounds read as numbers.
+
+    Parameters
+    ----------
+    name : str
+        The table's name.
+    columns : tuple of str
+        Its columns, in order.
+    types : tuple of str or None
+        The type of each column as the database writes it (None: no type).
+    checks : list of str
+        The text of each ``CHECK`` constraint; one that does not parse gives no
+        bound (bounds are information only).
+    keys, composite : tuple
+        Single-column key positions and composite keys, copied as they are.
+    dialect : str, optional
+        sqlglot dialect of the texts.
+
+    Returns
+    -------
+    Relation
+        Types in sqlglot's spelling (the database's when sqlglot cannot read
+        it) and the value bounds of the checks, merged per column.
+
+    Examples
+    --------
+    >>> r = relation_from_catalogue("t", ("a", "b"), ("INTEGER", None),
+    ...                             ["b >= 0::numeric AND b <= 9"], dialect="postgres")
+    >>> r.types, r.bounds
+    (('INT', ''), ((1, 0.0, 9.0),))
+    """
+
+    def type_sql(text: str | None) -> str:
+        if text is None:
+            return ""
+        try:
+            return exp.DataType.build(text, dialect=dialect).sql()
+        except Exception:  # noqa: BLE001 - keep the database's spelling
+            return text
+
+    def strip(n: exp.Expression) -> exp.Expression:
+        while isinstance(n, (exp.Cast, exp.Paren)):
+            n = n.this
+        if isinstance(n, exp.Literal) and n.is_string:
+            try:
+                float(n.this)
+            except ValueError:
+                return n
+            return exp.Literal.number(n.this)
+        return n
+
+    def uncast(n: exp.Expression) -> exp.Expression:
+        if isinstance(n, exp.Cast):
+            inner = strip(n)
+            if isinstance(inner, (exp.Literal, exp.Neg, exp.Column)):
+                return inner.copy()
+        return n
+
+    lowered = [c.lower() for c in columns]
+    merged: dict[int, tuple[float, float]] = {}
+    for text in checks:
+        try:
+            tree = sqlglot.parse_one(text, read=dialect)
+        except (SqlglotParseError, TokenError, ValueError):
+            continue
+        if not isinstance(tree, exp.Expression):
+            continue
+        for col, (low, high) in column_bounds(tree.transform(uncast)).items():
+            if col in lowered:
+                i = lowered.index(col)
+                old = merged.get(i, (-math.inf, math.inf))
+                merged[i] = (max(old[0], low), min(old[1], high))
+    bounds = tuple((i, lo, hi) for i, (lo, hi) in sorted(merged.items()))
+    return Relation(name, columns, tuple(type_sql(t) for t in types), keys, composite, bounds)

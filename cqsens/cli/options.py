@@ -1,0 +1,81 @@
+"""Click options shared by several commands, and the schema they select."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from cqsens.cli.exits import fail
+from cqsens.errors import InputError
+from cqsens.ir.schema import Schema
+
+__all__ = ["dependency_options", "release_options", "resolve_schema", "schema_options"]
+
+_Command = Callable[..., Any]
+
+
+def schema_options(f: _Command) -> _Command:
+    """--schema, --db and --dialect."""
+    f = click.option("--db", "db_url", default=None, metavar="URL",
+                     help="Read the schema from a live database instead of a DDL file "
+                          "(sqlite:///path.db, postgresql://user:pass@host/db).")(f)
+    f = click.option("--dialect", default=None, metavar="NAME",
+                     help="sqlglot dialect of the SQL and DDL "
+                          "(postgres, mysql, bigquery, ...).")(f)
+    f = click.option("--schema", "schema", type=click.Path(dir_okay=False), default=None,
+                     help="SQL DDL file (CREATE TABLE ...): column order, keys (FDs), "
+                          "CHECK bounds.")(f)
+    return f
+
+
+def release_options(f: _Command) -> _Command:
+    """--bounds, --contributions, --rows, --epsilon, --delta."""
+    f = click.option("--delta", type=float, default=None,
+                     help="δ for the Gaussian mechanism (with --epsilon).")(f)
+    f = click.option("--epsilon", type=float, default=None,
+                     help="ε: print the Laplace scale Δ1/ε (and the Gaussian σ with --delta).")(f)
+    f = click.option("--rows", type=click.IntRange(min=1), default=None,
+                     help="Number of rows, for the parity rule of a single-table MEDIAN.")(f)
+    f = click.option("--contributions", type=click.IntRange(min=1), default=1, show_default=True,
+                     help="Rows one individual may own: the sensitivity is multiplied by it.")(f)
+    f = click.option("--bounds", "value_bounds", multiple=True, metavar="'T.col=low:high'",
+                     help="Value bounds of a summed/averaged column, e.g. 'Pat.age=0:120'.")(f)
+    return f
+
+
+def dependency_options(f: _Command) -> _Command:
+    """--fd, --cd, --constraints, --neighbor."""
+    f = click.option("--neighbor", type=click.Choice(["add-remove", "substitute"]),
+                     default="add-remove", show_default=True,
+                     help="Neighbouring databases: one row added/removed, or one row changed.")(f)
+    f = click.option("--constraints", type=click.Path(dir_okay=False), default=None,
+                     help="File of dependencies, one per line ('#' comments).")(f)
+    f = click.option("--cd", "cds", multiple=True, metavar="'R[i->j]<=k'",
+                     help="Cardinality dependency: at most k values at position j "
+                          "per value at i.")(f)
+    f = click.option("--fd", "fds", multiple=True, metavar="'R[i->j]'",
+                     help="Functional dependency (positions 1-based, or column names "
+                          "with --schema).")(f)
+    return f
+
+
+def resolve_schema(schema: str | None, db_url: str | None) -> str | Schema | None:
+    """The --schema file, or the schema reflected from --db (exits 1 on failure).
+
+    Raises
+    ------
+    click.UsageError
+        Both --schema and --db were given.
+    """
+    if db_url is None:
+        return schema
+    if schema is not None:
+        raise click.UsageError("give --schema or --db, not both")
+    from cqsens.db.reflect import reflect_schema
+
+    try:
+        return reflect_schema(db_url)
+    except InputError as err:
+        fail(err)

@@ -1,0 +1,112 @@
+"""Text and JSON renderings of a live-database profile (``cqsens profile``).
+
+The text rendering lists the declared dependencies checked in the database,
+with the offending values of each violation, then the table of observed
+fan-outs and the cardinality dependencies they suggest, which are *observed in
+this data, not guaranteed*.  Renderers return strings; only the command line
+prints them.
+"""
+
+from __future__ import annotations
+
+import json
+
+from cqsens.db.check import dependency_label
+from cqsens.db.profile import OBSERVED_NOTE, Profile
+
+__all__ = ["render_json", "render_text"]
+
+
+def _plural(n: int, word: str, many: str | None = None) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {many or word + 's'}"
+
+
+def _value(value: object) -> str:
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def _table(rows: list[list[str]], indent: str = "  ") -> list[str]:
+    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
+    return [indent + "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip()
+            for r in rows]
+
+
+def render_text(report: Profile) -> str:
+    """The profile for people: checks with offending values, then the fan-out table.
+
+    Parameters
+    ----------
+    report : Profile
+        As :func:`cqsens.db.profile.profile_database` returns it.
+
+    Returns
+    -------
+    str
+        Plain text, no trailing newline.
+    """
+    out = [f"database: {report.database}",
+           f"schema:   {report.schema.source} ({_plural(len(report.schema.relations), 'table')})",
+           ""]
+    checks = report.checks
+    out.append(f"Declared dependencies, checked in the database ({len(checks)}):")
+    if checks:
+        rows = [["", "dependency", "declared by", "result"]]
+        for c in checks:
+            rows.append(["ok" if c.ok else "FAIL", c.label, c.origin or "-", c.summary()])
+        out += _table(rows)
+        for c in report.violations:
+            ci, cj = c.columns
+            out.append(f"  {c.label} is violated by {_plural(c.violating, ci + ' value')}"
+                       + (", for example:" if c.offenders else "."))
+            for o in c.offenders:
+                shown = ", ".join(_value(v) for v in o.sample)
+                more = ", ..." if len(o.sample) < o.count else ""
+                out.append(f"    {ci} = {_value(o.value)}: {o.count} distinct {cj} "
+                           f"({shown}{more})")
+    else:
+        out.append("  (none: declare some with --constraints, --fd, --cd or schema keys)")
+    bad = len(report.violations)
+    out.append(f"  {_plural(len(checks), 'dependency', 'dependencies')} checked, "
+               f"{bad} violated.")
+    out.append("")
+    out.append(f"Fan-outs ({OBSERVED_NOTE}): the most distinct <to> values seen "
+               "with one <from> value")
+    if report.fanouts:
+        rows = [["table", "from -> to", "max", "from values", "declared", "proposal"]]
+        for f in report.fanouts:
+            proposal = f.proposal
+            declared = "-" if f.declared is None else f"<={f.declared}"
+            if f.declared is not None and f.max_count > f.declared:
+                declared += " VIOLATED"
+            if proposal is None:
+                text = "-"
+            else:
+                text = dependency_label(proposal, report.schema, always_bound=True)
+                if f.weak:
+                    text += "  (weak: every value occurs once)"
+            rows.append([f.relation, f"{f.columns[0]} -> {f.columns[1]}", str(f.max_count),
+                         str(f.groups), declared, text])
+        out += _table(rows)
+    else:
+        out.append("  (no table has two columns)")
+    n = len(report.proposals)
+    proposed = _plural(n, "proposed cardinality dependency", "proposed cardinality dependencies")
+    out.append(f"  {proposed}: {OBSERVED_NOTE}; write them with -o FILE and keep only the "
+               "real rules.")
+    return "\n".join(out)
+
+
+def render_json(report: Profile) -> str:
+    """The profile as indented JSON (:meth:`Profile.to_dict`), non-ASCII kept as is.
+
+    Parameters
+    ----------
+    report : Profile
+        As :func:`cqsens.db.profile.profile_database` returns it.
+
+    Returns
+    -------
+    str
+        JSON text, no trailing newline.
+    """
+    return json.dumps(report.to_dict(), indent=2, ensure_ascii=False)
