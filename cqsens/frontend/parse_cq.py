@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lark import Lark, Token, Transformer, v_args
+from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, VisitError
 
 from cqsens.errors import DependencyError, InputError, ParseError
@@ -59,6 +59,22 @@ def _unquote(token: str) -> str:
     return "".join(out)
 
 
+def _terms(items: list[object]) -> tuple[Term, ...]:
+    out: list[Term] = []
+    for t in items:
+        if t is not None:
+            assert isinstance(t, (Var, Const))
+            out.append(t)
+    return tuple(out)
+
+
+def _head(item: object) -> tuple[str, tuple[Term, ...]]:
+    assert isinstance(item, tuple) and len(item) == 2
+    name, terms = item
+    assert isinstance(name, str) and isinstance(terms, tuple)
+    return name, terms
+
+
 class _ToCQ(Transformer):  # type: ignore[type-arg]
     """Transformer for ``cq.lark`` (start rule ``query``)."""
 
@@ -84,24 +100,25 @@ class _ToCQ(Transformer):  # type: ignore[type-arg]
 
     def head(self, items: list[object]) -> tuple[str, tuple[Term, ...]]:
         name = str(items[0])
-        return name, tuple(t for t in items[1:] if t is not None)  # type: ignore[misc]
+        return name, _terms(items[1:])
 
     def atom(self, items: list[object]) -> tuple[Atom, Token]:
         tok = items[0]
         assert isinstance(tok, Token)
-        terms = tuple(t for t in items[1:] if t is not None)
-        return Atom(str(tok), terms), tok  # type: ignore[arg-type]
+        return Atom(str(tok), _terms(items[1:])), tok
 
     def body(self, items: list[tuple[Atom, Token]]) -> list[tuple[Atom, Token]]:
         return items
 
     def query(self, items: list[object]) -> CQ:
-        (name, head), body = items  # type: ignore[misc]
-        return self._build(name, head, body)
+        head, body = items
+        name, terms = _head(head)
+        assert isinstance(body, list)
+        return self._build(name, terms, body)
 
     def fact_query(self, items: list[object]) -> CQ:
-        (name, head) = items[0]  # type: ignore[misc]
-        return self._build(name, head, [])
+        name, terms = _head(items[0])
+        return self._build(name, terms, [])
 
     def _build(
         self, name: str, head: tuple[Term, ...], body: list[tuple[Atom, Token]]
@@ -297,6 +314,7 @@ def parse_dependency(
     k = 1
     bound = tree.children[3] if len(tree.children) > 3 else None
     if bound is not None:
+        assert isinstance(bound, Tree)
         k = int(str(bound.children[0]))
         if k < 1:
             raise fail(f"the bound k must be at least 1, got {k}")
