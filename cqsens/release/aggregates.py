@@ -264,13 +264,13 @@ def count_bound(
     if neighbor == "add-remove":
         rule = (
             "COUNT: one tuple added or removed changes the count by at most the CQ "
-            f"count bound Δ = {_fmt(delta)} (SPEC §3; seed 000 Thm 3)"
+            f"count bound Δ = {_fmt(delta)} (docs/rules.md, rule new-answers)"
         )
     else:
         rule = (
             "COUNT under substitution: a monotone count over a class closed under "
             f"removal moves by at most the add-remove bound Δ = {_fmt(delta)}, "
-            "not 2Δ (SPEC §3; seed 000 Thm 1)"
+            "not 2Δ (docs/rules.md, rule count-substitution)"
         )
     return AggregateBound(value, value, neighbor, rule + _times_k(k) + ".")
 
@@ -338,7 +338,7 @@ def histogram_bound(
         rule = (
             "GROUP BY histogram: one tuple added or removed moves the group counts in "
             f"one direction by at most Δ = {_fmt(delta)} in total, so ℓ1 = ℓ2 ≤ Δ "
-            "(SPEC §4; seed 000 Thm 3-4)"
+            "(docs/rules.md, rule group-by-histogram)"
         )
     else:
         l1 = _mul(2, base)
@@ -346,7 +346,7 @@ def histogram_bound(
         rule = (
             "GROUP BY histogram under substitution: a removal (at most Δ = "
             f"{_fmt(delta)} down) plus an addition (at most Δ up) gives ℓ1 ≤ 2Δ and "
-            "ℓ2 ≤ √2·Δ, a norm and not seed 000's squared value 2 (SPEC §4, §6.4)"
+            "ℓ2 ≤ √2·Δ, a norm and not its square 2Δ² (docs/rules.md, rule group-by-histogram)"
         )
     return AggregateBound(l1, l2, neighbor, rule + _times_k(k) + ".")
 
@@ -361,15 +361,14 @@ def _sum_rule(
         rule = (
             f"SUM over [{lo_s}, {hi_s}]: one tuple added or removed adds or removes at most "
             f"Δ = {_fmt(delta)} row(s), each worth at most max(|m|, |M|) = "
-            f"{_fmt(_magnitude(low, high))} (SPEC §4; seed 001 Thm 3, ℓ2 not squared "
-            "per SPEC §6.4)"
+            f"{_fmt(_magnitude(low, high))} (docs/rules.md, rule sum)"
         )
     elif single_table_unfiltered:
         value = _mul(k, _span(low, high))
         rule = (
             f"SUM over [{lo_s}, {hi_s}] on a single unfiltered table under substitution: "
             f"exactly one summed value is replaced, so M − m = {_fmt(_span(low, high))} "
-            "(SPEC §4; seed 001 Thm 1, ℓ2 not squared per SPEC §6.4)"
+            "(docs/rules.md, rule sum-substitution)"
         )
     else:
         value = _mul(_mul(k, delta), _signed_span(low, high))
@@ -377,7 +376,7 @@ def _sum_rule(
             f"SUM over [{lo_s}, {hi_s}] under substitution: at most Δ = {_fmt(delta)} row(s) "
             f"removed and Δ added move the sum by at most Δ·(max(M,0) − min(m,0)) with "
             f"max(M,0) − min(m,0) = {_fmt(_signed_span(low, high))}, since a filtered "
-            "row can enter or leave the sum (SPEC §4, §6.6)"
+            "row can enter or leave the sum (docs/rules.md, rule sum-substitution)"
         )
     return value, rule
 
@@ -518,7 +517,7 @@ def avg_bound(
     rule = (
         f"AVG over [{_fmt(low)}, {_fmt(high)}]: assuming it is defined (at least one "
         f"row) on both neighbours, any two averages differ by at most M − m = "
-        f"{_fmt(value)} (range bound; no seed covers AVG)."
+        f"{_fmt(value)} (range bound; docs/rules.md, rule avg)."
     )
     return AggregateBound(value, value, neighbor, rule)
 
@@ -577,7 +576,7 @@ def min_max_bound(
     rule = (
         f"MIN/MAX over [{_fmt(low)}, {_fmt(high)}]: assuming the result is defined (at "
         f"least one row) on both neighbours, it stays in [m, M] and so changes by at "
-        f"most M − m = {_fmt(value)} (range bound; no seed covers MIN/MAX)."
+        f"most M − m = {_fmt(value)} (range bound; docs/rules.md, rule min-max)."
     )
     return AggregateBound(value, value, neighbor, rule)
 
@@ -606,27 +605,26 @@ def _median_rule(
         rule = (
             f"MEDIAN over {rng} when one neighbour can change more than one row: the "
             f"range bound M − m = {_fmt(span)}, assuming the median is defined on "
-            "both neighbours (SPEC §4)."
+            "both neighbours (docs/rules.md, rule median)."
         )
     elif neighbor == "add-remove":
         value = span / 2
         rule = (
             f"MEDIAN over {rng}, one row added or removed: (M − m)/2 = {_fmt(value)}, "
-            "assuming at least one row on both neighbours (seed 004 Thm 3-4, with "
-            "(M+m)/2 read for its (M−m)/2 per SPEC §6.5)."
+            "assuming at least one row on both neighbours (docs/rules.md, rule median)."
         )
     elif rows is not None and rows % 2 == 0:
         value = span / 2
         rule = (
             f"MEDIAN over {rng} of n = {rows} (even) rows, one row changed: "
-            f"(M − m)/2 = {_fmt(value)} (seed 004 Thm 1-2, SPEC §4, §6.5)."
+            f"(M − m)/2 = {_fmt(value)} (docs/rules.md, rule median-parity-rows)."
         )
     else:
         value = span
         parity = "unknown n, so the odd case" if rows is None else f"n = {rows} (odd) rows"
         rule = (
             f"MEDIAN over {rng}, {parity}, one row changed: M − m = {_fmt(span)} "
-            "(seed 004 Thm 1-2, SPEC §4, §6.5)."
+            "(docs/rules.md, rule median-parity-rows)."
         )
     return value, rule
 
