@@ -15,7 +15,7 @@ import re
 import signal
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,7 @@ class BatchResult:
         """The JSON report object (also the input of the HTML and Markdown renderers)."""
         return {
             "title": "cqsens report",
-            "generated": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "generated": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "command": self.command,
             "options": self.options,
             "summary": self.summary(),
@@ -95,7 +95,9 @@ def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def collect_files(inputs: Iterable[str | Path], *, exclude: Iterable[str | Path] = ()) -> tuple[list[Path], list[str]]:
+def collect_files(
+    inputs: Iterable[str | Path], *, exclude: Iterable[str | Path] = ()
+) -> tuple[list[Path], list[str]]:
     """Query files under the inputs (sorted per folder), and the files skipped with why."""
     excluded = {Path(p).resolve() for p in exclude}
     files: list[Path] = []
@@ -224,7 +226,8 @@ def analyze_paths(
         Rows in input order, whatever ``jobs`` is.
     """
     exclude = [p for p in (options.get("schema"), options.get("constraints")) if p is not None]
-    files, skipped = collect_files(inputs, exclude=[p for p in exclude if isinstance(p, (str, Path))])
+    paths = [p for p in exclude if isinstance(p, (str, Path))]
+    files, skipped = collect_files(inputs, exclude=paths)
     tasks = [(str(f), options, timeout) for f in files]
     rows: list[dict[str, Any]] = []
     if jobs <= 1 or len(tasks) <= 1:

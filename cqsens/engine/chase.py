@@ -5,7 +5,7 @@ For every FD ``R[i->j]`` and two atoms of ``R`` that agree at ``i`` but differ a
 included); two different constants make the query unsatisfiable (⊥).  The
 result is equivalent to the query on every database satisfying the FDs.
 The chase may merge head variables (``Q(x, x)``) or bind one to a constant, so
-the head is kept as a tuple of terms.
+the head is kept as a tuple of terms (docs/rules.md, rule ``fd-chase``).
 
 References
 ----------

@@ -49,7 +49,8 @@ def _retract_once(
         target = [a for a in atoms if v not in a.terms]
         h = find_homomorphism(atoms, target, fixed=fixed, budget=budget)
         if h is not None:
-            return frozenset(a.substitute(h) for a in atoms)
+            mapping: dict[Term, Term] = dict(h.items())
+            return frozenset(a.substitute(mapping) for a in atoms)
     return None
 
 

@@ -64,4 +64,4 @@ def components(cq: CQ) -> list[CQ]:
 def is_connected(cq: CQ) -> bool:
     """True when the Gaifman graph has at most one component."""
     graph = gaifman_graph(cq)
-    return graph.number_of_nodes() == 0 or nx.is_connected(graph)
+    return graph.number_of_nodes() == 0 or bool(nx.is_connected(graph))

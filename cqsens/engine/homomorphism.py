@@ -43,7 +43,7 @@ def _compatible(atom: Atom, target: Atom, assignment: Mapping[Var, Term]) -> boo
     if atom.relation != target.relation or atom.arity != target.arity:
         return False
     local: dict[Var, Term] = {}
-    for s, t in zip(atom.terms, target.terms):
+    for s, t in zip(atom.terms, target.terms, strict=True):
         if isinstance(s, Const):
             if s != t:
                 return False
@@ -69,7 +69,8 @@ def _setup(
     start: dict[Var, Term] = dict(fixed or {})
     cands: list[list[Atom]] = []
     for atom in src:
-        c = [t for t in by_relation.get((atom.relation, atom.arity), []) if _compatible(atom, t, start)]
+        same = by_relation.get((atom.relation, atom.arity), [])
+        c = [t for t in same if _compatible(atom, t, start)]
         if not c:
             return None
         cands.append(c)
@@ -95,7 +96,8 @@ def arc_consistent_domains(
 
     >>> from cqsens.frontend.parse_cq import parse_cq
     >>> q = parse_cq("Q(x) :- E(x, y), E(y, z)")
-    >>> sorted(map(str, arc_consistent_domains(q.atoms, q.atoms, fixed={Var("x"): Var("x")})[Var("z")]))
+    >>> domains = arc_consistent_domains(q.atoms, q.atoms, fixed={Var("x"): Var("x")})
+    >>> sorted(map(str, domains[Var("z")]))
     ['z']
     """
     setup = _setup(source, target, fixed)

@@ -1,10 +1,10 @@
 """The paper's bounds read literally: Δ_STR (Prop 7 / Thm 9), Δ±_Σ (Thm 13), Δ+_Σ (Thm 17).
 
 These are reported in the ``paper`` block so a reader sees where, and why,
-cqsens's answer differs (SPEC §6).  Path minima are taken over *simple paths
-from the atom's elements* exactly as equation (1) defines them, by exhaustive
-enumeration under a budget; when the budget runs out the value is unknown
-(``None`` with a reason), never a guess.
+cqsens's answer differs (docs/rules.md, rule ``paper-values``).  Path minima
+are taken over *simple paths from the atom's elements* exactly as equation (1)
+defines them, by exhaustive enumeration under a budget; when the budget runs
+out the value is unknown (``None`` with a reason), never a guess.
 
 References
 ----------
@@ -114,7 +114,8 @@ def fd_bounds_paper(
         return PaperValue(None, reason), PaperValue(None, reason)
     upper = PaperValue(_sum_max(pairs))
     if not in_cq_core:
-        return upper, PaperValue(None, "the query is not in CQ_core, so Thm 13 gives no lower bound")
+        reason = "the query is not in CQ_core, so Thm 13 gives no lower bound"
+        return upper, PaperValue(None, reason)
     return upper, PaperValue(max((v for _, v in pairs), default=1))
 
 

@@ -18,6 +18,8 @@ The *arborescence* bound counts joint assignments: a tree of steps rooted at
 the atom's elements and the constants that reaches every free variable bounds
 the number of assignments of the free variables by the product of its weights
 (each child has at most its weight of values per value of its parent).
+Both are stated and proved in docs/rules.md, rules ``walks-from-constants`` and
+``joint-assignment-tree``.
 
 References
 ----------
@@ -140,9 +142,8 @@ def least_cardinalities(
         for nxt, step in graph.get(node, {}).items():
             if nxt not in best:
                 total = card * step.weight
-                heapq.heappush(
-                    heap, (total, next(counter), nxt, Route(total, route.start, route.steps + (step,)))
-                )
+                longer = Route(total, route.start, route.steps + (step,))
+                heapq.heappush(heap, (total, next(counter), nxt, longer))
     return best
 
 

@@ -9,7 +9,7 @@ module turns that count bound into the sensitivity of the aggregate computed ove
 the answers: COUNT, a GROUP BY histogram of disjoint counts, SUM and AVG of a
 column with values in ``[m, M]``, MIN/MAX and MEDIAN.
 
-Two neighbour models are supported (SPEC §3):
+Two neighbour models are supported (docs/rules.md, rule ``setting``):
 
 ``"add-remove"``
     the databases differ by one tuple added or removed (the default);
@@ -20,16 +20,18 @@ With ``contributions=k`` one individual owns up to ``k`` tuples, so a neighbour
 adds or removes up to ``k`` tuples (add-remove) or changes up to ``k`` tuples in
 place (substitute); it is a chain of ``k`` single-tuple neighbours, so by the
 triangle inequality each additive bound (COUNT, histogram, SUM) is multiplied
-by ``k`` (Observation 1 of the ICALP paper). Range bounds (AVG, MIN/MAX, MEDIAN
-beyond one row) do not grow with ``k``.
+by ``k`` (Observation 1 of the ICALP paper; docs/rules.md, rule
+``contributions``). Range bounds (AVG, MIN/MAX, MEDIAN beyond one row) do not
+grow with ``k``.
 
 Every value returned is an upper bound that is never below the truth. ℓ2 is
-always a norm, never a squared norm (SPEC §6.4). ``math.inf`` means "unbounded"
+always a norm, never a squared norm. ``math.inf`` means "unbounded"
 and propagates, except that a bound of 0 (an unsatisfiable query, or an empty
 range of values) times anything is 0.
 
-The single-table base rules are those of the seeds 000 (COUNT), 001 (SUM) and
-004 (MEDIAN), corrected as listed in SPEC §6.4-6.6:
+The single-table base rules, each stated and proved in docs/rules.md (rules
+``count-substitution``, ``group-by-histogram``, ``sum``, ``sum-substitution``,
+``median`` and ``median-parity-rows``):
 
 =================  =====================  ===============  ================
 query              change-one ℓ1          change-one ℓ2    add/remove ℓ1=ℓ2
@@ -93,7 +95,7 @@ class AggregateBound:
     neighbor : str
         The neighbour model, ``"add-remove"`` or ``"substitute"``.
     rule : str
-        One sentence naming the rule applied and its source (SPEC section or seed).
+        One sentence naming the rule applied and where it is documented.
     """
 
     l1: float
@@ -240,9 +242,10 @@ def count_bound(
     under removing tuples, so a substitution (remove ``t``, then add ``t'``)
     first lowers the count by at most Δ, then raises it by at most Δ: the net
     change lies in ``[−Δ, Δ]``, so the substitute bound equals the add-remove
-    bound, not twice it (SPEC §3; seed 000 Thm 1 and Thm 3 for Δ = 1). For a
+    bound, not twice it (docs/rules.md, rule ``count-substitution``). For a
     scalar ℓ1 and ℓ2 coincide. With ``k`` tuples per individual a neighbour is
-    a chain of ``k`` single-tuple steps, hence the factor ``k``.
+    a chain of ``k`` single-tuple steps, hence the factor ``k`` (rule
+    ``contributions``).
 
     Examples
     --------
@@ -261,13 +264,13 @@ def count_bound(
     if neighbor == "add-remove":
         rule = (
             "COUNT: one tuple added or removed changes the count by at most the CQ "
-            f"count bound Δ = {_fmt(delta)} (SPEC §3; seed 000 Thm 3)"
+            f"count bound Δ = {_fmt(delta)} (docs/rules.md, rule new-answers)"
         )
     else:
         rule = (
             "COUNT under substitution: a monotone count over a class closed under "
             f"removal moves by at most the add-remove bound Δ = {_fmt(delta)}, "
-            "not 2Δ (SPEC §3; seed 000 Thm 1)"
+            "not 2Δ (docs/rules.md, rule count-substitution)"
         )
     return AggregateBound(value, value, neighbor, rule + _times_k(k) + ".")
 
@@ -313,10 +316,9 @@ def histogram_bound(
     opposite signs, so ``(r_i + a_i)² ≤ max(r_i², a_i²) ≤ r_i² + a_i²``; summing,
     ``‖r + a‖2² ≤ ‖r‖2² + ‖a‖2² ≤ ‖r‖1² + ‖a‖1² ≤ 2Δ²``, i.e. ``ℓ2 ≤ √2·Δ``. This
     holds for joins too, where one tuple may change several groups; for a single
-    table (Δ = 1) it is seed 000's bound, tight (one row moves between groups).
-
-    Departure from seed 000 (SPEC §6.4): its Theorem 2 gives 2 as the change-one
-    ℓ2 sensitivity; that is the *squared* norm, the ℓ2 sensitivity is √2.
+    table (Δ = 1) it is tight (one row moves between groups). The change-one ℓ2
+    sensitivity is √2, not 2: 2 is the *squared* norm of the change ``(−1, +1)``
+    (docs/rules.md, rule ``group-by-histogram``).
 
     Examples
     --------
@@ -336,7 +338,7 @@ def histogram_bound(
         rule = (
             "GROUP BY histogram: one tuple added or removed moves the group counts in "
             f"one direction by at most Δ = {_fmt(delta)} in total, so ℓ1 = ℓ2 ≤ Δ "
-            "(SPEC §4; seed 000 Thm 3-4)"
+            "(docs/rules.md, rule group-by-histogram)"
         )
     else:
         l1 = _mul(2, base)
@@ -344,9 +346,39 @@ def histogram_bound(
         rule = (
             "GROUP BY histogram under substitution: a removal (at most Δ = "
             f"{_fmt(delta)} down) plus an addition (at most Δ up) gives ℓ1 ≤ 2Δ and "
-            "ℓ2 ≤ √2·Δ, a norm and not seed 000's squared value 2 (SPEC §4, §6.4)"
+            "ℓ2 ≤ √2·Δ, a norm and not its square 2Δ² (docs/rules.md, rule group-by-histogram)"
         )
     return AggregateBound(l1, l2, neighbor, rule + _times_k(k) + ".")
+
+
+def _sum_rule(
+    delta: float, low: float, high: float, neighbor: str, k: int, single_table_unfiltered: bool
+) -> tuple[float, str]:
+    """Value and rule sentence (without the factor-k clause) of :func:`sum_bound`."""
+    lo_s, hi_s = _fmt(low), _fmt(high)
+    if neighbor == "add-remove":
+        value = _mul(_mul(k, delta), _magnitude(low, high))
+        rule = (
+            f"SUM over [{lo_s}, {hi_s}]: one tuple added or removed adds or removes at most "
+            f"Δ = {_fmt(delta)} row(s), each worth at most max(|m|, |M|) = "
+            f"{_fmt(_magnitude(low, high))} (docs/rules.md, rule sum)"
+        )
+    elif single_table_unfiltered:
+        value = _mul(k, _span(low, high))
+        rule = (
+            f"SUM over [{lo_s}, {hi_s}] on a single unfiltered table under substitution: "
+            f"exactly one summed value is replaced, so M − m = {_fmt(_span(low, high))} "
+            "(docs/rules.md, rule sum-substitution)"
+        )
+    else:
+        value = _mul(_mul(k, delta), _signed_span(low, high))
+        rule = (
+            f"SUM over [{lo_s}, {hi_s}] under substitution: at most Δ = {_fmt(delta)} row(s) "
+            f"removed and Δ added move the sum by at most Δ·(max(M,0) − min(m,0)) with "
+            f"max(M,0) − min(m,0) = {_fmt(_signed_span(low, high))}, since a filtered "
+            "row can enter or leave the sum (docs/rules.md, rule sum-substitution)"
+        )
+    return value, rule
 
 
 def sum_bound(
@@ -396,11 +428,11 @@ def sum_bound(
     ``Δ·(max(M,0) − min(m,0))`` in absolute value. On a single table with no
     filter the row count is fixed and one value is replaced: exactly ``M − m``.
 
-    Departures from seed 001: its ℓ2 values ``(M−m)²`` and ``max(m², M²)`` are
-    squared norms; the ℓ2 sensitivity equals ℓ1 for a scalar (SPEC §6.4). Its
-    change-one bound ``M − m`` assumes every row is summed; with a filter a row
-    can move from "not counted" to "counted at M", so the bound is
-    ``max(M,0) − min(m,0)`` (SPEC §6.6; e.g. values in [5, 10]: 10, not 5).
+    ``(M−m)²`` and ``max(m², M²)`` would be squared norms; the ℓ2 sensitivity
+    equals ℓ1 for a scalar. The change-one bound ``M − m`` assumes every row is
+    summed; with a filter a row can move from "not counted" to "counted at M",
+    so the bound is ``max(M,0) − min(m,0)`` (e.g. values in [5, 10]: 10, not 5).
+    See docs/rules.md, rules ``sum`` and ``sum-substitution``.
 
     Examples
     --------
@@ -417,36 +449,13 @@ def sum_bound(
     delta = _check_count_delta(count_delta)
     k = _check_contributions(contributions)
     low, high = _check_range(low, high)
-    lo_s, hi_s = _fmt(low), _fmt(high)
     if single_table_unfiltered and delta != 1:
         raise InputError(
             f"single_table_unfiltered=True needs count_delta == 1 (one table, one row "
             f"per tuple), not {count_delta!r}",
             construct="count_delta",
         )
-    if neighbor == "add-remove":
-        value = _mul(_mul(k, delta), _magnitude(low, high))
-        rule = (
-            f"SUM over [{lo_s}, {hi_s}]: one tuple added or removed adds or removes at most "
-            f"Δ = {_fmt(delta)} row(s), each worth at most max(|m|, |M|) = "
-            f"{_fmt(_magnitude(low, high))} (SPEC §4; seed 001 Thm 3, ℓ2 not squared "
-            "per SPEC §6.4)"
-        )
-    elif single_table_unfiltered:
-        value = _mul(k, _span(low, high))
-        rule = (
-            f"SUM over [{lo_s}, {hi_s}] on a single unfiltered table under substitution: "
-            f"exactly one summed value is replaced, so M − m = {_fmt(_span(low, high))} "
-            "(SPEC §4; seed 001 Thm 1, ℓ2 not squared per SPEC §6.4)"
-        )
-    else:
-        value = _mul(_mul(k, delta), _signed_span(low, high))
-        rule = (
-            f"SUM over [{lo_s}, {hi_s}] under substitution: at most Δ = {_fmt(delta)} row(s) "
-            f"removed and Δ added move the sum by at most Δ·(max(M,0) − min(m,0)) with "
-            f"max(M,0) − min(m,0) = {_fmt(_signed_span(low, high))}, since a filtered "
-            "row can enter or leave the sum (SPEC §4, §6.6)"
-        )
+    value, rule = _sum_rule(delta, low, high, neighbor, k, single_table_unfiltered)
     return AggregateBound(value, value, neighbor, rule + _times_k(k) + ".")
 
 
@@ -490,8 +499,8 @@ def avg_bound(
     ``[m, M]`` lies in ``[m, M]``, so two averages differ by at most ``M − m``,
     whatever the neighbour model, the number of rows changed or the query. The
     bound is reached (single table, substitution from ``{m}`` to ``{M}``); for
-    add-remove on a single table ``(M − m)/2`` would do, but it is kept simple.
-    No seed covers AVG.
+    add-remove on a single table ``(M − m)/2`` would do, but it is kept simple
+    (docs/rules.md, rule ``avg``).
 
     Examples
     --------
@@ -508,7 +517,7 @@ def avg_bound(
     rule = (
         f"AVG over [{_fmt(low)}, {_fmt(high)}]: assuming it is defined (at least one "
         f"row) on both neighbours, any two averages differ by at most M − m = "
-        f"{_fmt(value)} (range bound; no seed covers AVG)."
+        f"{_fmt(value)} (range bound; docs/rules.md, rule avg)."
     )
     return AggregateBound(value, value, neighbor, rule)
 
@@ -551,8 +560,8 @@ def min_max_bound(
     We assume the result is defined (at least one row) on both neighbours; the
     empty-set result (SQL NULL) is outside the model. MIN and MAX of values in
     ``[m, M]`` lie in ``[m, M]``, so they change by at most ``M − m``; this is
-    reached already on a single table (adding ``m`` to ``{M}``). No seed covers
-    MIN/MAX.
+    reached already on a single table (adding ``m`` to ``{M}``) (docs/rules.md,
+    rule ``min-max``).
 
     Examples
     --------
@@ -567,9 +576,57 @@ def min_max_bound(
     rule = (
         f"MIN/MAX over [{_fmt(low)}, {_fmt(high)}]: assuming the result is defined (at "
         f"least one row) on both neighbours, it stays in [m, M] and so changes by at "
-        f"most M − m = {_fmt(value)} (range bound; no seed covers MIN/MAX)."
+        f"most M − m = {_fmt(value)} (range bound; docs/rules.md, rule min-max)."
     )
     return AggregateBound(value, value, neighbor, rule)
+
+
+def _check_rows(rows: object) -> int | None:
+    if rows is not None and (not isinstance(rows, int) or isinstance(rows, bool) or rows < 1):
+        raise InputError(
+            f"rows must be an integer >= 1 (the median of no rows is undefined), not {rows!r}",
+            construct="rows",
+        )
+    return rows
+
+
+def _median_rule(
+    delta: float, low: float, high: float, neighbor: str, k: int, rows: int | None
+) -> tuple[float, str]:
+    """Value and rule sentence of :func:`median_bound`, case by case."""
+    span = _span(low, high)
+    rng = f"[{_fmt(low)}, {_fmt(high)}]"
+    value: float
+    if delta == 0:
+        value = 0
+        rule = f"MEDIAN over {rng} of an unsatisfiable query: it never changes."
+    elif delta > 1 or k > 1:
+        value = span
+        rule = (
+            f"MEDIAN over {rng} when one neighbour can change more than one row: the "
+            f"range bound M − m = {_fmt(span)}, assuming the median is defined on "
+            "both neighbours (docs/rules.md, rule median)."
+        )
+    elif neighbor == "add-remove":
+        value = span / 2
+        rule = (
+            f"MEDIAN over {rng}, one row added or removed: (M − m)/2 = {_fmt(value)}, "
+            "assuming at least one row on both neighbours (docs/rules.md, rule median)."
+        )
+    elif rows is not None and rows % 2 == 0:
+        value = span / 2
+        rule = (
+            f"MEDIAN over {rng} of n = {rows} (even) rows, one row changed: "
+            f"(M − m)/2 = {_fmt(value)} (docs/rules.md, rule median-parity-rows)."
+        )
+    else:
+        value = span
+        parity = "unknown n, so the odd case" if rows is None else f"n = {rows} (odd) rows"
+        rule = (
+            f"MEDIAN over {rng}, {parity}, one row changed: M − m = {_fmt(span)} "
+            "(docs/rules.md, rule median-parity-rows)."
+        )
+    return value, rule
 
 
 def median_bound(
@@ -584,7 +641,7 @@ def median_bound(
     """Sensitivity of ``MEDIAN(c)`` with the values of ``c`` in ``[low, high]``.
 
     The median of ``n`` values is the middle value for odd ``n`` and the mean of
-    the two middle values for even ``n`` (seed 004's ``(x̃_l + x̃_u)/2`` with
+    the two middle values for even ``n`` (``(x̃_l + x̃_u)/2`` with
     ``l = ⌊(n+1)/2⌋``, ``u = ⌈(n+1)/2⌉``; the convention of
     :func:`statistics.median`).
 
@@ -640,11 +697,8 @@ def median_bound(
     and adds at most one, so one of the two cases above applies and the bound
     for ``n`` rows still holds (the add/remove bound is never larger). When one
     neighbour can change more than one row (Δ > 1 or ``contributions > 1``) the
-    only bound kept is the range ``M − m`` (SPEC §4).
-
-    Departure from seed 004 (SPEC §6.5): it writes ``f(X') = (M−m)/2`` where it
-    means ``(M+m)/2``; its results stand. Its change-one proof for even ``n``
-    adds an element rather than changing one; the argument above fixes that.
+    only bound kept is the range ``M − m``. See docs/rules.md, rules ``median``
+    and ``median-parity-rows``.
 
     Examples
     --------
@@ -661,44 +715,8 @@ def median_bound(
     delta = _check_count_delta(count_delta)
     k = _check_contributions(contributions)
     low, high = _check_range(low, high)
-    if rows is not None and (not isinstance(rows, int) or isinstance(rows, bool) or rows < 1):
-        raise InputError(
-            f"rows must be an integer >= 1 (the median of no rows is undefined), not {rows!r}",
-            construct="rows",
-        )
-    span = _span(low, high)
-    rng = f"[{_fmt(low)}, {_fmt(high)}]"
-    value: float
-    if delta == 0:
-        value = 0
-        rule = f"MEDIAN over {rng} of an unsatisfiable query: it never changes."
-    elif delta > 1 or k > 1:
-        value = span
-        rule = (
-            f"MEDIAN over {rng} when one neighbour can change more than one row: the "
-            f"range bound M − m = {_fmt(span)}, assuming the median is defined on "
-            "both neighbours (SPEC §4)."
-        )
-    elif neighbor == "add-remove":
-        value = span / 2
-        rule = (
-            f"MEDIAN over {rng}, one row added or removed: (M − m)/2 = {_fmt(value)}, "
-            "assuming at least one row on both neighbours (seed 004 Thm 3-4, with "
-            "(M+m)/2 read for its (M−m)/2 per SPEC §6.5)."
-        )
-    elif rows is not None and rows % 2 == 0:
-        value = span / 2
-        rule = (
-            f"MEDIAN over {rng} of n = {rows} (even) rows, one row changed: "
-            f"(M − m)/2 = {_fmt(value)} (seed 004 Thm 1-2, SPEC §4, §6.5)."
-        )
-    else:
-        value = span
-        parity = "unknown n, so the odd case" if rows is None else f"n = {rows} (odd) rows"
-        rule = (
-            f"MEDIAN over {rng}, {parity}, one row changed: M − m = {_fmt(span)} "
-            "(seed 004 Thm 1-2, SPEC §4, §6.5)."
-        )
+    rows = _check_rows(rows)
+    value, rule = _median_rule(delta, low, high, neighbor, k, rows)
     return AggregateBound(value, value, neighbor, rule)
 
 

@@ -20,6 +20,7 @@ larger than the classical ``σ = Δ·√(2 ln(1.25/δ))/ε`` of Dwork and Roth
 
 Noise is calibrated here, never sampled: cqsens reports scales and error
 half-widths so a reader can judge the cost of privacy for a query.
+See docs/rules.md, rules ``laplace`` and ``analytic-gaussian``.
 
 References
 ----------
