@@ -164,6 +164,12 @@ def _single_table_unfiltered(query: AggregateQuery) -> bool:
 def stage_release(state: State) -> State:
     """ℓ1/ℓ2 of each aggregate (over its count bound and value range) and of all together."""
     query, options = state.query, state.options
+    if options.rows is not None and query.group_by \
+            and any(a.kind == "median" for a in query.aggregates):
+        raise InputError(
+            "--rows is the number of rows of the table, not of each group, so the parity rule "
+            "of MEDIAN (docs/rules.md, rule median-parity-rows) does not apply per group; "
+            "drop --rows for a grouped MEDIAN", source=query.source, construct="--rows")
     single = _single_table_unfiltered(query)
     bounds: list[AggregateBound] = []
     records: list[AggregateRecord] = []

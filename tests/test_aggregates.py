@@ -96,11 +96,11 @@ def test_fixture_covers_the_spec_table() -> None:
 
 
 def test_rules_name_their_source() -> None:
-    """Each rule sentence names the SPEC section or seed it comes from."""
-    assert "seed 000" in histogram_bound(1, neighbor="substitute").rule
-    assert "§6.4" in histogram_bound(1, neighbor="substitute").rule
-    assert "§6.6" in sum_bound(1, 0, 1, neighbor="substitute").rule
-    assert "seed 004" in median_bound(1, 0, 1, neighbor="substitute", rows=2).rule
+    """Each rule sentence names the docs/rules.md rule it applies."""
+    assert "docs/rules.md, rule group-by-histogram" in histogram_bound(1, neighbor="substitute").rule
+    assert "docs/rules.md, rule sum-substitution" in sum_bound(1, 0, 1, neighbor="substitute").rule
+    rule = median_bound(1, 0, 1, neighbor="substitute", rows=2).rule
+    assert "docs/rules.md, rule median-parity-rows" in rule
     assert "Observation 1" in count_bound(1, contributions=2).rule
     assert "defined" in avg_bound(1, 0, 1).rule
     assert "defined" in min_max_bound(1, 0, 1).rule

@@ -129,3 +129,13 @@ def test_review_regressions() -> None:
     assert analyze("SELECT SUM(a.v) FROM a WHERE a.x = 5", schema=s, neighbor="substitute").l1 == 10
     assert analyze("SELECT COUNT(*) FROM a WHERE a.x = 5 AND a.x = '5'",
                    schema="CREATE TABLE a(x INTEGER, y INT);").upper == 1
+
+
+def test_grouped_median_rejects_rows() -> None:
+    """The table's parity says nothing of a group's: {0,0,10} and {0} with one 0 → 10 moves
+    the first group's median by 10, more than a per-group parity rule would allow."""
+    sql = "SELECT t.g, MEDIAN(t.v) FROM T t GROUP BY t.g"
+    with pytest.raises(InputError) as info:
+        analyze(sql, bounds=["T.v=0:10"], neighbor="substitute", rows=4)
+    assert info.value.construct == "--rows"
+    assert analyze(sql, bounds=["T.v=0:10"], neighbor="substitute").l2 >= 10

@@ -10,14 +10,14 @@ are closed under removing tuples).  Per atom this is bounded by
 
 * 1 when the atom holds every free variable (and atoms with the same
   positions of the free variables give the *same* answer, so each position
-  pattern counts once — the corrected Prop 7, docs/rules.md "delta-str-self-join");
+  pattern counts once — the corrected Prop 7, docs/rules.md, rule delta-str-self-join);
 * the product over free variables of the least walk cardinality from the
-  atom's elements **or any constant** (docs/rules.md "fd-cd-walks");
+  atom's elements **or any constant** (docs/rules.md, rule walks-from-constants);
 * the product of the weights of a tree of steps reaching every free variable
-  (joint assignments, docs/rules.md "joint-tree").
+  (joint assignments, docs/rules.md, rule joint-assignment-tree).
 
 The query is first chased with the FDs of Σ (valid on C_Σ) and reduced to its
-core; a Boolean query's count is 0 or 1 (docs/rules.md "boolean"); ⊥ gives 0.
+core; a Boolean query's count is 0 or 1 (docs/rules.md, rule boolean-query); ⊥ gives 0 (rule unsatisfiable-query).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ the atom (``ON``/``USING`` likewise).  Any other row-level predicate becomes a
 *filter atom* (it can only remove answers).  ``COUNT(*)``/``COUNT(col)`` count
 the distinct assignments of every variable (set semantics, no NULLs);
 ``COUNT(DISTINCT c1, ...)`` counts those columns.  Constructs that are not
-monotone or not conjunctive are rejected by name (SPEC §4).  sqlglot objects
+monotone or not conjunctive are rejected by name (docs/rules.md, rule setting).  sqlglot objects
 never leave this module.
 
 References

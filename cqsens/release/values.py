@@ -4,7 +4,8 @@ The CQ engine bounds how many answers one added or removed tuple can create
 (``count_delta``).  This module turns that into the ℓ1/ℓ2 sensitivity of what
 is released — COUNT, COUNT(DISTINCT), SUM, AVG, MEDIAN, MIN, MAX, GROUP BY
 histograms, several aggregates at once — under the chosen neighbour model and
-number of tuples per individual (SPEC §4), and calibrates the noise.
+number of tuples per individual (docs/rules.md, rules contributions and
+grouped-value-aggregates), and calibrates the noise.
 
 Value bounds for a column come from ``--bounds 'Table.col=low:high'``, a CHECK
 in the schema, or range filters of the WHERE clause; the tightest applies
@@ -193,7 +194,7 @@ def aggregate_bound(
             return AggregateBound(2 * ar.l1, 2 * ar.l1, neighbor,
                                   "grouped SUM under substitution: the removed and the added "
                                   "tuple each move at most Δ·k·max(|m|,|M|), possibly in one "
-                                  "group (SPEC §4)")
+                                  "group (docs/rules.md, rule grouped-value-aggregates)")
         return sum_bound(count_delta, lo, hi, neighbor=neighbor, contributions=k,
                          single_table_unfiltered=single_table_unfiltered and not grouped)
     if kind == "avg":
