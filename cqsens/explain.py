@@ -133,24 +133,26 @@ def explanation(query: AggregateQuery, counted: CountBound) -> list[str]:
         parts = []
         for ab in rel.atoms:
             if not ab.counted:
-                parts.append(f"{ab.atom} gives the same answer as an earlier {rel.relation} atom (0 more)")
+                parts.append(f"{ab.atom} gives the same answer as an earlier {rel.relation} "
+                             "atom (0 more)")
             elif ab.pattern is not None:
-                parts.append(f"{ab.atom} holds every free variable: one new row gives at most 1 answer")
+                parts.append(f"{ab.atom} holds every free variable: one new row gives at most "
+                             "1 answer")
             elif ab.value == math.inf:
                 missing = [v.name for v in ab.unreachable]
                 if missing:
                     parts.append(
-                        f"{ab.atom}: no bounded path of dependencies leads from this row or a constant "
-                        f"to {', '.join(missing)}, so one added {rel.relation} row can match "
-                        f"unboundedly many existing rows and create any number of answers (∞)"
+                        f"{ab.atom}: no bounded path of dependencies leads from this row or a "
+                        f"constant to {', '.join(missing)}, so one added {rel.relation} row can "
+                        f"match unboundedly many existing rows and create any number of answers (∞)"
                     )
                 else:
                     parts.append(f"{ab.atom}: unbounded (∞)")
             elif ab.method is Method.JOINT_TREE:
                 steps = "; ".join(str(s) for s in ab.tree_steps) or "none"
                 parts.append(
-                    f"{ab.atom}: at most {fmt_weight(ab.value)} answers, counting joint values along "
-                    f"the tree {steps} (per-variable product: {fmt_weight(ab.product)})"
+                    f"{ab.atom}: at most {fmt_weight(ab.value)} answers, counting joint values "
+                    f"along the tree {steps} (per-variable product: {fmt_weight(ab.product)})"
                 )
             else:
                 routes = "; ".join(

@@ -26,10 +26,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from cqsens.analysis import AggregateRecord, Analysis, NoiseRecord
+from cqsens.engine.core import in_cq_core
 from cqsens.engine.count import CORE_BUDGET, CountBound, count_bound
 from cqsens.engine.gaifman import is_connected
 from cqsens.engine.paper import PaperValue, cd_upper_paper, delta_str_paper, fd_bounds_paper
-from cqsens.engine.core import in_cq_core
 from cqsens.engine.paths import Weight
 from cqsens.engine.upper import upper_bound
 from cqsens.errors import InputError
@@ -41,7 +41,13 @@ from cqsens.ir.dependencies import Dependency, Sigma
 from cqsens.ir.schema import Schema
 from cqsens.release.aggregates import NEIGHBORS, AggregateBound
 from cqsens.release.noise import calibrate
-from cqsens.release.values import VALUE_KINDS, aggregate_bound, combine, parse_value_bounds, value_bound
+from cqsens.release.values import (
+    VALUE_KINDS,
+    aggregate_bound,
+    combine,
+    parse_value_bounds,
+    value_bound,
+)
 from cqsens.witness.schema_checks import column_checks, finite_columns
 from cqsens.witness.witness import Witness, find_witness
 

@@ -17,7 +17,8 @@ are closed under removing tuples).  Per atom this is bounded by
   (joint assignments, docs/rules.md, rule joint-assignment-tree).
 
 The query is first chased with the FDs of Σ (valid on C_Σ) and reduced to its
-core; a Boolean query's count is 0 or 1 (docs/rules.md, rule boolean-query); ⊥ gives 0 (rule unsatisfiable-query).
+core; a Boolean query's count is 0 or 1 (docs/rules.md, rule boolean-query); ⊥ gives 0
+(rule unsatisfiable-query).
 """
 
 from __future__ import annotations
@@ -147,7 +148,8 @@ def atom_bound(cq: CQ, sigma: Sigma, atom: Atom, graph: dict[Term, dict[Term, St
     """Bound the new answers when ``atom`` is sent onto the added tuple."""
     free = cq.free
     pattern = _pattern(atom, free)
-    sources = list(dict.fromkeys([*atom.terms, *sorted(cq.constants(), key=lambda c: c.sort_key())]))
+    constants = sorted(cq.constants(), key=lambda c: c.sort_key())
+    sources = list(dict.fromkeys([*atom.terms, *constants]))
     reach = least_cardinalities(graph, sources)
     routes = tuple((v, reach.get(v)) for v in free)
     product: Weight = 1

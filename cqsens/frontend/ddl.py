@@ -189,7 +189,9 @@ def schema_from_ddl(ddl: str, *, dialect: str | None = None, source: str = "<sch
     relations: list[Relation] = []
     seen: set[str] = set()
     for statement in statements:
-        if not isinstance(statement, exp.Create) or str(statement.args.get("kind")).upper() != "TABLE":
+        if not isinstance(statement, exp.Create):
+            continue
+        if str(statement.args.get("kind")).upper() != "TABLE":
             continue
         try:
             relation = _relation_from_create(statement)

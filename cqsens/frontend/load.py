@@ -65,8 +65,8 @@ def _check_cq_against_schema(cq: CQ, schema: Schema, source: str) -> None:
                               f"{', '.join(schema.relation_names())})", source=source,
                               construct=f"relation {relation}")
         if len(rel.columns) != arity:
-            raise SchemaError(f"relation {relation} has {len(rel.columns)} columns in the schema but "
-                              f"{arity} arguments in the query", source=source,
+            raise SchemaError(f"relation {relation} has {len(rel.columns)} columns in the schema "
+                              f"but {arity} arguments in the query", source=source,
                               construct=f"relation {relation}")
         if rel.name != relation:
             raise SchemaError(f"relation {relation} is spelled {rel.name} in the schema; use that "
@@ -105,7 +105,8 @@ def resolve_sigma(
             if isinstance(item, Dependency):
                 deps.append(item)
                 continue
-            dep = parse_dependency(item, schema=schema, arities=arities, kind=kind, source=f"--{kind}")
+            dep = parse_dependency(item, schema=schema, arities=arities, kind=kind,
+                                   source=f"--{kind}")
             checked = check(dep, item, strict=True, source=f"--{kind}")
             if checked is not None:
                 deps.append(checked)

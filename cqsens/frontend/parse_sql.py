@@ -87,12 +87,15 @@ class _Translator:
     # -- checks ---------------------------------------------------------------
     def reject_constructs(self, select: exp.Select) -> None:
         for key, name, why in (
-            ("having", "HAVING", "it filters on aggregate values, which is not a conjunctive query"),
+            ("having", "HAVING",
+             "it filters on aggregate values, which is not a conjunctive query"),
             ("limit", "LIMIT", "it cuts the answer set, so the count is not a CQ count"),
             ("offset", "OFFSET", "it cuts the answer set, so the count is not a CQ count"),
             ("qualify", "QUALIFY", "it filters on window functions"),
-            ("with_", "WITH (common table expression)", "subqueries are not conjunctive queries; inline the tables"),
-            ("with", "WITH (common table expression)", "subqueries are not conjunctive queries; inline the tables"),
+            ("with_", "WITH (common table expression)",
+             "subqueries are not conjunctive queries; inline the tables"),
+            ("with", "WITH (common table expression)",
+             "subqueries are not conjunctive queries; inline the tables"),
         ):
             if select.args.get(key) is not None:
                 raise self.unsupported(select.args[key], name, why)
@@ -123,11 +126,13 @@ class _Translator:
                     "subqueries are not conjunctive queries; write the join in FROM/WHERE",
                 )
             if isinstance(node, exp.Window):
-                raise self.unsupported(node, "window function", "an OVER clause is not an aggregate over a CQ")
+                raise self.unsupported(node, "window function",
+                                       "an OVER clause is not an aggregate over a CQ")
 
     def _set_operation(self, node: exp.Expr) -> UnsupportedQueryError:
         if isinstance(node, exp.Except):
-            return self.unsupported(node, "EXCEPT", "negation makes sensitivity undecidable in general (Thm 4)")
+            return self.unsupported(node, "EXCEPT",
+                                    "negation makes sensitivity undecidable in general (Thm 4)")
         name = "UNION" if isinstance(node, exp.Union) else "INTERSECT"
         return self.unsupported(node, name, "a union of CQs is not a single conjunctive query")
 
@@ -181,7 +186,8 @@ class _Translator:
                 relation, columns = rel.name, list(rel.columns)
             else:
                 columns = shared.setdefault(relation.lower(), [])
-                relation = next((i.relation for i in out if i.relation.lower() == relation.lower()), relation)
+                relation = next((i.relation for i in out
+                                 if i.relation.lower() == relation.lower()), relation)
             alias = item.alias_or_name
             if alias.lower() in seen_alias:
                 raise self.schema_error(
@@ -194,7 +200,8 @@ class _Translator:
             name = ident.name
             left = [inst for inst in out[:index] if self._has_column(inst, name)]
             if not left:
-                raise self.schema_error(ident, f"USING column {name} is not in an earlier table", "USING")
+                raise self.schema_error(ident, f"USING column {name} is not in an earlier table",
+                                        "USING")
             right = out[index]
             conditions.append(
                 exp.EQ(
@@ -343,7 +350,8 @@ def _parse_statement(sql: str, dialect: str | None, source: str) -> exp.Expr:
             message = first["description"]
         if "<Token" in message or "TokenType" in message:
             near = (first.get("highlight") or "").strip()
-            message = f"syntax error near {near!r}" if near else "syntax error (unexpected end of input?)"
+            message = (f"syntax error near {near!r}" if near
+                       else "syntax error (unexpected end of input?)")
         raise ParseError(
             f"the SQL does not parse: {message}",
             source=source,
@@ -430,7 +438,8 @@ class _Query:
             conditions.append(tree.args["where"].this)
         conjuncts = [c for cond in conditions for c in _conjuncts(cond)]
         group = tree.args.get("group")
-        self._resolve(instances, [*tree.expressions, *conjuncts, *(group.expressions if group else [])])
+        grouped = group.expressions if group else []
+        self._resolve(instances, [*tree.expressions, *conjuncts, *grouped])
         self._name_variables(instances)
         satisfiable, filters = self._unify(conjuncts)
         atoms: list[Atom] = [
@@ -599,7 +608,8 @@ def _count(
     if isinstance(arg, exp.Distinct):
         cols = arg.expressions
         if not cols or not all(isinstance(c, exp.Column) for c in cols):
-            raise q.tr.unsupported(arg, "COUNT(DISTINCT expression)", "count distinct plain columns")
+            raise q.tr.unsupported(arg, "COUNT(DISTINCT expression)",
+                                   "count distinct plain columns")
         terms = tuple(q.final(q.term_of(c)) for c in cols)
         return Aggregate("count_distinct", label, columns=terms), terms
     if isinstance(arg, exp.Column):

@@ -153,7 +153,8 @@ def predicate_sql(node: Node, args: Sequence[SlotValue], *, dialect: str | None 
     """SQL text of ``node`` with slot ``i`` replaced by ``args[i]`` (a column or a value).
 
     >>> from cqsens.ir.expr import Compare, Like, Or, Slot, Literal, Kind
-    >>> p = Or((Compare(">", Slot(0), Literal(30, Kind.INTEGER)), Like(Slot(1), Literal("A%", Kind.TEXT))))
+    >>> p = Or((Compare(">", Slot(0), Literal(30, Kind.INTEGER)),
+    ...         Like(Slot(1), Literal("A%", Kind.TEXT))))
     >>> predicate_sql(p, [ColumnRef("a0", "age"), "Bob"])
     '("a0"."age" > 30) OR (\\'Bob\\' LIKE \\'A%\\')'
     """

@@ -1,4 +1,4 @@
-"""The intermediate representation: terms, atoms, conjunctive queries, expressions, dependencies, schemas.
+"""The intermediate representation: terms, atoms, CQs, expressions, dependencies, schemas.
 
 Every value here is frozen and hashes; no module of this package imports sqlglot or lark.
 """

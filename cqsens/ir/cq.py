@@ -132,7 +132,7 @@ class Atom:
 
     @property
     def template(self) -> str:
-        """A filter's canonical text with ``{i}`` for its ``i``-th term (``""`` for a relation atom)."""
+        """A filter's canonical text, ``{i}`` for its ``i``-th term (``""`` for a relation atom)."""
         return render(self.predicate) if self.predicate is not None else ""
 
     @property
@@ -164,7 +164,8 @@ def position_classes(atoms: Iterable[Atom]) -> tuple[list[int], dict[int, Const]
     Returns the class (a representative position) of every position and the
     constant each class is bound to, or None when two different constants meet.
 
-    >>> position_classes([Atom("R", (Var("x"), Var("x"), Var("y"))), Atom("R", (Var("u"), Var("v"), Const(1)))])
+    >>> position_classes([Atom("R", (Var("x"), Var("x"), Var("y"))),
+    ...                   Atom("R", (Var("u"), Var("v"), Const(1)))])
     ([0, 0, 2], {2: Const(value=1)})
     """
     atoms = list(atoms)

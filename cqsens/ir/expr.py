@@ -294,8 +294,10 @@ def literals(node: Node) -> list[int | float | str]:
 def literal_of(value: int | float | str | None) -> Literal:
     """The typed literal of a Python value (a float becomes the decimal it prints as).
 
-    >>> literal_of(2.5), literal_of("a")
-    (Literal(value=Decimal('2.5'), kind=<Kind.DECIMAL: 'decimal'>, unit=''), Literal(value='a', kind=<Kind.TEXT: 'text'>, unit=''))
+    >>> literal_of(2.5)
+    Literal(value=Decimal('2.5'), kind=<Kind.DECIMAL: 'decimal'>, unit='')
+    >>> literal_of("a").kind, literal_of(None).kind
+    (<Kind.TEXT: 'text'>, <Kind.NULL: 'null'>)
     """
     if value is None:
         return Literal(None, Kind.NULL)

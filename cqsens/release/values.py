@@ -35,11 +35,19 @@ from cqsens.release.aggregates import (
 )
 
 __all__ = [
-    "VALUE_KINDS", "ValueBound", "aggregate_bound", "parse_value_bounds", "value_bound", "where_ranges",
+    "VALUE_KINDS",
+    "ValueBound",
+    "aggregate_bound",
+    "parse_value_bounds",
+    "value_bound",
+    "where_ranges",
 ]
 
 VALUE_KINDS = ("sum", "avg", "median", "min", "max")
-_BOUND = re.compile(r"^\s*([A-Za-z_][\w$]*)\.([A-Za-z_][\w$]*)\s*=\s*(-?[\d.eE+]+)\s*:\s*(-?[\d.eE+]+)\s*$")
+_NUMBER = r"(-?[\d.eE+]+)"
+_BOUND = re.compile(
+    r"^\s*([A-Za-z_][\w$]*)\.([A-Za-z_][\w$]*)\s*=\s*" + _NUMBER + r"\s*:\s*" + _NUMBER + r"\s*$"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +81,8 @@ def parse_value_bounds(texts: Iterable[str]) -> dict[str, tuple[float, float]]:
     for text in texts:
         m = _BOUND.match(text)
         if not m:
-            raise InputError(f"bad value bound {text!r}: write Table.column=low:high, e.g. Pat.age=0:120",
+            raise InputError(f"bad value bound {text!r}: write Table.column=low:high, "
+                             "e.g. Pat.age=0:120",
                              source="--bounds", construct="--bounds")
         low, high = float(m.group(3)), float(m.group(4))
         if low > high:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from cqsens.pipeline import Analysis
@@ -17,7 +17,7 @@ from cqsens.pipeline import Analysis
 __all__ = ["Format", "to_json", "to_text", "fmt"]
 
 
-class Format(str, Enum):
+class Format(StrEnum):
     """Output formats of ``cqsens analyze``."""
 
     text = "text"
@@ -52,7 +52,8 @@ def to_text(analysis: Analysis, *, witness: bool = False) -> str:
     lines = [f"== {analysis.source}"]
     lines.append(f"  query      {d['cq']}")
     if d["core"] != d["cq"]:
-        lines.append(f"  core       {d['core']}" + ("" if analysis.core_minimal else "  (may not be minimal)"))
+        minimal = "" if analysis.core_minimal else "  (may not be minimal)"
+        lines.append(f"  core       {d['core']}" + minimal)
     if analysis.sigma:
         lines.append(f"  Σ          {', '.join(d['dependencies'])}")
     lines.append(
@@ -106,7 +107,8 @@ def to_text(analysis: Analysis, *, witness: bool = False) -> str:
         if kinds - {"count", "count_distinct"} or len(d.get("aggregates", [])) > 1:
             lines.append("  lower bound: not searched (witnesses are built for a single COUNT)")
         elif analysis.neighbor != "add-remove":
-            lines.append("  lower bound: not claimed under substitution (witnesses add or remove a row)")
+            lines.append("  lower bound: not claimed under substitution "
+                         "(witnesses add or remove a row)")
         else:
             lines.append("  lower bound: none proven (no witness found)")
     for note in d["notes"]:

@@ -16,7 +16,15 @@ from dataclasses import dataclass, field
 from cqsens.frontend.sqlgen import ColumnRef, predicate_sql, sqlite_query
 from cqsens.ir.cq import CQ, AggregateQuery, Const, Var
 
-__all__ = ["Database", "affinity_value", "connect", "cq_sql", "count_answers", "quote_ident", "sql_literal"]
+__all__ = [
+    "Database",
+    "affinity_value",
+    "connect",
+    "count_answers",
+    "cq_sql",
+    "quote_ident",
+    "sql_literal",
+]
 
 Value = str | int | float
 
@@ -84,7 +92,9 @@ def affinity_value(value: Value, declared: str) -> Value:
     if not kind or "BLOB" in kind:
         return value
     if any(word in kind for word in ("CHAR", "CLOB", "TEXT")):
-        return value if isinstance(value, str) else repr(value) if isinstance(value, float) else str(value)
+        if isinstance(value, str):
+            return value
+        return repr(value) if isinstance(value, float) else str(value)
     number: int | float
     if isinstance(value, str):
         try:
@@ -121,8 +131,12 @@ def cq_sql(cq: CQ, columns: Mapping[str, tuple[str, ...]]) -> str:
     Examples
     --------
     >>> from cqsens.frontend.parse_cq import parse_cq
-    >>> print(cq_sql(parse_cq("Q(x) :- R(x, y), R(y, 'a')"), {"R": ("c1", "c2")}))
-    SELECT COUNT(*) FROM (SELECT DISTINCT a0."c1" FROM "R" AS a0, "R" AS a1 WHERE a0."c2" = a1."c1" AND a1."c2" = 'a')
+    >>> select, where = cq_sql(parse_cq("Q(x) :- R(x, y), R(y, 'a')"), {"R": ("c1", "c2")}).split(
+    ...     " WHERE ")
+    >>> print(select)
+    SELECT COUNT(*) FROM (SELECT DISTINCT a0."c1" FROM "R" AS a0, "R" AS a1
+    >>> print(where)
+    a0."c2" = a1."c1" AND a1."c2" = 'a')
     """
     atoms = cq.relation_atoms()
     where: list[str] = []

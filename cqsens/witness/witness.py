@@ -35,8 +35,8 @@ from typing import Any
 from cqsens.engine.upper import UpperBound, explaining_steps
 from cqsens.frontend.sqlgen import ColumnRef, predicate_sql
 from cqsens.ir.cq import CQ, AggregateQuery, Atom, Const, Term, Var, position_classes
-from cqsens.ir.expr import Predicate, Slot, Undecided, bind, evaluate, literal_of, literals
 from cqsens.ir.dependencies import Sigma, satisfies
+from cqsens.ir.expr import Predicate, Slot, Undecided, bind, evaluate, literal_of, literals
 from cqsens.witness.evaluate import (
     Database,
     Value,
