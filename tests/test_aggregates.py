@@ -1,4 +1,4 @@
-"""Tests of cqsens.release.aggregates: the SPEC §4 table, the §6.4-6.6 errata, soundness.
+"""Tests of cqsens.release.aggregates: the docs/rules.md base rules and corrections, soundness.
 
 The table cells and errata live in ``tests/fixtures/bounds/aggregates.toml``; the
 property tests draw small databases and neighbours (add a row, remove a row,
@@ -74,18 +74,18 @@ def _same(a: float, b: float) -> bool:
 
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
 def test_table_case(case: dict[str, Any]) -> None:
-    """One cell of the SPEC §4 table (or a §6 erratum): the rule gives the expected ℓ1, ℓ2."""
+    """One cell of the base-rules table (or a correction): the rule gives the expected ℓ1, ℓ2."""
     bound = _bound_for(case)
     assert _same(bound.l1, case["expect"]["l1"]), bound
     assert _same(bound.l2, case["expect"]["l2"]), bound
     assert bound.neighbor == case["neighbor"]
     assert bound.rule.endswith(".") and bound.rule.count(". ") == 0  # one sentence
-    if "seed" in case:  # the seed's literal value is what SPEC §6 corrects
+    if "seed" in case:  # the published literal value is what docs/rules.md corrects
         assert not (_same(bound.l1, case["seed"]["l1"]) and _same(bound.l2, case["seed"]["l2"]))
 
 
 def test_fixture_covers_the_spec_table() -> None:
-    """Every (query, neighbour) cell of SPEC §4 and each of §6.4-6.6 has a case."""
+    """Every (query, neighbour) cell of the base rules and each correction has a case."""
     ids = {c["id"] for c in CASES}
     for kind in ("count", "histogram", "sum", "median"):
         for neighbor in NEIGHBORS:
@@ -300,7 +300,7 @@ def test_sum_is_sound(neighbor: str, data: st.DataObject) -> None:
 @pytest.mark.parametrize("neighbor", NEIGHBORS)
 @given(data=st.data())
 def test_median_is_sound(neighbor: str, data: st.DataObject) -> None:
-    """MEDIAN (mean of the two middle values for even n) within the seed-004 rules."""
+    """MEDIAN (mean of the two middle values for even n) within the median rules of docs/rules.md."""
     low, high, before, after = data.draw(neighbours(neighbor=neighbor, min_size=1))
     change = abs(statistics.median(r[0] for r in after) - statistics.median(r[0] for r in before))
     for rows in (len(before), None):
@@ -495,7 +495,7 @@ def test_median_add_remove_is_tight(n: int) -> None:
 
 
 def test_filtered_sum_witness_breaks_seed_001() -> None:
-    """SPEC §6.6: values in [5, 10], a row moves from filtered out to counted at 10."""
+    """Rule sum-substitution: values in [5, 10], a row moves from filtered out to counted at 10."""
     before = [(5, "a", 0)]
     after = [(10, "a", 1)]
     sql = "SELECT COALESCE(SUM(v), 0) FROM t WHERE flag = 1"
@@ -506,7 +506,7 @@ def test_filtered_sum_witness_breaks_seed_001() -> None:
 
 
 def test_histogram_change_one_l2_is_reached() -> None:
-    """One row moving between groups: ℓ1 = 2 and ℓ2 = √2 exactly (SPEC §6.4)."""
+    """One row moving between groups: ℓ1 = 2 and ℓ2 = √2 exactly (rule group-by-histogram)."""
     before = [(0, "a", 1), (0, "b", 1)]
     after = [(0, "b", 1), (0, "b", 1)]
     l1, l2 = _norms(_histogram(before, ""), _histogram(after, ""))

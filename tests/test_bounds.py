@@ -1,4 +1,4 @@
-"""The paper's examples and the seed errata (SPEC §6) as case tables."""
+"""The paper's examples and the corrections of docs/rules.md as case tables."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from cqsens.pipeline import analyze
 from tests.helpers import FIXTURES, expected, load_cases
 
-FILES = ("paper.toml", "seed_errata.toml", "arborescence.toml")
+FILES = ("paper.toml", "paper_corrections.toml", "arborescence.toml")
 CASES = [(f, c) for f in FILES for c in load_cases(f"bounds/{f}")]
 
 

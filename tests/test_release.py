@@ -52,7 +52,7 @@ def test_filter_tightens_the_bounds_and_says_so() -> None:
     d = analyze("SELECT SUM(age) FROM Pat WHERE age BETWEEN 18 AND 65", schema=SCHEMA).to_dict()
     agg = d["aggregates"][0]
     assert agg["l1"] == 65 and "WHERE filter" in agg["values"]
-    # a filtered single table under substitution: max(M,0) - min(m,0), SPEC §6.6
+    # a filtered single table under substitution: max(M,0) - min(m,0), docs/rules.md rule sum-substitution
     assert analyze("SELECT SUM(age) FROM Pat WHERE age BETWEEN 18 AND 65", schema=SCHEMA,
                    neighbor="substitute").l1 == 65
 

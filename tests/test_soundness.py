@@ -61,7 +61,7 @@ def test_upper_bound_with_dependencies_is_sound(data: st.DataObject) -> None:
 @settings(max_examples=soundness_examples())
 @given(data=st.data())
 def test_self_join_heavy_queries_are_sound(data: st.DataObject) -> None:
-    """One relation only: many self-joins, where position patterns matter (SPEC §6.1)."""
+    """One relation only: many self-joins, where position patterns matter (rule delta-str-self-join)."""
     cq = data.draw(cqs(max_atoms=4, relations=("R",)))
     sigma = data.draw(dependencies_for(cq, max_k=2))
     db = data.draw(databases({"R": 2}, sigma, max_rows=10))
@@ -77,7 +77,7 @@ def test_report_trial_counts() -> None:
 
 
 def test_oracle_sees_the_self_join_erratum() -> None:
-    """The oracle is strong enough to refute Prop 7's Δ_STR = 1 (SPEC §6.1)."""
+    """The oracle is strong enough to refute Prop 7's Δ_STR = 1 (rule delta-str-self-join)."""
     from cqsens.frontend.parse_cq import parse_cq
 
     cq = parse_cq("Q(x) :- R(x, y), R(y, x)")
