@@ -42,8 +42,8 @@ from cqsens.ir.schema import Schema
 from cqsens.release.aggregates import NEIGHBORS, AggregateBound
 from cqsens.release.noise import calibrate
 from cqsens.release.values import VALUE_KINDS, aggregate_bound, combine, parse_value_bounds, value_bound
+from cqsens.witness import Witness, find_witness
 from cqsens.witness.schema_checks import column_checks, finite_columns
-from cqsens.witness.witness import Witness, find_witness
 
 __all__ = [
     "PIPELINE",
