@@ -53,7 +53,7 @@ from cqsens.pipeline import (  # noqa: E402
     stage_bound,
     stage_paper,
 )
-from cqsens.witness.witness import find_witness  # noqa: E402
+from cqsens.witness import find_witness  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 EDGE_DDL = "CREATE TABLE E (src INTEGER, dst INTEGER, PRIMARY KEY (src, dst));"

@@ -48,8 +48,8 @@ from cqsens.release.values import (
     parse_value_bounds,
     value_bound,
 )
+from cqsens.witness import Witness, find_witness
 from cqsens.witness.schema_checks import column_checks, finite_columns
-from cqsens.witness.witness import Witness, find_witness
 
 __all__ = [
     "PIPELINE",

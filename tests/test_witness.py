@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from cqsens.cli.main import cli
 from cqsens.pipeline import analyze
-from cqsens.witness.witness import is_witness, to_sql_script
+from cqsens.witness import is_witness, to_sql_script
 from tests.strategies import cqs, dependencies_for
 
 ONCOLOGY = "Q(xdoc) :- Doc(xdoc, 'O', xhos), Pat(xpat, 'F', xhos), PatDoc(xpat, xdoc)."
@@ -26,10 +26,12 @@ SCHEMA = "examples/hospital/schema.sql"
     [
         (ONCOLOGY, [], ["PatDoc[1->2]<=3"], 3),  # Example 18
         (ONCOLOGY, ["PatDoc[1->2]"], [], 1),  # Example 15
-        ("Q(x) :- R(x, y1), R(y1, y2), R(y2, y3), R(y3, x)", ["R[1->2]", "R[2->1]"], [], 4),  # Ex 14
+        # Example 14
+        ("Q(x) :- R(x, y1), R(y1, y2), R(y2, y3), R(y3, x)", ["R[1->2]", "R[2->1]"], [], 4),
         ("Q(x) :- R(x, y), R(y, x)", [], [], 2),  # docs/rules.md, rule delta-str-self-join
-        ("Q() :- R(x), S(y)", [], [], 1),  # §6.2
-        ("Q(x) :- A(a), E(a, v), F(v, 'k'), G(v, x)", ["F[2->1]", "G[1->2]"], [], 1),  # §6.3
+        ("Q() :- R(x), S(y)", [], [], 1),  # docs/rules.md, rule boolean-query
+        # docs/rules.md, rule walks-from-constants
+        ("Q(x) :- A(a), E(a, v), F(v, 'k'), G(v, x)", ["F[2->1]", "G[1->2]"], [], 1),
         ("Q(x) :- R(z, 'a'), R(z, 'b'), S(x)", ["R[1->2]"], [], 0),  # ⊥
         ("Q(a, b, c, e) :- E(a, b), E(b, c), E(c, e)", [], ["E[1->2]<=2", "E[2->1]<=2"], 12),
     ],

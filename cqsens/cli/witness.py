@@ -45,7 +45,7 @@ def witness_cmd(
     statement.  A .sqlite/.db output holds A in the tables and A ∪ {t} in
     <table>_with_t copies.
     """
-    from cqsens.witness.witness import write_witness
+    from cqsens.witness import write_witness
 
     given = [x for x in (query, cq_text, sql_text) if x is not None]
     if len(given) != 1:

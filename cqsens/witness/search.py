@@ -1,0 +1,409 @@
+"""Find a witness: the search over constructions, evaluated in SQLite.
+
+A witness is a database A and a row t with A and A ∪ {t} both satisfying Σ
+(and the query's filters), and ``#Q(A ∪ {t}) − #Q(A)`` computed by running the
+query in SQLite — the user's own SQL for SQL input.  The construction starts
+from the canonical database of the (chased) core, with one atom playing t, and
+glues N copies of it along that atom (fresh copies of every other element,
+constants shared); several atoms of t's relation can play t at once.  Copies
+that break a dependency are repaired by merging values: the chase for FDs, and
+for a CD ``R[i->j]<=k`` the values beyond the k-th are merged into the first k.
+A seeded, time-bounded local search then tries to raise the difference.
+
+For an unbounded query, a family at N = 1, 2, 4, ..., 64 whose differences
+grow is reported; the lower bound is ∞ only when the construction is a proof
+for every N: the glued database needs no repair (the group sizes of every
+dependency do not grow with N, so every N satisfies Σ), no filter touches a
+copied variable, and some free variable is copied — then each copy's answer
+needs t (mapping the copies back onto the core would otherwise give an
+endomorphism of the core missing t), so the difference is at least N.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import random
+import sqlite3
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from cqsens.engine.upper import UpperBound
+from cqsens.ir.cq import CQ, AggregateQuery, Atom, Const, Var
+from cqsens.ir.dependencies import Sigma, satisfies
+from cqsens.ir.expr import Predicate
+from cqsens.witness.construct import (
+    MAX_ROWS,
+    Element,
+    Row,
+    Structure,
+    Tree,
+    bound_trees,
+    build,
+    capped,
+    copy_counts,
+    determined,
+    group_sizes,
+    player_sets,
+    repair,
+    substituted,
+)
+from cqsens.witness.evaluate import (
+    Database,
+    Value,
+    affinity_value,
+    connect,
+    count_answers,
+    quote_ident,
+)
+from cqsens.witness.model import Witness
+from cqsens.witness.values import NoValue, Values, unary_checks
+
+__all__ = ["find_witness"]
+
+_POWERS = (1, 2, 4, 8, 16, 32, 64)  # the copy counts of a growing family
+
+
+@dataclass
+class _Context:
+    query: AggregateQuery
+    sigma: Sigma
+    core: CQ
+    columns: dict[str, tuple[str, ...]]
+    checks: dict[Var, list[Predicate]]
+    scratch: sqlite3.Connection
+    bound: UpperBound | None = None
+    deadline: float = math.inf
+    memo: dict[tuple[Predicate, str], bool] = field(default_factory=dict)
+    finite: frozenset[Var] = frozenset()  # variables whose column holds finitely many values
+    column_checks: Mapping[tuple[str, int], Sequence[Predicate]] = field(default_factory=dict)
+    types: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+def find_witness(
+    query: AggregateQuery,
+    sigma: Sigma,
+    core_cq: CQ,
+    *,
+    upper: float = math.inf,
+    columns: Mapping[str, tuple[str, ...]] | None = None,
+    time_budget: float = 1.0,
+    seed: int = 0,
+    column_checks: Mapping[tuple[str, int], Sequence[Predicate]] | None = None,
+    bound: UpperBound | None = None,
+    finite_columns: Iterable[tuple[str, int]] = (),
+    column_types: Mapping[str, tuple[str, ...]] | None = None,
+) -> Witness | None:
+    """The best witness found for ``query`` on C_Σ, or None.
+
+    Parameters
+    ----------
+    query : AggregateQuery
+        The query as the user wrote it (its SQL is what gets evaluated).
+    sigma : Sigma
+        The dependencies both databases must satisfy.
+    core_cq : CQ
+        ``core(chase_Σ(Q))``, the structure the databases are built from.
+    upper : float
+        The upper bound: the search stops once a witness reaches it.
+    columns : mapping, optional
+        Relation → column names (defaults to the query's, or ``c1..cr``).
+    time_budget : float
+        Seconds for the local search after the constructions.
+    seed : int
+        Seed of the local search (results are reproducible).
+    column_checks : mapping, optional
+        ``(relation, position) → [predicate over Slot(0)]``: what every value of
+        that column must meet, such as the schema's CHECKs (``{0} >= 0 AND {0} <= 120``).
+    bound : UpperBound, optional
+        The upper bound's explanation: its trees of steps guide a product
+        construction that meets joint-assignment bounds.
+    column_types : mapping, optional
+        Relation → declared column types: values are stored with SQLite's type
+        affinity (``'1'`` in an INTEGER column is 1) before Σ is checked.
+    finite_columns : iterable of (relation, position)
+        Columns with finitely many legal values (an integer column with a
+        two-sided CHECK): a growing family that copies them proves nothing.
+
+    Returns
+    -------
+    Witness or None
+        None when no construction gave a database satisfying Σ and the filters
+        with a positive difference (an unsatisfiable query gets a witness of 0).
+
+    Examples
+    --------
+    >>> from cqsens.frontend.parse_cq import parse_cq
+    >>> q = parse_cq("Q(x) :- R(x, y), R(y, x)")
+    >>> w = find_witness(AggregateQuery(cq=q), Sigma.of(), q)
+    >>> w.difference, w.row
+    (2, (1001, 1004))
+    """
+    cols = dict(columns or {})
+    for rel, arity in query.cq.relations().items():
+        cols.setdefault(rel, tuple(f"c{i + 1}" for i in range(arity)))
+    scratch = sqlite3.connect(":memory:")
+    checks = unary_checks(core_cq, column_checks or {})
+    deadline = time.monotonic() + max(3.0, 12 * time_budget)
+    finite_set = set(finite_columns)
+    finite = frozenset(t for a in core_cq.relation_atoms() for p, t in enumerate(a.terms)
+                       if isinstance(t, Var) and (a.relation, p) in finite_set)
+    ctx = _Context(query, sigma, core_cq, cols, checks, scratch, bound, deadline,
+                   column_checks=dict(column_checks or {}), finite=finite,
+                   types={r: tuple(t) for r, t in (column_types or {}).items() if r in cols})
+    try:
+        found = _search(ctx, upper, time_budget, seed)
+    finally:
+        scratch.close()
+    if found is None or not column_checks:
+        return found
+    kept = tuple((rel, pos, t) for (rel, pos), ts in sorted(column_checks.items()) for t in ts
+                 if rel in cols and pos < len(cols[rel]))
+    return dataclasses.replace(found, checks=kept)
+
+
+def _search(ctx: _Context, upper: float, time_budget: float, seed: int) -> Witness | None:
+    """Every construction in turn, the best kept; then the local search."""
+    if not ctx.core.satisfiable or not ctx.core.relation_atoms():
+        return _any_row(ctx)
+    best: Witness | None = None
+    best_structure: Structure | None = None
+    deadline = time.monotonic() + max(time_budget, 0.05) * 4
+    trees = bound_trees(ctx.bound)
+    for relation in sorted(ctx.core.relations()):
+        for players in player_sets(ctx.core, relation):
+            if upper != math.inf and all(p in trees for p in players):
+                cap = max(1, MAX_ROWS // (len(ctx.core.relation_atoms()) * len(players)))
+                got = _attempt(ctx, relation, players, 1, [capped(trees[p], cap) for p in players])
+                if got is not None and (best is None or got[0].difference > best.difference):
+                    best, best_structure = got[0], got[1]
+                    if best.difference >= upper:
+                        return best
+            family: list[tuple[int, int, int]] = []
+            growth_witnesses: list[Witness] = []
+            for n in copy_counts(upper):
+                if time.monotonic() > ctx.deadline or (
+                    time.monotonic() > deadline and best is not None
+                ):
+                    break
+                got = _attempt(ctx, relation, players, n)
+                if got is None:
+                    continue
+                w, s, merges = got
+                family.append((n, w.difference, merges))
+                growth_witnesses.append(w)
+                if best is None or w.difference > best.difference:
+                    best, best_structure = w, s
+                if upper != math.inf and best.difference >= upper:
+                    return best
+            if upper == math.inf and len(players) == 1 and family:
+                proven = _proven_family(ctx, players[0], family, growth_witnesses)
+                if proven is not None:
+                    return proven
+    if best is None or best_structure is None:
+        return best
+    if upper == math.inf or best.difference < upper:
+        improved = _local_search(ctx, best, best_structure, upper, time_budget, seed)
+        if improved is not None:
+            best = improved
+    return best
+
+
+def _any_row(ctx: _Context) -> Witness | None:
+    """For an unsatisfiable core: the empty database and any row (a difference of 0)."""
+    if not ctx.query.cq.relations():
+        return None
+    rel, arity = sorted(ctx.query.cq.relations().items())[0]
+    empty = Database(ctx.columns, {r: frozenset() for r in ctx.columns}, ctx.types)
+    row = tuple(1000 + i for i in range(arity))
+    counts = _evaluate(ctx, empty, rel, row)
+    if counts is None:
+        return None
+    return Witness(empty, rel, row, counts[0], counts[1], "the query is unsatisfiable: any row")
+
+
+def _proven_family(
+    ctx: _Context, player: Atom, family: list[tuple[int, int, int]], witnesses: list[Witness]
+) -> Witness | None:
+    """The largest witness of a growing family, marked unbounded, when the
+    family is a proof for every N; else None."""
+    powers = [(n, d, m) for n, d, m in family if n in _POWERS]
+    if len(powers) < 2 or not _proves_every_n(ctx, player, powers):
+        return None
+    top = max(witnesses, key=lambda x: x.difference)
+    return Witness(
+        top.database, top.relation, top.row, top.count_without, top.count_with,
+        top.construction, tuple((n, d) for n, d, _ in powers), unbounded=True,
+    )
+
+
+def _proves_every_n(ctx: _Context, player: Atom, family: list[tuple[int, int, int]]) -> bool:
+    """Whether the glued family is a proof for every N (see the module docstring)."""
+    if any(merges for _, _, merges in family):
+        return False
+    if not all(diff >= n for n, diff, _ in family):
+        return False
+    shared = determined(ctx.core, ctx.sigma, player)
+    free_copied = [v for v in ctx.core.free if v not in player.terms and v not in shared]
+    if not free_copied:
+        return False
+    body_vars = {t for a in ctx.core.relation_atoms() for t in a.terms if isinstance(t, Var)}
+    copied_vars = body_vars - {t for t in player.terms if isinstance(t, Var)} - shared
+    for atom in ctx.core.atoms:
+        if atom.is_filter and atom.variables() & copied_vars:
+            return False
+    if copied_vars & ctx.finite:
+        return False  # a CHECK leaves a copied integer column only finitely many values
+    # group sizes of every dependency must not grow with N: compare N = 1 and N = 2
+    sizes = []
+    for n in (1, 2):
+        s = build(ctx.core, player.relation, [player], n, sigma=ctx.sigma)
+        assert s is not None
+        sizes.append(group_sizes(s, ctx.sigma))
+    return sizes[0] == sizes[1]
+
+
+def _attempt(
+    ctx: _Context,
+    relation: str,
+    players: Sequence[Atom],
+    copies: int,
+    trees: Sequence[Tree | None] | None = None,
+) -> tuple[Witness, Structure, int] | None:
+    """Build, repair, materialise and evaluate one construction."""
+    if time.monotonic() > ctx.deadline:
+        return None  # the search's time is up: no more constructions
+    s = build(ctx.core, relation, players, copies, trees, ctx.sigma)
+    if s is None:
+        return None
+    repaired = repair(s, ctx.sigma)
+    if repaired is None:
+        return None
+    s2, merges = repaired
+    try:
+        db, rel, row = _materialise(ctx, s2)
+    except NoValue:
+        return None
+    counts = _evaluate(ctx, db, rel, row)
+    if counts is None:
+        return None
+    names = ", ".join(str(p) for p in players)
+    if trees is not None:
+        how = f"a product of choices along the bound's tree of steps, glued along {names}"
+    else:
+        how = f"{copies} cop{'y' if copies == 1 else 'ies'} of the core glued along {names}"
+    if merges:
+        how += f", {merges} value merge{'s' if merges != 1 else ''} to satisfy Σ"
+    return Witness(db, rel, row, counts[0], counts[1], how), s2, merges
+
+
+def _materialise(ctx: _Context, s: Structure) -> tuple[Database, str, tuple[Value, ...]]:
+    """Concrete values for the nulls: the database A, t's relation and t."""
+    values = Values(ctx.core, ctx.scratch, ctx.memo)
+    concrete: dict[int, Value] = {}
+
+    def value(e: Element) -> Value:
+        if isinstance(e, Const):
+            return e.value
+        if e not in concrete:
+            var = s.origin.get(e)
+            concrete[e] = values.fresh(ctx.checks.get(var, []) if var is not None else [])
+        return concrete[e]
+
+    def typed(rel: str, row: Row) -> tuple[Value, ...]:
+        types = ctx.types.get(rel, ())
+        return tuple(affinity_value(value(e), types[i]) if i < len(types) else value(e)
+                     for i, e in enumerate(row))
+
+    assert s.t is not None
+    rows = {rel: frozenset(typed(rel, row) for row in rs) for rel, rs in s.rows.items()}
+    relation, t = s.t
+    row = typed(relation, t)
+    full = Database(ctx.columns, {r: rows.get(r, frozenset()) for r in ctx.columns}, ctx.types)
+    return full.without_row(relation, row), relation, row
+
+
+def _meets_checks(ctx: _Context, db: Database) -> bool:
+    """Every value of a checked column (the schema's CHECKs) meets its predicates."""
+    if not ctx.column_checks:
+        return True
+    probe = Values(ctx.core, ctx.scratch, ctx.memo)
+    for (rel, pos), checks in ctx.column_checks.items():
+        for value in {r[pos] for r in db.rows.get(rel, ())}:
+            if not all(probe.holds(c, value) for c in checks):
+                return False
+    return True
+
+
+def _evaluate(
+    ctx: _Context, db: Database, relation: str, row: tuple[Value, ...]
+) -> tuple[int, int] | None:
+    """``(#Q(A), #Q(A ∪ {t}))``, or None when Σ or a CHECK fails or time is up."""
+    full = db.with_row(relation, row)
+    if not satisfies(full.rows, ctx.sigma) or not _meets_checks(ctx, full):
+        return None
+    if time.monotonic() > ctx.deadline:
+        return None
+    try:
+        conn = connect(full)
+        # a construction whose evaluation outlives the search's deadline is abandoned
+        conn.set_progress_handler(lambda: int(time.monotonic() > ctx.deadline), 10_000)
+        try:
+            with_t = count_answers(ctx.query, full, conn=conn)
+            cols = ctx.columns[relation]
+            cond = " AND ".join(f"{quote_ident(c)} IS ?" for c in cols)
+            conn.execute(f"DELETE FROM {quote_ident(relation)} WHERE {cond}", row)
+            without_t = count_answers(ctx.query, db, conn=conn)
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return None
+    return without_t, with_t
+
+
+def _local_search(
+    ctx: _Context, best: Witness, structure: Structure, upper: float, budget: float, seed: int
+) -> Witness | None:
+    """Random merges of two values, kept when Σ holds and the difference grows."""
+    rng = random.Random(seed)
+    stop = time.monotonic() + budget
+    current = structure
+    improved: Witness | None = None
+    score = best.difference
+    while time.monotonic() < stop:
+        assert current.t is not None
+        nulls = sorted({e for rows in current.rows.values() for row in rows for e in row
+                        if isinstance(e, int)})
+        if len(nulls) < 2:
+            break
+        a, b = rng.sample(nulls, 2)
+        trial = substituted(current, _renaming(a, b))
+        repaired = repair(trial, ctx.sigma)
+        if repaired is None:
+            continue
+        trial, _ = repaired
+        try:
+            db, rel, row = _materialise(ctx, trial)
+        except NoValue:
+            continue
+        counts = _evaluate(ctx, db, rel, row)
+        if counts is None:
+            continue
+        diff = counts[1] - counts[0]
+        if diff > score:
+            score, current = diff, trial
+            improved = Witness(db, rel, row, counts[0], counts[1],
+                               best.construction + ", improved by local search")
+            if upper != math.inf and diff >= upper:
+                break
+    return improved
+
+
+def _renaming(a: int, b: int) -> Callable[[Element], Element]:
+    """The map sending the null ``a`` to ``b`` and every other element to itself."""
+
+    def find(e: Element) -> Element:
+        return b if e == a else e
+
+    return find

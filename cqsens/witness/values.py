@@ -1,0 +1,113 @@
+"""Concrete values for labelled nulls, meeting the CHECKs and unary filters."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping, Sequence
+
+from cqsens.frontend.sqlgen import predicate_sql
+from cqsens.ir.cq import CQ, Const, Var
+from cqsens.ir.expr import Expr, Predicate, Slot, Undecided, bind, evaluate, literal_of, literals
+from cqsens.witness.evaluate import Value
+
+__all__ = ["NoValue", "Values", "unary_checks"]
+
+
+class NoValue(Exception):
+    """No fresh value meets the predicates on a column (a small finite domain)."""
+
+
+class Values:
+    """Concrete values for nulls: distinct, avoiding the query's constants, and
+    satisfying the unary filters on the variable they stand for when possible."""
+
+    def __init__(
+        self, cq: CQ, conn: sqlite3.Connection,
+        memo: dict[tuple[Predicate, str], bool] | None = None,
+    ) -> None:
+        self.conn = conn
+        self.used: set[Value] = {c.value for c in cq.constants()}
+        self.counter = 0
+        self.memo = {} if memo is None else memo  # (predicate, value) → holds, across attempts
+
+    def fresh(self, checks: Sequence[Predicate] = ()) -> Value:
+        """A value not used before that meets every predicate in ``checks``.
+
+        Raises
+        ------
+        NoValue
+            When ``checks`` is not empty and no candidate meets it.
+        """
+        candidates = self._candidates(checks)
+        for value in candidates:
+            if value in self.used:
+                continue
+            if all(self.holds(chk, value) for chk in checks):
+                self.used.add(value)
+                return value
+        if checks:
+            raise NoValue  # never a value that breaks a CHECK or a filter on its column
+        for value in candidates:
+            if value not in self.used:
+                self.used.add(value)
+                return value
+        self.counter += 1  # pragma: no cover
+        return 1000 + self.counter  # pragma: no cover
+
+    def _candidates(self, checks: Sequence[Predicate]) -> list[Value]:
+        """Values to try: fresh numbers, then values near the predicates' literals."""
+        candidates: list[Value] = []
+        for _ in range(3):
+            self.counter += 1
+            candidates.append(1000 + self.counter)
+        for checker in checks:
+            for lit in literals(checker):
+                if isinstance(lit, (int, float)):
+                    for delta in (1, -1, 0, 2, -2):
+                        candidates.append(lit + delta + 0)
+                    candidates.extend(lit + 1 + n for n in range(3, 200, 7))
+                else:
+                    base = lit.replace("%", "").replace("_", "x")
+                    candidates += [base, base + f"{self.counter}", f"{self.counter}{base}", lit]
+        candidates.append(f"v{self.counter}")
+        return candidates
+
+    def holds(self, check: Predicate, value: Value) -> bool:
+        """Does ``check`` (over ``Slot(0)``) hold for ``value``?  Decided in Python,
+        or by SQLite where Python cannot match SQLite's semantics exactly."""
+        key = (check, repr(value))
+        if key not in self.memo:
+            try:
+                self.memo[key] = evaluate(check, [value]) is True
+            except Undecided:
+                try:
+                    row = self.conn.execute("SELECT " + predicate_sql(check, [value])).fetchone()
+                    self.memo[key] = bool(row and row[0])
+                except sqlite3.Error:
+                    self.memo[key] = False
+        return self.memo[key]
+
+
+def unary_checks(
+    core_cq: CQ, column_checks: Mapping[tuple[str, int], Sequence[Predicate]]
+) -> dict[Var, list[Predicate]]:
+    """The predicates each variable's value must meet: its columns' CHECKs, and
+    the filters over it alone (constants bound in), each over ``Slot(0)``."""
+    checks: dict[Var, list[Predicate]] = {}
+    for atom in core_cq.relation_atoms():
+        for pos, term in enumerate(atom.terms):
+            if isinstance(term, Var):
+                for check in column_checks.get((atom.relation, pos), ()):
+                    if check not in checks.setdefault(term, []):
+                        checks[term].append(check)
+    for atom in core_cq.atoms:
+        if atom.predicate is not None and len(atom.variables()) == 1:
+            (var,) = atom.variables()
+            args: list[Expr] = []
+            for term in atom.terms:
+                if isinstance(term, Const):
+                    args.append(literal_of(term.value))
+                else:  # the filter's only variable
+                    args.append(Slot(0))
+            checks.setdefault(var, []).append(bind(atom.predicate, args))
+    return checks
