@@ -32,13 +32,11 @@ from cqsens.ir.expr import (
     Or,
     Predicate,
     Slot,
-    Undecided,
     bind,
-    evaluate,
     literal_of,
     render,
-    slot_ranges,
 )
+from cqsens.ir.semantics import Undecided, evaluate, slot_ranges
 
 VALUES = st.one_of(st.none(), st.integers(-5, 5), st.sampled_from([0.5, -2.5, 3.0]),
                    st.sampled_from(["", "a", "A", "ab", "b%", "5", "Ab_c"]))

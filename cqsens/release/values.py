@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 from cqsens.errors import InputError
 from cqsens.ir.cq import CQ, Aggregate, AggregateQuery, Var
-from cqsens.ir.expr import slot_ranges
 from cqsens.ir.schema import Schema
+from cqsens.ir.semantics import slot_ranges
 from cqsens.release.aggregates import (
     AggregateBound,
     avg_bound,

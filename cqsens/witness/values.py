@@ -7,7 +7,8 @@ from collections.abc import Mapping, Sequence
 
 from cqsens.frontend.sqlgen import predicate_sql
 from cqsens.ir.cq import CQ, Const, Var
-from cqsens.ir.expr import Expr, Predicate, Slot, Undecided, bind, evaluate, literal_of, literals
+from cqsens.ir.expr import Expr, Predicate, Slot, bind, literal_of, literals
+from cqsens.ir.semantics import Undecided, evaluate
 from cqsens.witness.evaluate import Value
 
 __all__ = ["NoValue", "Values", "unary_checks"]
