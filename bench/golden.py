@@ -2,6 +2,7 @@
 
     python bench/golden.py record [FILE]    # write the current outputs (default: bench/results/golden.json)
     python bench/golden.py compare [FILE]   # analyse again and list every difference
+    python bench/golden.py numbers [FILE]   # the same, on bounds and verdicts only (not wording)
 
 The corpus: every query of ``examples/`` (with its folder's schema and
 constraints, both neighbour models, noise at ε = 1), 300 seeded random CQs with
@@ -145,7 +146,40 @@ def _search_noise(before: dict[str, Any] | None, after: dict[str, Any] | None) -
     return b == a
 
 
+_SEMANTIC = ("aggregate", "connected", "contributions", "core_minimal", "delta_str",
+             "dependencies", "free", "noise", "paper", "satisfiable", "sensitivity")
+
+
+def _numbers(record: dict[str, Any]) -> dict[str, Any]:
+    """The bounds and verdicts of a record, without its wording."""
+    if "error" in record:
+        return {"error": True}
+    out = {k: record.get(k) for k in _SEMANTIC}
+    out["aggregates"] = [{k: v for k, v in a.items() if k != "rule"}
+                         for a in record.get("aggregates", [])]
+    out["witness"] = record.get("witness")
+    out["unbounded_atoms"] = len(record.get("structure", {}).get("unbounded", []))
+    return out
+
+
 def main(argv: list[str]) -> int:
+    if argv and argv[0] == "numbers":
+        path = Path(argv[1]) if len(argv) > 1 else DEFAULT
+        golden = json.loads(path.read_text())
+        changed = searched = 0
+        for case_id, kwargs in cases():
+            before, after = golden.get(case_id), run_case(kwargs)
+            if before is None or _numbers(before) == _numbers(after):
+                continue
+            if _search_noise(_numbers(before), _numbers(after)):
+                searched += 1
+                continue
+            changed += 1
+            print(f"== {case_id}: {json.dumps(_numbers(before))[:300]}")
+            print(f"   now {json.dumps(_numbers(after))[:300]}")
+        print(f"{changed} analyses differ in bounds or verdicts from {path.name} "
+              f"({searched} more only in a time-bounded, non-tight witness search)")
+        return 1 if changed else 0
     if not argv or argv[0] not in {"record", "compare"}:
         print(__doc__)
         return 2
