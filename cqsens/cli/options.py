@@ -10,6 +10,7 @@ import click
 from cqsens.cli.exits import fail
 from cqsens.errors import InputError
 from cqsens.ir.schema import Schema
+from cqsens.release.aggregates import NEIGHBORS
 
 __all__ = ["dependency_options", "release_options", "resolve_schema", "schema_options"]
 
@@ -47,7 +48,7 @@ def release_options(f: _Command) -> _Command:
 
 def dependency_options(f: _Command) -> _Command:
     """--fd, --cd, --constraints, --neighbor."""
-    f = click.option("--neighbor", type=click.Choice(["add-remove", "substitute"]),
+    f = click.option("--neighbor", type=click.Choice(list(NEIGHBORS)),
                      default="add-remove", show_default=True,
                      help="Neighbouring databases: one row added/removed, or one row changed.")(f)
     f = click.option("--constraints", type=click.Path(dir_okay=False), default=None,
