@@ -19,11 +19,23 @@ __all__ = [
     "UnsupportedQueryError",
     "SchemaError",
     "DependencyError",
+    "TimeLimitError",
 ]
 
 
 class CqsensError(Exception):
     """Base class of every error cqsens raises on purpose."""
+
+
+class TimeLimitError(CqsensError):
+    """The analysis ran past its time limit (``--timeout``); names the stage it was in."""
+
+    def __init__(self, stage: str, timeout: float) -> None:
+        shown = f"{timeout:g} s" if timeout != float("inf") else "its deadline"
+        super().__init__(f"the analysis did not finish within {shown} (in the {stage}); "
+                         "raise --timeout, or simplify the query")
+        self.stage = stage
+        self.timeout = timeout
 
 
 class InputError(CqsensError, ValueError):

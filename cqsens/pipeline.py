@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from cqsens.analysis import AggregateRecord, Analysis, NoiseRecord
+from cqsens.budget import deadline
 from cqsens.engine.core import in_cq_core
 from cqsens.engine.count import CORE_BUDGET, CountBound, count_bound
 from cqsens.engine.gaifman import is_connected
@@ -296,6 +297,7 @@ def analyze(
     rows: int | None = None,
     epsilon: float | None = None,
     delta: float | None = None,
+    timeout: float | None = 30.0,
 ) -> Analysis:
     """Analyse one counting query: sensitivity bounds, the paper's values and why.
 
@@ -334,6 +336,10 @@ def analyze(
     epsilon, delta : float, optional
         Privacy parameters: the output then gives the Laplace scale and the
         analytic Gaussian σ.
+    timeout : float or None
+        Seconds the whole analysis may take (``None`` or ``math.inf``: no
+        limit).  The witness search stops early to stay within it; any other
+        stage still running at the deadline raises :class:`TimeLimitError`.
 
     Returns
     -------
@@ -343,6 +349,8 @@ def analyze(
     ------
     InputError
         Any bad input (query, schema, dependency), with file, position and construct.
+    TimeLimitError
+        The analysis did not finish within ``timeout``.
 
     Examples
     --------
@@ -358,14 +366,37 @@ def analyze(
     if contributions < 1:
         raise InputError(f"--contributions must be at least 1, got {contributions}",
                          construct="--contributions")
+    if timeout is not None and not timeout > 0:  # also NaN
+        raise InputError(f"--timeout must be a number of seconds > 0 (inf for no limit), "
+                         f"got {timeout}", construct="--timeout")
+    with deadline(timeout):
+        return _analyze(source, schema=schema, fds=fds, cds=cds, constraints=constraints,
+                        dialect=dialect, kind=kind, name=name,
+                        options=Options(neighbor=neighbor, contributions=contributions, rows=rows,
+                                        prove_lower=prove_lower, witness_time=witness_time,
+                                        seed=seed, epsilon=epsilon, delta=delta),
+                        bounds=bounds)
+
+
+def _analyze(
+    source: str | Path,
+    *,
+    schema: str | Path | Schema | None,
+    fds: Sequence[str | Dependency],
+    cds: Sequence[str | Dependency],
+    constraints: str | Path | None,
+    dialect: str | None,
+    kind: str | None,
+    name: str | None,
+    options: Options,
+    bounds: Sequence[str],
+) -> Analysis:
     cli_bounds = parse_value_bounds(bounds)
     parsed_schema = load_schema(schema, dialect=dialect)
     query = load_query(source, schema=parsed_schema, dialect=dialect, kind=kind, name=name)
     sigma, notes = resolve_sigma(query, schema=parsed_schema, fds=fds, cds=cds,
                                  constraints=constraints)
-    options = Options(schema=parsed_schema, neighbor=neighbor, contributions=contributions,
-                      rows=rows, value_bounds=cli_bounds, prove_lower=prove_lower,
-                      witness_time=witness_time, seed=seed, epsilon=epsilon, delta=delta)
+    options = replace(options, schema=parsed_schema, value_bounds=cli_bounds)
     state = State(query, sigma, options, notes=tuple(query.notes) + tuple(notes))
     for stage in PIPELINE:
         state = stage(state)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from cqsens.budget import checkpoint
 from cqsens.ir.cq import CQ, Const, Term, Var
 from cqsens.ir.dependencies import Dependency, Sigma
 
@@ -68,6 +69,7 @@ def chase(cq: CQ, fds: Sigma | Iterable[Dependency]) -> CQ:
     deps = [d for d in fds if d.k == 1]
     current = cq
     while current.satisfiable:
+        checkpoint("chase")
         merge: tuple[Term, Term] | None = None
         for dep in sorted(deps):
             groups: dict[Term, Term] = {}

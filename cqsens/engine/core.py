@@ -20,6 +20,7 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from cqsens.budget import checkpoint
 from cqsens.engine.homomorphism import BudgetExceeded, arc_consistent_domains, find_homomorphism
 from cqsens.ir.cq import CQ, Atom, Term, Var
 
@@ -76,6 +77,7 @@ def _core_cached(cq: CQ, keep: tuple[Var, ...], budget: int | None) -> CoreResul
     fixed: dict[Var, Term] = {v: v for v in keep}
     atoms = cq.atoms
     while True:
+        checkpoint("core")
         try:
             smaller = _retract_once(atoms, fixed, budget)
         except BudgetExceeded:

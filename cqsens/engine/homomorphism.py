@@ -16,9 +16,11 @@ References
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
+from cqsens.budget import checkpoint
 from cqsens.ir.cq import Atom, Const, Term, Var
 
 __all__ = [
@@ -37,6 +39,7 @@ class BudgetExceeded(Exception):
 @dataclass(slots=True)
 class _Counter:
     left: int | None
+    visited: int = 0
 
 
 def _compatible(atom: Atom, target: Atom, assignment: Mapping[Var, Term]) -> bool:
@@ -157,34 +160,55 @@ def _propagate(
     occurrences: dict[Var, list[tuple[int, int]]],
     dirty: set[Var],
 ) -> bool:
-    """Prune candidates and variable domains against each other to a fixpoint."""
-    dirty_atoms: set[int] = {i for v in dirty for i, _ in occurrences[v]}
-    while dirty_atoms or dirty:
-        for v in list(dirty):
-            dirty.discard(v)
-            values: set[Term] | None = domains.get(v)
-            for i, p in occurrences[v]:
-                here = {t.terms[p] for t in cands[i]}
-                values = here if values is None else values & here
-            assert values is not None
-            if not values:
+    """Prune candidates and variable domains against each other to a fixpoint.
+
+    A work queue of atoms (AC-3): an atom whose candidates shrink narrows the
+    domains of its variables at once, and only the atoms of a variable whose
+    domain shrank are queued again, so a chain settles in one pass instead of
+    one round per link.  The fixpoint is the same whatever the order.
+    """
+    queue: deque[int] = deque()
+    queued: set[int] = set()
+
+    def push(v: Var) -> None:
+        for i, _ in occurrences[v]:
+            if i not in queued:
+                queued.add(i)
+                queue.append(i)
+
+    for v in sorted(dirty, key=lambda x: x.name):
+        values: set[Term] | None = domains.get(v)
+        for i, p in occurrences[v]:
+            here = {t.terms[p] for t in cands[i]}
+            values = here if values is None else values & here
+        if not values:
+            return False
+        domains[v] = values
+        push(v)
+    while queue:
+        i = queue.popleft()
+        queued.discard(i)
+        atom = src[i]
+        keep = [
+            t for t in cands[i]
+            if all(t.terms[p] in domains[s] for p, s in enumerate(atom.terms)
+                   if isinstance(s, Var) and s in domains)
+        ]
+        if not keep:
+            return False
+        if len(keep) == len(cands[i]):
+            continue
+        cands[i] = keep
+        for p, s in enumerate(atom.terms):
+            if not isinstance(s, Var):
+                continue
+            here = {t.terms[p] for t in keep}
+            narrowed = domains[s] & here if s in domains else here
+            if not narrowed:
                 return False
-            if values != domains.get(v):
-                domains[v] = values
-                dirty_atoms.update(i for i, _ in occurrences[v])
-        for i in list(dirty_atoms):
-            dirty_atoms.discard(i)
-            atom = src[i]
-            keep = [
-                t for t in cands[i]
-                if all(t.terms[p] in domains[s] for p, s in enumerate(atom.terms)
-                       if isinstance(s, Var) and s in domains)
-            ]
-            if not keep:
-                return False
-            if len(keep) != len(cands[i]):
-                cands[i] = keep
-                dirty.update(s for s in atom.terms if isinstance(s, Var))
+            if narrowed != domains.get(s):
+                domains[s] = narrowed
+                push(s)
     return True
 
 
@@ -196,6 +220,9 @@ def _search(
     counter: _Counter,
     extra: dict[Var, Term],
 ) -> Iterator[dict[Var, Term]]:
+    counter.visited += 1
+    if counter.visited % 1024 == 0:
+        checkpoint("homomorphism search")
     if counter.left is not None:
         counter.left -= 1
         if counter.left < 0:

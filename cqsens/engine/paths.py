@@ -38,6 +38,7 @@ from dataclasses import dataclass
 
 import networkx as nx
 
+from cqsens.budget import checkpoint
 from cqsens.engine.homomorphism import BudgetExceeded
 from cqsens.ir.cq import CQ, Atom, Const, Term, Var, format_term
 from cqsens.ir.dependencies import Sigma
@@ -135,6 +136,8 @@ def least_cardinalities(
     for s in dict.fromkeys(sources):
         heapq.heappush(heap, (1, next(counter), s, Route(1, s)))
     while heap:
+        if len(heap) % 256 == 0:
+            checkpoint("walks")
         card, _, node, route = heapq.heappop(heap)
         if node in best:
             continue
@@ -331,6 +334,8 @@ def _enumerate(
             left[0] -= 1
             if left[0] < 0:
                 raise BudgetExceeded
+            if left[0] % 1024 == 0:
+                checkpoint("paper's path enumeration")
         if best == 1 and not exhaustive:
             return
         # branch and bound: a heavier prefix can only win by resetting at a constant

@@ -28,6 +28,7 @@ import math
 from dataclasses import dataclass, replace
 from enum import Enum
 
+from cqsens.budget import checkpoint
 from cqsens.engine.paths import (
     Route,
     Step,
@@ -198,6 +199,7 @@ def upper_bound(cq: CQ, sigma: Sigma) -> UpperBound:
     graph = step_graph(cq, sigma)
     by_relation: dict[str, list[AtomBound]] = {}
     for atom in cq.relation_atoms():
+        checkpoint("upper bound")
         by_relation.setdefault(atom.relation, []).append(atom_bound(cq, sigma, atom, graph))
     relations: list[RelationBound] = []
     for relation, bounds in sorted(by_relation.items()):

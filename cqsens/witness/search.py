@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from cqsens.budget import remaining
 from cqsens.engine.upper import UpperBound
 from cqsens.ir.cq import CQ, AggregateQuery, Atom, Const, Var
 from cqsens.ir.dependencies import Sigma, satisfies
@@ -145,7 +146,7 @@ def find_witness(
         cols.setdefault(rel, tuple(f"c{i + 1}" for i in range(arity)))
     scratch = sqlite3.connect(":memory:")
     checks = unary_checks(core_cq, column_checks or {})
-    deadline = time.monotonic() + max(3.0, 12 * time_budget)
+    deadline = time.monotonic() + min(max(3.0, 12 * time_budget), max(remaining(), 0.0))
     finite_set = set(finite_columns)
     finite = frozenset(t for a in core_cq.relation_atoms() for p, t in enumerate(a.terms)
                        if isinstance(t, Var) and (a.relation, p) in finite_set)

@@ -1,0 +1,57 @@
+"""The time an analysis may take: one deadline for every stage, checked where work loops.
+
+:func:`analyze` installs the deadline of its ``timeout`` with :func:`deadline`;
+the engine's loops (chase, core, homomorphism search, walks, the paper's path
+enumeration) and the witness search call :func:`checkpoint`, which raises
+:class:`~cqsens.errors.TimeLimitError` once the deadline has passed.  The
+deadline lives in a context variable so that the engine's functions stay pure
+functions of their arguments (and their caches stay valid): the budget is the
+caller's, not part of the query.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+from cqsens.errors import TimeLimitError
+
+__all__ = ["checkpoint", "deadline", "remaining"]
+
+_DEADLINE: ContextVar[tuple[float, float]] = ContextVar("cqsens_deadline",
+                                                        default=(math.inf, math.inf))
+
+
+@contextmanager
+def deadline(timeout: float | None) -> Iterator[None]:
+    """Run the block under a deadline ``timeout`` seconds from now (None: no limit).
+
+    A nested deadline never extends an enclosing one.
+
+    >>> with deadline(5):
+    ...     0 < remaining() <= 5
+    True
+    """
+    at = math.inf if timeout is None or timeout == math.inf else time.monotonic() + timeout
+    outer_at, outer_timeout = _DEADLINE.get()
+    token = _DEADLINE.set((at, timeout or math.inf) if at < outer_at else (outer_at, outer_timeout))
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+def remaining() -> float:
+    """Seconds left before the deadline (``math.inf`` without one)."""
+    at, _ = _DEADLINE.get()
+    return at - time.monotonic() if at != math.inf else math.inf
+
+
+def checkpoint(stage: str) -> None:
+    """Raise :class:`TimeLimitError` naming ``stage`` when the deadline has passed."""
+    at, timeout = _DEADLINE.get()
+    if at != math.inf and time.monotonic() > at:
+        raise TimeLimitError(stage, timeout)
