@@ -70,6 +70,24 @@ __all__ = [
 ]
 
 
+SQLITE_MAX_JOIN = 64  # SQLite's limit on the tables of one join
+SQLITE_MAX_COLUMN = 2000  # SQLite's default limit on the columns of one table
+
+
+def _sqlite_cannot_evaluate(query: AggregateQuery, core: CQ) -> str | None:
+    """Why SQLite, which evaluates witnesses, cannot run this query (None when it can)."""
+    joined = len(core.relation_atoms())
+    if joined > SQLITE_MAX_JOIN:
+        return (f"the core joins {joined} tables and SQLite, which evaluates witnesses, "
+                f"joins at most {SQLITE_MAX_JOIN}")
+    wide = [(r, len(c)) for r, c in sorted(query.columns.items()) if len(c) > SQLITE_MAX_COLUMN]
+    if wide:
+        relation, count = wide[0]
+        return (f"table {relation} has {count} columns and SQLite, which evaluates witnesses, "
+                f"allows at most {SQLITE_MAX_COLUMN}")
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class Options:
     """Everything an analysis takes besides the query and Σ, with one time/size budget."""
@@ -209,6 +227,9 @@ def stage_witness(state: State) -> State:
     counts_only = all(a.kind in ("count", "count_distinct") for a in query.aggregates)
     if not (options.prove_lower and counts_only and len(query.aggregates) == 1):
         return state
+    blocker = _sqlite_cannot_evaluate(query, counted.core)
+    if blocker is not None:
+        return replace(state, notes=state.notes + (f"no witness searched: {blocker}",))
     schema = options.schema
     witness = find_witness(
         query, state.sigma, counted.core, upper=counted.bound.value, columns=query.columns,

@@ -39,6 +39,21 @@ def gaifman_graph(cq: CQ) -> nx.Graph:
     return graph
 
 
+def _connectivity(cq: CQ) -> nx.Graph:
+    """A graph with the Gaifman graph's components: a star per atom instead of a clique.
+
+    Linear in the size of the query, where the Gaifman graph of an atom of
+    arity r has r(r-1)/2 edges (two million for a 2,000-column table).
+    """
+    graph = nx.Graph()
+    for atom in cq.sorted_atoms():
+        terms = list(dict.fromkeys(atom.terms))
+        graph.add_nodes_from(terms)
+        graph.add_edges_from((terms[0], t) for t in terms[1:])
+    graph.add_nodes_from(t for t in cq.head if isinstance(t, Var))
+    return graph
+
+
 def components(cq: CQ) -> list[CQ]:
     """The connected conjuncts, each with the free variables it holds as head.
 
@@ -50,7 +65,7 @@ def components(cq: CQ) -> list[CQ]:
     >>> [str(c) for c in components(parse_cq("Q(x) :- R(x), S(y)"))]
     ['Q(x) :- R(x).', 'Q() :- S(y).']
     """
-    graph = gaifman_graph(cq)
+    graph = _connectivity(cq)
     out: list[CQ] = []
     for nodes in nx.connected_components(graph):
         member: set[Term] = set(nodes)
@@ -63,5 +78,5 @@ def components(cq: CQ) -> list[CQ]:
 
 def is_connected(cq: CQ) -> bool:
     """True when the Gaifman graph has at most one component."""
-    graph = gaifman_graph(cq)
+    graph = _connectivity(cq)
     return graph.number_of_nodes() == 0 or bool(nx.is_connected(graph))

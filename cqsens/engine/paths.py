@@ -98,21 +98,22 @@ def step_graph(cq: CQ, sigma: Sigma) -> dict[Term, dict[Term, Step]]:
 
     Filter atoms carry no dependency, so they give no finite step.
     """
-    weights = sigma.weights()
+    by_relation: dict[str, list[tuple[int, int, int]]] = {}
+    for (relation, i, j), k in sorted(sigma.weights().items()):
+        by_relation.setdefault(relation, []).append((i, j, k))
     out: dict[Term, dict[Term, Step]] = {}
     for atom in cq.sorted_atoms():
         if atom.is_filter:
             continue
-        for i, a in enumerate(atom.terms):
-            for j, b in enumerate(atom.terms):
-                if i == j or a == b:
-                    continue
-                w = weights.get((atom.relation, i, j))
-                if w is None:
-                    continue
-                old = out.setdefault(a, {}).get(b)
-                if old is None or w < old.weight:
-                    out[a][b] = Step(atom.relation, i, j, a, b, w)
+        for i, j, w in by_relation.get(atom.relation, ()):
+            if max(i, j) >= atom.arity:
+                continue
+            a, b = atom.terms[i], atom.terms[j]
+            if a == b:
+                continue
+            old = out.setdefault(a, {}).get(b)
+            if old is None or w < old.weight:
+                out[a][b] = Step(atom.relation, i, j, a, b, w)
     return out
 
 
@@ -180,16 +181,25 @@ def arborescence_bound(
         return math.inf, ()
     # The shortest-walk tree (Dijkstra's predecessors) is one arborescence reaching
     # every target; Edmonds' minimum spanning arborescence, pruned, is often better.
-    dijkstra_steps = {step for t in target_set for step in reach[t].steps}
+    dijkstra_steps: set[Step] = set()
+    for t in target_set:  # the routes form a tree: stop where a route joins one seen
+        for step in reversed(reach[t].steps):
+            if step in dijkstra_steps:
+                break
+            dijkstra_steps.add(step)
     best_steps = tuple(sorted(dijkstra_steps, key=lambda s: (str(s.source), str(s.target))))
     best = _product(best_steps)
     # Any tree reaching the targets enters each target by one step: the product of
     # their lightest incoming steps is a floor. At the floor, Edmonds cannot do better.
+    lightest_in: dict[Term, Weight] = {}
+    for edges in graph.values():
+        for v, step in edges.items():
+            if step.weight < lightest_in.get(v, math.inf):
+                lightest_in[v] = step.weight
     floor: Weight = 1
     for t in target_set:
         if t not in source_set:
-            floor *= min((edges[t].weight for edges in graph.values() if t in edges),
-                         default=math.inf)
+            floor *= lightest_in.get(t, math.inf)
     if best <= floor or len(reach) > EDMONDS_MAX_NODES:
         # at the floor nothing is better; on large graphs Edmonds' cost is not
         # worth it and the Dijkstra tree stays a sound bound

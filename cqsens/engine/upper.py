@@ -107,9 +107,12 @@ class UpperBound:
 
 
 def _pattern(atom: Atom, free: tuple[Var, ...]) -> tuple[int, ...] | None:
-    if not all(v in atom.terms for v in free):
+    first: dict[Term, int] = {}
+    for p, t in enumerate(atom.terms):
+        first.setdefault(t, p)
+    if not all(v in first for v in free):
         return None
-    return tuple(atom.terms.index(v) for v in free)
+    return tuple(first[v] for v in free)
 
 
 def _distinct_answers(full: list[AtomBound], free: tuple[Var, ...]) -> set[Atom]:

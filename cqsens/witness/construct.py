@@ -306,17 +306,60 @@ def copy_counts(upper: float) -> list[int]:
     return sorted({n for n in base if n <= max(upper, 1)})
 
 
+_Classes = tuple[tuple[int, ...], tuple[tuple[int, Const], ...]]
+
+
+def _with_atom(classes: _Classes, atom: Atom) -> _Classes | None:
+    """The position classes of a group plus ``atom`` (as :func:`position_classes`), or None
+    when two different constants meet; linear in the arity."""
+    parent = list(classes[0])
+
+    def find(p: int) -> int:
+        while parent[p] != p:
+            p = parent[p]
+        return p
+
+    first: dict[Term, int] = {}
+    for p, term in enumerate(atom.terms):
+        if isinstance(term, Var):
+            if term in first:
+                a, b = find(p), find(first[term])
+                parent[max(a, b)] = min(a, b)
+            else:
+                first[term] = p
+    consts: dict[int, Const] = {}
+    pinned = [*classes[1], *((p, t) for p, t in enumerate(atom.terms) if isinstance(t, Const))]
+    for p, const in pinned:
+        root = find(p)
+        if consts.setdefault(root, const) != const:
+            return None
+    return tuple(parent), tuple(sorted(consts.items(), key=lambda kv: kv[0]))
+
+
 def player_sets(core_cq: CQ, relation: str) -> list[list[Atom]]:
-    """The atoms of ``relation`` that can play t: each alone, and greedy groups that unify."""
+    """The atoms of ``relation`` that can play t: each alone, and greedy groups that unify.
+
+    A group's position classes grow one atom at a time, so building every greedy
+    group costs O(n² · arity) for n atoms of the relation.
+    """
     atoms = [a for a in core_cq.relation_atoms() if a.relation == relation]
     out: list[list[Atom]] = [[a] for a in atoms]
     if len(atoms) > 1:
+        seen: set[tuple[Atom, ...]] = set()
+        empty: _Classes = (tuple(range(atoms[0].arity)), ())
         for anchor in atoms:
             group = [anchor]
+            classes = _with_atom(empty, anchor)
+            assert classes is not None  # an atom alone always unifies with itself
             for other in atoms:
-                if other is not anchor and pattern_for([*group, other]) is not None:
+                if other is anchor:
+                    continue
+                grown = _with_atom(classes, other)
+                if grown is not None:
                     group.append(other)
-            if len(group) > 1 and group not in out:
+                    classes = grown
+            if len(group) > 1 and tuple(group) not in seen:
+                seen.add(tuple(group))
                 out.append(group)
     return out
 
