@@ -17,6 +17,7 @@ from cqsens.engine.upper import UpperBound
 from cqsens.explain import jsonable, reason, structure
 from cqsens.ir.cq import CQ, AggregateQuery
 from cqsens.ir.dependencies import Sigma
+from cqsens.release.exact import Exact
 from cqsens.witness.model import Witness
 
 __all__ = ["AggregateRecord", "Analysis", "NoiseRecord"]
@@ -29,8 +30,8 @@ class AggregateRecord:
     label: str
     kind: str
     count_bound: Weight
-    l1: Weight
-    l2: Weight
+    l1: Exact
+    l2: Exact
     rule: str
     values: str | None
 
@@ -82,11 +83,11 @@ class Analysis:
     satisfiable: bool
     delta_str: Weight
     paper: Mapping[str, PaperValue]
-    upper: Weight
+    upper: Exact
     lower: Weight | None
     neighbor: str
-    l1: Weight
-    l2: Weight
+    l1: Exact
+    l2: Exact
     explanation: tuple[str, ...]
     bound: UpperBound
     notes: tuple[str, ...] = ()

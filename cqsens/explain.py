@@ -18,29 +18,24 @@ from cqsens.engine.upper import Method, UpperBound, explaining_steps
 from cqsens.ir.cq import CQ, AggregateQuery, Const, Var, format_term
 from cqsens.ir.dependencies import Dependency, Sigma
 from cqsens.ir.schema import Schema
+from cqsens.release.exact import Exact, display, text
 
 __all__ = ["explanation", "fmt_weight", "jsonable", "reason", "structure", "suggestion"]
 
 
-def jsonable(value: Weight | None) -> int | float | str | None:
-    """∞ as the string ``"inf"``; integral floats as ints."""
+def jsonable(value: Exact | None) -> int | float | str | None:
+    """∞ as the string ``"inf"``; integral values as ints; a Fraction as the nearest
+    float not below it (a bound is never shown smaller than proven)."""
     if value is None:
         return None
     if value == math.inf:
         return "inf"
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
+    return display(value)
 
 
-def fmt_weight(value: Weight | None) -> str:
-    if value is None:
-        return "unknown"
-    if value == math.inf:
-        return "∞"
-    if isinstance(value, float):
-        return str(int(value)) if value.is_integer() else f"{value:.6g}"
-    return str(value)
+def fmt_weight(value: Exact | None) -> str:
+    """A bound for sentences: ∞, or its value rounded up to 6 significant digits."""
+    return "unknown" if value is None else text(value)
 
 
 def reason(core: CQ, bound: UpperBound, satisfiable: bool) -> str:

@@ -41,6 +41,7 @@ from cqsens.ir.cq import CQ, AggregateQuery, Var
 from cqsens.ir.dependencies import Dependency, Sigma
 from cqsens.ir.schema import Schema
 from cqsens.release.aggregates import NEIGHBORS, AggregateBound
+from cqsens.release.exact import display
 from cqsens.release.noise import calibrate
 from cqsens.release.values import (
     VALUE_KINDS,
@@ -256,7 +257,9 @@ def stage_noise(state: State) -> State:
     epsilon, release = state.options.epsilon, state.release
     if epsilon is None or release is None:
         return state
-    cal = calibrate(release.l1, release.l2, epsilon=epsilon, delta=state.options.delta)
+    # the calibration works in floats: the sensitivities enter rounded up
+    cal = calibrate(display(release.l1), display(release.l2), epsilon=epsilon,
+                    delta=state.options.delta)
     noise = NoiseRecord(epsilon, state.options.delta, cal.laplace_scale, cal.laplace_halfwidth_95,
                         cal.gaussian_sigma, cal.gaussian_method, cal.gaussian_classical_sigma,
                         cal.gaussian_halfwidth_95)

@@ -46,13 +46,13 @@ MEDIAN, n rows     (M−m)/2 n even,        same as ℓ1       (M−m)/2
 Examples
 --------
 >>> from cqsens.release.aggregates import histogram_bound, sum_bound, vector_bound
->>> histogram_bound(1, neighbor="substitute").l2
-1.4142135623730951
+>>> histogram_bound(1, neighbor="substitute").l2  # √2, as an exact upper bound
+Fraction(14142135623730951, 10000000000000000)
 >>> sum_bound(1, 0, 10, neighbor="substitute", single_table_unfiltered=True).l1
 10
 >>> b = vector_bound([sum_bound(1, 0, 3), sum_bound(1, 0, 4)])
 >>> (b.l1, b.l2)
-(7, 5.0)
+(7, 5)
 """
 
 from __future__ import annotations
@@ -60,8 +60,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 from cqsens.errors import InputError
+from cqsens.release.exact import Exact, exact, mul, sqrt_upper, text
 
 __all__ = [
     "NEIGHBORS",
@@ -78,7 +80,6 @@ __all__ = [
 NEIGHBORS: tuple[str, ...] = ("add-remove", "substitute")
 """The neighbour models understood by every function of this module."""
 
-_SQRT2 = math.sqrt(2.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,19 +88,20 @@ class AggregateBound:
 
     Attributes
     ----------
-    l1 : float
-        Upper bound on the ℓ1 norm of the change between neighbours (an ``int``
-        when the bound is an exact integer, ``math.inf`` when unbounded).
-    l2 : float
-        Upper bound on the ℓ2 norm of the change (a norm, never its square).
+    l1 : int, Fraction or float
+        Upper bound on the ℓ1 norm of the change between neighbours: exact (an
+        ``int`` or a ``Fraction``), or ``math.inf`` when unbounded.
+    l2 : int, Fraction or float
+        Upper bound on the ℓ2 norm of the change (a norm, never its square); a
+        square root is replaced by a rational upper bound.
     neighbor : str
         The neighbour model, ``"add-remove"`` or ``"substitute"``.
     rule : str
         One sentence naming the rule applied and where it is documented.
     """
 
-    l1: float
-    l2: float
+    l1: Exact
+    l2: Exact
     neighbor: str
     rule: str
 
@@ -117,11 +119,11 @@ def _check_neighbor(neighbor: object) -> str:
     return str(neighbor)
 
 
-def _check_count_delta(count_delta: object) -> float:
+def _check_count_delta(count_delta: object) -> Exact:
     if (
-        not isinstance(count_delta, (int, float))
+        not isinstance(count_delta, (int, float, Fraction))
         or isinstance(count_delta, bool)
-        or math.isnan(count_delta)
+        or (isinstance(count_delta, float) and math.isnan(count_delta))
     ):
         raise InputError(
             f"count_delta must be a number >= 0 or math.inf, not {count_delta!r}",
@@ -129,7 +131,7 @@ def _check_count_delta(count_delta: object) -> float:
         )
     if count_delta < 0:
         raise InputError(f"count_delta must be >= 0, not {count_delta!r}", construct="count_delta")
-    return count_delta
+    return exact(count_delta)
 
 
 def _check_contributions(contributions: object) -> int:
@@ -146,14 +148,15 @@ def _check_contributions(contributions: object) -> int:
     return contributions
 
 
-def _check_range(low: float, high: float) -> tuple[float, float]:
-    checked: list[float] = []
+def _check_range(low: Exact, high: Exact) -> tuple[Exact, Exact]:
+    checked: list[Exact] = []
     for name, value in (("low", low), ("high", high)):
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or math.isnan(value):
+        if not isinstance(value, (int, float, Fraction)) or isinstance(value, bool) \
+                or (isinstance(value, float) and math.isnan(value)):
             raise InputError(
                 f"value bound {name} must be a number, not {value!r}", construct="bounds"
             )
-        checked.append(value)
+        checked.append(exact(value))
     low, high = checked
     if low > high:
         raise InputError(f"empty value range: low {low!r} > high {high!r}", construct="bounds")
@@ -167,34 +170,35 @@ def _check_range(low: float, high: float) -> tuple[float, float]:
 # ----------------------------------------------------------------------------- arithmetic
 
 
-def _mul(a: float, b: float) -> float:
-    """Multiply two bounds, with ``0 * inf == 0``: a zero bound stays zero whatever it scales."""
-    if a == 0 or b == 0:
-        return 0
-    return a * b
+_mul = mul
 
 
-def _span(low: float, high: float) -> float:
+def _half(value: Exact) -> Exact:
+    """``value / 2``, exactly."""
+    return mul(value, Fraction(1, 2))
+
+
+def _span(low: Exact, high: Exact) -> Exact:
     """``M − m`` (0 for a single value, ``inf`` for an unbounded side)."""
     return 0 if low == high else high - low
 
 
-def _magnitude(low: float, high: float) -> float:
+def _magnitude(low: Exact, high: Exact) -> Exact:
     """``max(|m|, |M|)``: the largest value one row can add to or remove from a sum."""
-    return max(abs(low), abs(high))
+    a: Exact = -low if low < 0 else low
+    b: Exact = -high if high < 0 else high
+    return a if a >= b else b
 
 
-def _signed_span(low: float, high: float) -> float:
+def _signed_span(low: Exact, high: Exact) -> Exact:
     """``max(M, 0) − min(m, 0)``: the largest change of a sum when a row is substituted."""
-    return max(high, 0) - min(low, 0)
+    top: Exact = high if high > 0 else 0
+    bottom: Exact = low if low < 0 else 0
+    return top - bottom
 
 
-def _fmt(x: float) -> str:
-    if x == math.inf:
-        return "∞"
-    if isinstance(x, float) and x.is_integer():
-        return str(int(x))
-    return f"{x:g}"
+def _fmt(x: Exact) -> str:
+    return text(x)
 
 
 def _times_k(contributions: int) -> str:
@@ -210,13 +214,13 @@ def _times_k(contributions: int) -> str:
 
 
 def count_bound(
-    count_delta: float, *, neighbor: str = "add-remove", contributions: int = 1
+    count_delta: Exact, *, neighbor: str = "add-remove", contributions: int = 1
 ) -> AggregateBound:
     """Sensitivity of a COUNT whose add-remove bound is ``count_delta``.
 
     Parameters
     ----------
-    count_delta : float
+    count_delta : int, Fraction or float
         Bound Δ on how much one added or removed tuple changes the count, as
         computed by the CQ engine (1 for a single table, ``math.inf`` when
         unbounded, 0 for an unsatisfiable query).
@@ -276,13 +280,13 @@ def count_bound(
 
 
 def histogram_bound(
-    count_delta: float, *, neighbor: str = "add-remove", contributions: int = 1
+    count_delta: Exact, *, neighbor: str = "add-remove", contributions: int = 1
 ) -> AggregateBound:
     """Sensitivity of a GROUP BY histogram of disjoint counts.
 
     Parameters
     ----------
-    count_delta : float
+    count_delta : int, Fraction or float
         Add-remove bound Δ of the count with the GROUP BY columns added to the
         free variables (1 for a single table).
     neighbor : {"add-remove", "substitute"}, optional
@@ -323,8 +327,8 @@ def histogram_bound(
     Examples
     --------
     >>> b = histogram_bound(1, neighbor="substitute")
-    >>> (b.l1, round(b.l2, 6))
-    (2, 1.414214)
+    >>> (b.l1, float(b.l2))
+    (2, 1.4142135623730951)
     >>> histogram_bound(4).l1
     4
     """
@@ -333,8 +337,8 @@ def histogram_bound(
     k = _check_contributions(contributions)
     base = _mul(k, delta)
     if neighbor == "add-remove":
-        l1: float = base
-        l2: float = base
+        l1: Exact = base
+        l2: Exact = base
         rule = (
             "GROUP BY histogram: one tuple added or removed moves the group counts in "
             f"one direction by at most Δ = {_fmt(delta)} in total, so ℓ1 = ℓ2 ≤ Δ "
@@ -342,7 +346,7 @@ def histogram_bound(
         )
     else:
         l1 = _mul(2, base)
-        l2 = _mul(_SQRT2, base)
+        l2 = _mul(sqrt_upper(2), base)
         rule = (
             "GROUP BY histogram under substitution: a removal (at most Δ = "
             f"{_fmt(delta)} down) plus an addition (at most Δ up) gives ℓ1 ≤ 2Δ and "
@@ -352,8 +356,8 @@ def histogram_bound(
 
 
 def _sum_rule(
-    delta: float, low: float, high: float, neighbor: str, k: int, single_table_unfiltered: bool
-) -> tuple[float, str]:
+    delta: Exact, low: Exact, high: Exact, neighbor: str, k: int, single_table_unfiltered: bool
+) -> tuple[Exact, str]:
     """Value and rule sentence (without the factor-k clause) of :func:`sum_bound`."""
     lo_s, hi_s = _fmt(low), _fmt(high)
     if neighbor == "add-remove":
@@ -382,9 +386,9 @@ def _sum_rule(
 
 
 def sum_bound(
-    count_delta: float,
-    low: float,
-    high: float,
+    count_delta: Exact,
+    low: Exact,
+    high: Exact,
     *,
     neighbor: str = "add-remove",
     contributions: int = 1,
@@ -394,9 +398,9 @@ def sum_bound(
 
     Parameters
     ----------
-    count_delta : float
+    count_delta : int, Fraction or float
         Add-remove bound Δ of the COUNT(*) of the query (1 for a single table).
-    low, high : float
+    low, high : int, Fraction or float
         Bounds ``m ≤ M`` on the summed values (``-inf``/``inf`` when unbounded).
     neighbor : {"add-remove", "substitute"}, optional
         Neighbour model (default ``"add-remove"``).
@@ -460,9 +464,9 @@ def sum_bound(
 
 
 def avg_bound(
-    count_delta: float,
-    low: float,
-    high: float,
+    count_delta: Exact,
+    low: Exact,
+    high: Exact,
     *,
     neighbor: str = "add-remove",
     contributions: int = 1,
@@ -471,10 +475,10 @@ def avg_bound(
 
     Parameters
     ----------
-    count_delta : float
+    count_delta : int, Fraction or float
         Add-remove bound Δ of the COUNT(*) of the query; only ``Δ == 0``
         (unsatisfiable query, result never changes) affects the bound.
-    low, high : float
+    low, high : int, Fraction or float
         Bounds ``m ≤ M`` on the averaged values.
     neighbor : {"add-remove", "substitute"}, optional
         Neighbour model (default ``"add-remove"``).
@@ -523,9 +527,9 @@ def avg_bound(
 
 
 def min_max_bound(
-    count_delta: float,
-    low: float,
-    high: float,
+    count_delta: Exact,
+    low: Exact,
+    high: Exact,
     *,
     neighbor: str = "add-remove",
     contributions: int = 1,
@@ -534,10 +538,10 @@ def min_max_bound(
 
     Parameters
     ----------
-    count_delta : float
+    count_delta : int, Fraction or float
         Add-remove bound Δ of the COUNT(*) of the query; only ``Δ == 0``
         (unsatisfiable query, result never changes) affects the bound.
-    low, high : float
+    low, high : int, Fraction or float
         Bounds ``m ≤ M`` on the values.
     neighbor : {"add-remove", "substitute"}, optional
         Neighbour model (default ``"add-remove"``).
@@ -591,12 +595,12 @@ def _check_rows(rows: object) -> int | None:
 
 
 def _median_rule(
-    delta: float, low: float, high: float, neighbor: str, k: int, rows: int | None
-) -> tuple[float, str]:
+    delta: Exact, low: Exact, high: Exact, neighbor: str, k: int, rows: int | None
+) -> tuple[Exact, str]:
     """Value and rule sentence of :func:`median_bound`, case by case."""
     span = _span(low, high)
     rng = f"[{_fmt(low)}, {_fmt(high)}]"
-    value: float
+    value: Exact
     if delta == 0:
         value = 0
         rule = f"MEDIAN over {rng} of an unsatisfiable query: it never changes."
@@ -608,13 +612,13 @@ def _median_rule(
             "both neighbours (docs/rules.md, rule median)."
         )
     elif neighbor == "add-remove":
-        value = span / 2
+        value = _half(span)
         rule = (
             f"MEDIAN over {rng}, one row added or removed: (M − m)/2 = {_fmt(value)}, "
             "assuming at least one row on both neighbours (docs/rules.md, rule median)."
         )
     elif rows is not None and rows % 2 == 0:
-        value = span / 2
+        value = _half(span)
         rule = (
             f"MEDIAN over {rng} of n = {rows} (even) rows, one row changed: "
             f"(M − m)/2 = {_fmt(value)} (docs/rules.md, rule median-parity-rows)."
@@ -630,9 +634,9 @@ def _median_rule(
 
 
 def median_bound(
-    count_delta: float,
-    low: float,
-    high: float,
+    count_delta: Exact,
+    low: Exact,
+    high: Exact,
     *,
     neighbor: str = "add-remove",
     rows: int | None = None,
@@ -647,9 +651,9 @@ def median_bound(
 
     Parameters
     ----------
-    count_delta : float
+    count_delta : int, Fraction or float
         Add-remove bound Δ of the COUNT(*) of the query (1 for a single table).
-    low, high : float
+    low, high : int, Fraction or float
         Bounds ``m ≤ M`` on the values.
     neighbor : {"add-remove", "substitute"}, optional
         Neighbour model (default ``"add-remove"``).
@@ -703,11 +707,11 @@ def median_bound(
     Examples
     --------
     >>> median_bound(1, 0, 10, neighbor="substitute", rows=4).l1
-    5.0
+    5
     >>> median_bound(1, 0, 10, neighbor="substitute", rows=5).l1
     10
     >>> median_bound(1, 0, 10).l1
-    5.0
+    5
     >>> median_bound(2, 0, 10).l1
     10
     """
@@ -750,8 +754,8 @@ def vector_bound(bounds: Sequence[AggregateBound]) -> AggregateBound:
     Examples
     --------
     >>> b = vector_bound([count_bound(1), count_bound(1)])
-    >>> (b.l1, round(b.l2, 6))
-    (2, 1.414214)
+    >>> (b.l1, float(b.l2))
+    (2, 1.4142135623730951)
     """
     if len(bounds) == 0:
         raise InputError("no aggregate to combine", construct="SELECT")
@@ -762,11 +766,12 @@ def vector_bound(bounds: Sequence[AggregateBound]) -> AggregateBound:
             + ", ".join(sorted(neighbors)),
             construct="neighbor",
         )
-    l1: float = 0
+    l1: Exact = 0
+    squares: Exact = 0
     for b in bounds:
         l1 = l1 + b.l1
-    sq = math.fsum(b.l2 * b.l2 for b in bounds)
-    l2 = math.sqrt(sq)
+        squares = squares + mul(b.l2, b.l2)
+    l2 = sqrt_upper(squares)
     rule = (
         f"{len(bounds)} aggregates released together: ℓ1 = Σ ℓ1 = {_fmt(l1)} and "
         f"ℓ2 = √(Σ ℓ2²) = {_fmt(l2)}, each coordinate bounded separately."

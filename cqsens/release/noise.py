@@ -45,9 +45,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from statistics import NormalDist
 
 from cqsens.errors import InputError
+from cqsens.release.exact import display
 
 __all__ = [
     "NoiseCalibration",
@@ -166,7 +168,9 @@ def laplace_scale(l1: float, epsilon: float) -> float:
     """
     delta1 = _check_sensitivity(l1, "l1")
     eps = _check_epsilon(epsilon)
-    return float(delta1) / eps
+    if math.isinf(delta1):
+        return math.inf
+    return float(display(Fraction(delta1) / Fraction(eps)))  # rounded up, never down
 
 
 def laplace_halfwidth(scale: float, confidence: float = 0.95) -> float:

@@ -16,7 +16,10 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
+from fractions import Fraction
 from typing import Any
+
+from cqsens.release.exact import exact, text
 
 __all__ = [
     "BOUND_BUCKETS",
@@ -82,8 +85,8 @@ def format_number(value: Any) -> str:
         return "∞"
     if isinstance(value, bool):
         return "yes" if value else "no"
-    if isinstance(value, float):
-        return str(int(value)) if value.is_integer() else f"{value:.4g}"
+    if isinstance(value, (int, float, Fraction)):
+        return text(exact(value), digits=4)  # rounded up: never below what was proven
     return str(value)
 
 

@@ -32,6 +32,8 @@ from typing import Any
 
 import networkx as nx
 
+from cqsens.release.exact import exact, text
+
 __all__ = ["draw_structure"]
 
 #: Colours of the drawing (also used by the HTML report's legend).
@@ -92,8 +94,8 @@ def _fmt(value: Any) -> str:
         return "?"
     if value == "inf" or value == math.inf:
         return "∞"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return text(exact(value))
     return str(value)
 
 

@@ -10,9 +10,11 @@ import json
 import math
 from collections.abc import Sequence
 from enum import StrEnum
+from fractions import Fraction
 from typing import Any
 
 from cqsens.pipeline import Analysis
+from cqsens.release.exact import exact, text
 
 __all__ = ["Format", "to_json", "to_text", "fmt"]
 
@@ -30,8 +32,8 @@ def fmt(value: object) -> str:
         return "unknown"
     if value == math.inf or value == "inf":
         return "∞"
-    if isinstance(value, float):
-        return f"{value:.6g}"
+    if isinstance(value, (int, float, Fraction)) and not isinstance(value, bool):
+        return text(exact(value))  # rounded up: never below what was proven
     return str(value)
 
 
