@@ -41,7 +41,7 @@ from cqsens.ir.cq import CQ, AggregateQuery, Var
 from cqsens.ir.dependencies import Dependency, Sigma
 from cqsens.ir.schema import Schema
 from cqsens.release.aggregates import NEIGHBORS, AggregateBound
-from cqsens.release.exact import display
+from cqsens.release.exact import Exact, display
 from cqsens.release.noise import calibrate
 from cqsens.release.values import (
     VALUE_KINDS,
@@ -97,7 +97,7 @@ class Options:
     neighbor: str = "add-remove"
     contributions: int = 1
     rows: int | None = None
-    value_bounds: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    value_bounds: Mapping[str, tuple[Exact, Exact]] = field(default_factory=dict)
     prove_lower: bool = True
     witness_time: float = 0.25
     seed: int = 0

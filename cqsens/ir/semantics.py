@@ -13,6 +13,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from decimal import Decimal
+from fractions import Fraction
 
 from cqsens.ir.expr import (
     Abs,
@@ -188,17 +189,21 @@ def evaluate(predicate: Predicate, values: Sequence[Value]) -> bool | None:
 # -- ranges -------------------------------------------------------------------
 
 
-def _numeric(node: Expr) -> float | None:
+Bound = int | Fraction | float  # float only for ±inf
+
+
+def _numeric(node: Expr) -> int | Fraction | None:
     if isinstance(node, Literal) and node.kind in (Kind.INTEGER, Kind.DECIMAL):
         assert isinstance(node.value, (int, Decimal))
-        return float(node.value)
+        value = Fraction(node.value)
+        return value.numerator if value.denominator == 1 else value
     if isinstance(node, Negate):
         inner = _numeric(node.operand)
         return None if inner is None else -inner
     return None
 
 
-def slot_ranges(predicate: Predicate) -> dict[int, tuple[float, float]]:
+def slot_ranges(predicate: Predicate) -> dict[int, tuple[Bound, Bound]]:
     """The closed range a conjunction of comparisons with numbers puts on each slot.
 
     Reads ``s BETWEEN a AND b``, ``s >= a``, ``s > a`` (kept closed, which is
@@ -207,18 +212,18 @@ def slot_ranges(predicate: Predicate) -> dict[int, tuple[float, float]]:
     >>> p = And((Compare(">", Slot(0), Literal(30, Kind.INTEGER)),
     ...          Compare(">=", Literal(60, Kind.INTEGER), Slot(0))))
     >>> slot_ranges(p)
-    {0: (30.0, 60.0)}
+    {0: (30, 60)}
     """
-    out: dict[int, list[float]] = {}
+    out: dict[int, list[Bound]] = {}
 
-    def put(node: Expr, low: float | None, high: float | None) -> None:
+    def put(node: Expr, low: Bound | None, high: Bound | None) -> None:
         if not isinstance(node, Slot):
             return
         entry = out.setdefault(node.index, [-math.inf, math.inf])
-        if low is not None:
-            entry[0] = max(entry[0], low)
-        if high is not None:
-            entry[1] = min(entry[1], high)
+        if low is not None and low > entry[0]:
+            entry[0] = low
+        if high is not None and high < entry[1]:
+            entry[1] = high
 
     def visit(node: Predicate) -> None:
         if isinstance(node, And):

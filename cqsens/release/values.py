@@ -33,6 +33,7 @@ from cqsens.release.aggregates import (
     sum_bound,
     vector_bound,
 )
+from cqsens.release.exact import Exact, exact, text
 
 __all__ = [
     "VALUE_KINDS",
@@ -55,8 +56,8 @@ class ValueBound:
     """``[low, high]`` for a column and where each end comes from."""
 
     column: str
-    low: float
-    high: float
+    low: Exact
+    high: Exact
     low_source: str
     high_source: str
 
@@ -67,39 +68,43 @@ class ValueBound:
         return f"{self.column} in [{_num(self.low)}, {_num(self.high)}] ({src})"
 
 
-def _num(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else repr(x)
+def _num(x: Exact) -> str:
+    return text(x, digits=17)
 
 
-def parse_value_bounds(texts: Iterable[str]) -> dict[str, tuple[float, float]]:
-    """``['Pat.age=0:120']`` → ``{'pat.age': (0, 120)}``.
+def parse_value_bounds(texts: Iterable[str]) -> dict[str, tuple[Exact, Exact]]:
+    """``['Pat.age=0:120']`` → ``{'pat.age': (0, 120)}``, read exactly.
 
-    >>> parse_value_bounds(["Pat.age=0:120", "Doc.fee=-5:2.5"])
-    {'pat.age': (0.0, 120.0), 'doc.fee': (-5.0, 2.5)}
+    >>> parse_value_bounds(["Pat.age=0:120", "Doc.fee=-5:2.5", "T.v=0:9007199254740993"])
+    {'pat.age': (0, 120), 'doc.fee': (-5, Fraction(5, 2)), 't.v': (0, 9007199254740993)}
     """
-    out: dict[str, tuple[float, float]] = {}
-    for text in texts:
-        m = _BOUND.match(text)
+    out: dict[str, tuple[Exact, Exact]] = {}
+    for entry in texts:
+        m = _BOUND.match(entry)
         if not m:
-            raise InputError(f"bad value bound {text!r}: write Table.column=low:high, "
+            raise InputError(f"bad value bound {entry!r}: write Table.column=low:high, "
                              "e.g. Pat.age=0:120",
                              source="--bounds", construct="--bounds")
-        low, high = float(m.group(3)), float(m.group(4))
+        try:
+            low, high = exact(m.group(3)), exact(m.group(4))
+        except (ValueError, ZeroDivisionError):
+            raise InputError(f"bad value bound {entry!r}: {m.group(3)} or {m.group(4)} is not "
+                             "a number", source="--bounds", construct="--bounds") from None
         if low > high:
-            raise InputError(f"bad value bound {text!r}: low {low} is above high {high}",
-                             source="--bounds", construct="--bounds")
+            raise InputError(f"bad value bound {entry!r}: low {text(low)} is above high "
+                             f"{text(high)}", source="--bounds", construct="--bounds")
         out[f"{m.group(1)}.{m.group(2)}".lower()] = (low, high)
     return out
 
 
-def where_ranges(cq: CQ) -> dict[str, tuple[float, float]]:
+def where_ranges(cq: CQ) -> dict[str, tuple[Exact, Exact]]:
     """Variable name → the range the query's filters over that variable alone put on it.
 
     Only a filter atom over a single variable counts (one alias's column, not
     every alias of the table); its conjuncts of comparisons with numbers are read
     by :func:`cqsens.ir.expr.slot_ranges`.
     """
-    out: dict[str, tuple[float, float]] = {}
+    out: dict[str, tuple[Exact, Exact]] = {}
     for atom in cq.sorted_atoms():
         if atom.predicate is None or len(atom.terms) != 1 or not isinstance(atom.terms[0], Var):
             continue
@@ -107,15 +112,15 @@ def where_ranges(cq: CQ) -> dict[str, tuple[float, float]]:
         if found is None or (found[0] == -math.inf and found[1] == math.inf):
             continue
         name = atom.terms[0].name
-        old = out.get(name, (-math.inf, math.inf))
-        out[name] = (max(old[0], found[0]), min(old[1], found[1]))
+        low, high = out.get(name, (-math.inf, math.inf))
+        out[name] = (found[0] if found[0] > low else low, found[1] if found[1] < high else high)
     return out
 
 
 def value_bound(
     column: str,
     *,
-    cli: Mapping[str, tuple[float, float]],
+    cli: Mapping[str, tuple[Exact, Exact]],
     schema: Schema | None,
     query: AggregateQuery,
     variable: str | None = None,
@@ -130,9 +135,10 @@ def value_bound(
     InputError
         No source bounds the column on both sides.
     """
-    low, high = -math.inf, math.inf
+    low: Exact = -math.inf
+    high: Exact = math.inf
     low_src = high_src = ""
-    sources: list[tuple[str, float, float]] = []
+    sources: list[tuple[str, Exact, Exact]] = []
     if column.lower() in cli:
         sources.append(("--bounds", *cli[column.lower()]))
     table, _, col = column.partition(".")
