@@ -30,7 +30,7 @@ import cqsens  # noqa: E402
 from cqsens.errors import CqsensError  # noqa: E402
 
 DEFAULT = ROOT / "bench" / "results" / "golden.json"
-WITNESS_TIME = 0.05
+WITNESS_TIME = 0.5  # the default of cqsens.analyze
 
 SCHEMA = """
 CREATE TABLE emp (id INTEGER PRIMARY KEY, dept INTEGER, age INTEGER CHECK (age BETWEEN 18 AND 70),

@@ -23,7 +23,7 @@ from cqsens.pipeline import analyze  # noqa: E402
 
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 and not sys.argv[1].startswith("-") else 500
-    budget = float(sys.argv[sys.argv.index("--time") + 1]) if "--time" in sys.argv else 0.25
+    budget = float(sys.argv[sys.argv.index("--time") + 1]) if "--time" in sys.argv else 0.5
     tight = below = unbounded_proven = 0
     gaps: list[tuple[str, object, object]] = []
     times: list[float] = []

@@ -99,7 +99,7 @@ class Options:
     rows: int | None = None
     value_bounds: Mapping[str, tuple[Exact, Exact]] = field(default_factory=dict)
     prove_lower: bool = True
-    witness_time: float = 0.25
+    witness_time: float = 0.5
     seed: int = 0
     epsilon: float | None = None
     delta: float | None = None
@@ -314,7 +314,7 @@ def analyze(
     kind: str | None = None,
     name: str | None = None,
     prove_lower: bool = True,
-    witness_time: float = 0.25,
+    witness_time: float = 0.5,
     seed: int = 0,
     bounds: Sequence[str] = (),
     contributions: int = 1,
@@ -347,7 +347,8 @@ def analyze(
         Search for a witness (two databases) proving a lower bound; without
         one ``lower`` is None.
     witness_time : float
-        Seconds of local search when the constructions do not reach the upper bound.
+        Seconds the witness search may take in all (constructions, then a local
+        search when they do not reach the upper bound).
     seed : int
         Seed of that search (results are reproducible).
     bounds : sequence of str

@@ -76,8 +76,9 @@ def test_exit_codes_and_strict(tmp_path: Path) -> None:
 
 
 def test_jobs_do_not_change_the_output(tmp_path: Path) -> None:
-    one = analyze_paths([EXAMPLES], jobs=1, timeout=20)
-    two = analyze_paths([EXAMPLES], jobs=2, timeout=20)
+    # a generous witness time: the witness search's work budget, not the clock, decides
+    one = analyze_paths([EXAMPLES], jobs=1, timeout=20, witness_time=10)
+    two = analyze_paths([EXAMPLES], jobs=2, timeout=20, witness_time=10)
     assert json.dumps(one.rows, sort_keys=True) == json.dumps(two.rows, sort_keys=True)
 
 

@@ -64,6 +64,12 @@ from cqsens.witness.values import NoValue, Values, unary_checks
 __all__ = ["find_witness"]
 
 _POWERS = (1, 2, 4, 8, 16, 32, 64)  # the copy counts of a growing family
+WORK_ROWS = 500_000
+"""Rows the constructions of one search may build in all: a budget of work, not of
+time, so that the result does not depend on the machine's load (the time limit
+stays as a hard cap)."""
+LOCAL_STEPS = 200
+"""Merges the local search tries at most (again work, not time)."""
 
 
 @dataclass
@@ -80,6 +86,7 @@ class _Context:
     finite: frozenset[Var] = frozenset()  # variables whose column holds finitely many values
     column_checks: Mapping[tuple[str, int], Sequence[Predicate]] = field(default_factory=dict)
     types: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    work_left: int = WORK_ROWS
 
 
 def find_witness(
@@ -111,7 +118,8 @@ def find_witness(
     columns : mapping, optional
         Relation → column names (defaults to the query's, or ``c1..cr``).
     time_budget : float
-        Seconds for the local search after the constructions.
+        Seconds for the whole search: the constructions (growth families stop at
+        60 % of it once a witness exists), then the local search.
     seed : int
         Seed of the local search (results are reproducible).
     column_checks : mapping, optional
@@ -146,7 +154,8 @@ def find_witness(
         cols.setdefault(rel, tuple(f"c{i + 1}" for i in range(arity)))
     scratch = sqlite3.connect(":memory:")
     checks = unary_checks(core_cq, column_checks or {})
-    deadline = time.monotonic() + min(max(3.0, 12 * time_budget), max(remaining(), 0.0))
+    # the whole search (constructions, then the local search) keeps to time_budget
+    deadline = time.monotonic() + min(max(time_budget, 0.0), max(remaining(), 0.0))
     finite_set = set(finite_columns)
     finite = frozenset(t for a in core_cq.relation_atoms() for p, t in enumerate(a.terms)
                        if isinstance(t, Var) and (a.relation, p) in finite_set)
@@ -170,7 +179,9 @@ def _search(ctx: _Context, upper: float, time_budget: float, seed: int) -> Witne
         return _any_row(ctx)
     best: Witness | None = None
     best_structure: Structure | None = None
-    deadline = time.monotonic() + max(time_budget, 0.05) * 4
+    # once a witness exists, growth families stop when 60 % of the work (or of the
+    # time) is spent; the rest is for the local search
+    deadline = time.monotonic() + 0.6 * max(ctx.deadline - time.monotonic(), 0.0)
     trees = bound_trees(ctx.bound)
     for relation in sorted(ctx.core.relations()):
         for players in player_sets(ctx.core, relation):
@@ -184,9 +195,8 @@ def _search(ctx: _Context, upper: float, time_budget: float, seed: int) -> Witne
             family: list[tuple[int, int, int]] = []
             growth_witnesses: list[Witness] = []
             for n in copy_counts(upper):
-                if time.monotonic() > ctx.deadline or (
-                    time.monotonic() > deadline and best is not None
-                ):
+                spent = ctx.work_left < 0.4 * WORK_ROWS or time.monotonic() > deadline
+                if time.monotonic() > ctx.deadline or (spent and best is not None):
                     break
                 got = _attempt(ctx, relation, players, n)
                 if got is None:
@@ -205,7 +215,8 @@ def _search(ctx: _Context, upper: float, time_budget: float, seed: int) -> Witne
     if best is None or best_structure is None:
         return best
     if upper == math.inf or best.difference < upper:
-        improved = _local_search(ctx, best, best_structure, upper, time_budget, seed)
+        improved = _local_search(ctx, best, best_structure, upper,
+                                 max(ctx.deadline - time.monotonic(), 0.0), seed)
         if improved is not None:
             best = improved
     return best
@@ -273,11 +284,12 @@ def _attempt(
     trees: Sequence[Tree | None] | None = None,
 ) -> tuple[Witness, Structure, int] | None:
     """Build, repair, materialise and evaluate one construction."""
-    if time.monotonic() > ctx.deadline:
-        return None  # the search's time is up: no more constructions
+    if time.monotonic() > ctx.deadline or ctx.work_left <= 0:
+        return None  # the search's time or work is up: no more constructions
     s = build(ctx.core, relation, players, copies, trees, ctx.sigma)
     if s is None:
         return None
+    ctx.work_left -= sum(len(rows) for rows in s.rows.values())
     repaired = repair(s, ctx.sigma)
     if repaired is None:
         return None
@@ -372,7 +384,9 @@ def _local_search(
     current = structure
     improved: Witness | None = None
     score = best.difference
-    while time.monotonic() < stop:
+    for _ in range(LOCAL_STEPS):
+        if time.monotonic() >= stop:
+            break
         assert current.t is not None
         nulls = sorted({e for rows in current.rows.values() for row in rows for e in row
                         if isinstance(e, int)})
