@@ -17,7 +17,7 @@ from cqsens.engine.upper import UpperBound
 from cqsens.explain import jsonable, reason, structure
 from cqsens.ir.cq import CQ, AggregateQuery
 from cqsens.ir.dependencies import Sigma
-from cqsens.release.exact import Exact
+from cqsens.release.exact import Exact, text
 from cqsens.witness.model import Witness
 
 __all__ = ["AggregateRecord", "Analysis", "NoiseRecord"]
@@ -94,6 +94,7 @@ class Analysis:
     core_minimal: bool = True
     suggestion: tuple[str, ...] = ()
     witness: Witness | None = None
+    lower_note: str = ""
     aggregates: tuple[AggregateRecord, ...] = ()
     contributions: int = 1
     noise: NoiseRecord | None = None
@@ -119,8 +120,15 @@ class Analysis:
         return self.upper != math.inf
 
     def reason(self) -> str:
-        """The one-line reason for the bound (the relation that gives it)."""
-        return reason(self.core, self.bound, self.satisfiable)
+        """The one-line reason for the bound, in terms of the released statistic."""
+        base = reason(self.core, self.bound, self.satisfiable)
+        first = self.aggregates[0] if self.aggregates else None
+        if first is None or first.kind in ("count", "count_distinct") or not self.satisfiable:
+            return base
+        values = f"; {first.values}" if first.values else ""
+        rows = base.replace("changes the count by at most", "adds or removes at most") \
+            .replace(": ", " joined rows: ", 1) if "changes the count" in base else base
+        return f"changes {first.label} by at most {text(first.l1)}{values}; {rows}"
 
     def structure(self) -> dict[str, Any]:
         """The core's canonical structure and the steps behind the bound, for drawings."""
@@ -148,6 +156,7 @@ class Analysis:
                 "l1": jsonable(self.l1),
                 "l2": jsonable(self.l2),
             },
+            "lower_note": self.lower_note or None,
             "dependencies": [str(d) for d in self.sigma],
             "core_minimal": self.core_minimal,
             "explanation": list(self.explanation),

@@ -104,6 +104,37 @@ def structure(core: CQ, bound: UpperBound) -> dict[str, Any]:
     return {"elements": elements, "atoms": atoms, "steps": steps, "unbounded": unbounded}
 
 
+def plural(n: Weight, word: str, many: str | None = None) -> str:
+    """``1 answer``, ``3 answers``, ``∞ answers``.
+
+    >>> plural(1, "answer"), plural(3, "row"), plural(2, "query", "queries")
+    ('1 answer', '3 rows', '2 queries')
+    """
+    return f"{fmt_weight(n)} {word if n == 1 else many or word + 's'}"
+
+
+def _tables(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _what_is_counted(query: AggregateQuery, core: CQ) -> str:
+    """The first sentence of an explanation: what is counted, in the query's own words."""
+    tables = _tables(sorted(core.relations()))
+    if core.is_boolean:
+        return f"The query asks whether any match exists over {tables} (a Boolean query: 0 or 1)."
+    first = query.aggregates[0]
+    every_column = query.body is not None and set(core.free) == set(query.body.free)
+    if query.sql is not None and first.kind != "count_distinct" and every_column:
+        rows = (f"the rows of {tables}" if len(core.relation_atoms()) == 1 else
+                f"the rows of the join of {tables}, one per combination of matching rows")
+        if first.kind == "count":
+            return f"The query counts {rows}."
+        return (f"The query's {first.label} is taken over {rows}; the bounds below count "
+                "those rows.")
+    free = ", ".join(v.name for v in core.free)
+    return f"The query counts distinct ({free}) over {tables}."
+
+
 def explanation(query: AggregateQuery, counted: CountBound) -> list[str]:
     lines: list[str] = []
     q = query
@@ -116,9 +147,7 @@ def explanation(query: AggregateQuery, counted: CountBound) -> list[str]:
             + ", so its count is 0 on every database and one row cannot change it: sensitivity 0."
         )
         return lines
-    free = ", ".join(v.name for v in c.free)
-    what = f"distinct ({free})" if free else "whether any match exists (a Boolean query: 0 or 1)"
-    lines.append(f"The query counts {what} over {', '.join(sorted(c.relations()))}.")
+    lines.append(_what_is_counted(query, c))
     if c.is_boolean:
         lines.append(
             "A Boolean count is 0 or 1, so adding or removing one row changes it by at most 1."
@@ -131,8 +160,8 @@ def explanation(query: AggregateQuery, counted: CountBound) -> list[str]:
                 parts.append(f"{ab.atom} gives the same answer as an earlier {rel.relation} "
                              "atom (0 more)")
             elif ab.pattern is not None:
-                parts.append(f"{ab.atom} holds every free variable: one new row gives at most "
-                             "1 answer")
+                parts.append(f"{ab.atom} holds every counted column: one new row gives at "
+                             "most 1 answer")
             elif ab.value == math.inf:
                 missing = [v.name for v in ab.unreachable]
                 if missing:
@@ -146,7 +175,7 @@ def explanation(query: AggregateQuery, counted: CountBound) -> list[str]:
             elif ab.method is Method.JOINT_TREE:
                 steps = "; ".join(str(s) for s in ab.tree_steps) or "none"
                 parts.append(
-                    f"{ab.atom}: at most {fmt_weight(ab.value)} answers, counting joint values "
+                    f"{ab.atom}: at most {plural(ab.value, 'answer')}, counting joint values "
                     f"along the tree {steps} (per-variable product: {fmt_weight(ab.product)})"
                 )
             else:
@@ -154,7 +183,7 @@ def explanation(query: AggregateQuery, counted: CountBound) -> list[str]:
                     f"{v.name} ×{fmt_weight(r.cardinality)} [{r.describe()}]"
                     for v, r in ab.routes if r is not None
                 )
-                parts.append(f"{ab.atom}: at most {fmt_weight(ab.value)} answers: {routes}")
+                parts.append(f"{ab.atom}: at most {plural(ab.value, 'answer')}: {routes}")
         lines.append(
             f"One added or removed {rel.relation} row changes the count by at most "
             f"{fmt_weight(rel.total)}: " + "; ".join(parts) + "."
@@ -186,9 +215,9 @@ def suggestion(query: AggregateQuery, sigma: Sigma, core: CQ, schema: Schema | N
 
     def named(dep: Dependency, k: int | None = None) -> str:
         q = query
-        text = (f"{dep.relation}[{_column_name(q, schema, dep.relation, dep.i)}->"
-                f"{_column_name(q, schema, dep.relation, dep.j)}]")
-        return text if k is None else f"{text}<={k}"
+        named_dep = (f"{dep.relation}[{_column_name(q, schema, dep.relation, dep.i)}->"
+                     f"{_column_name(q, schema, dep.relation, dep.j)}]")
+        return named_dep if k is None else f"{named_dep}<={k}"
 
     lines: list[str] = []
     for n, option in enumerate((advice.dependencies, *advice.alternatives)):
@@ -197,8 +226,9 @@ def suggestion(query: AggregateQuery, sigma: Sigma, core: CQ, schema: Schema | N
         if fd_bound == math.inf:
             continue  # not confirmed: never suggest what does not work
         fds = " and ".join(named(d) for d in option)
-        cds = " and ".join(named(d, 3).replace("<=3", "<=k") for d in option)
-        text = (f"declare {fds} (FD: the upper bound becomes {fmt_weight(fd_bound)}) or {cds} "
-                f"(CD: with k = 3 it becomes {fmt_weight(cd_bound)})")
-        lines.append(("To bound it, " if n == 0 else "Or instead, ") + text + ".")
+        cds = " and ".join(named(d, 3) for d in option)
+        advice_text = (f"declare {fds} (FD: the upper bound becomes {fmt_weight(fd_bound)}) or "
+                       f"{cds} (CD: the upper bound becomes {fmt_weight(cd_bound)}; any other "
+                       "bound k works too)")
+        lines.append(("To bound it, " if n == 0 else "Or instead, ") + advice_text + ".")
     return lines

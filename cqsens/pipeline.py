@@ -123,6 +123,7 @@ class State:
     aggregates: tuple[AggregateRecord, ...] = ()
     witness: Witness | None = None
     lower: Weight | None = None
+    lower_note: str = ""
     noise: NoiseRecord | None = None
 
     @property
@@ -226,11 +227,16 @@ def stage_witness(state: State) -> State:
     """Two databases proving a lower bound, for a single COUNT under add/remove."""
     query, options, counted = state.query, state.options, state.count
     counts_only = all(a.kind in ("count", "count_distinct") for a in query.aggregates)
-    if not (options.prove_lower and counts_only and len(query.aggregates) == 1):
-        return state
+    if not options.prove_lower:
+        return replace(state, lower_note="not searched (--no-lower)")
+    if not (counts_only and len(query.aggregates) == 1):
+        return replace(state, lower_note="not searched (witnesses are built for a single COUNT)")
+    if options.neighbor != "add-remove":
+        return replace(state, lower_note="not searched under substitution (witnesses add or "
+                                         "remove a row)")
     blocker = _sqlite_cannot_evaluate(query, counted.core)
     if blocker is not None:
-        return replace(state, notes=state.notes + (f"no witness searched: {blocker}",))
+        return replace(state, lower_note=f"not searched: {blocker}")
     schema = options.schema
     witness = find_witness(
         query, state.sigma, counted.core, upper=counted.bound.value, columns=query.columns,
@@ -240,15 +246,14 @@ def stage_witness(state: State) -> State:
         column_types={r.name: r.types for r in schema.relations} if schema is not None else None,
     )
     if witness is None:
-        return state
+        return replace(state, lower_note=(
+            f"none proven (no witness found within {options.witness_time:g} s; "
+            "raise --witness-time to search longer)"))
     if witness.lower > counted.bound.value:  # a real pair of databases beats the bound: a bug
         raise AssertionError(
             f"internal error: witness difference {witness.lower} exceeds the upper bound "
             f"{counted.bound.value} for {query.cq}; please report it"
         )
-    if options.neighbor != "add-remove":
-        return replace(state, notes=state.notes + (
-            "the witness is an add/remove pair; under substitution no lower bound is claimed",))
     return replace(state, witness=witness, lower=witness.lower)
 
 
@@ -296,6 +301,7 @@ def _analysis(state: State) -> Analysis:
         core_minimal=counted.minimal,
         suggestion=state.suggestion,
         witness=state.witness,
+        lower_note=state.lower_note,
         aggregates=state.aggregates,
         contributions=state.options.contributions,
         noise=state.noise,

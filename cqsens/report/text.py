@@ -76,7 +76,10 @@ def to_text(analysis: Analysis, *, witness: bool = False) -> str:
             values = f"; {agg['values']}" if agg.get("values") else ""
             lines.append(f"  {agg['label']}: ℓ1 {fmt(agg['l1'])}, ℓ2 {fmt(agg['l2'])}{values}")
     noise = d.get("noise")
-    if noise:
+    if noise and not analysis.bounded:
+        lines.append(f"  noise at ε = {noise['epsilon']}: no finite noise scale (the sensitivity "
+                     "is unbounded: no calibrated noise makes this release private)")
+    elif noise:
         text = (f"  noise at ε = {noise['epsilon']}: Laplace scale {fmt(noise['laplace_scale'])} "
                 f"(95 % of errors within ±{fmt(noise['laplace_halfwidth_95'])})")
         lines.append(text)
@@ -104,15 +107,8 @@ def to_text(analysis: Analysis, *, witness: bool = False) -> str:
             for rel, rows in analysis.witness.database.as_lists().items():
                 shown = ", ".join(repr(r) for r in rows[:12]) + (" ..." if len(rows) > 12 else "")
                 lines.append(f"    A.{rel}: {shown or '(empty)'}")
-    elif analysis.lower is None and analysis.satisfiable:
-        kinds = {a["kind"] for a in d.get("aggregates", [])}
-        if kinds - {"count", "count_distinct"} or len(d.get("aggregates", [])) > 1:
-            lines.append("  lower bound: not searched (witnesses are built for a single COUNT)")
-        elif analysis.neighbor != "add-remove":
-            lines.append("  lower bound: not claimed under substitution "
-                         "(witnesses add or remove a row)")
-        else:
-            lines.append("  lower bound: none proven (no witness found)")
+    elif analysis.lower is None and analysis.lower_note:
+        lines.append(f"  lower bound: {analysis.lower_note}")
     for note in d["notes"]:
         lines.append(f"  note: {note}")
     return "\n".join(lines)
