@@ -73,12 +73,7 @@ class ExprReader:
         if isinstance(node, exp.Paren):
             return self.predicate(node.this)
         if isinstance(node, (exp.And, exp.Or)):
-            parts: list[Predicate] = []
-            for side in (node.this, node.expression):
-                part = self.predicate(side)
-                same = isinstance(part, And) if isinstance(node, exp.And) else isinstance(part, Or)
-                parts.extend(part.parts if same else [part])  # type: ignore[union-attr]
-            return And(tuple(parts)) if isinstance(node, exp.And) else Or(tuple(parts))
+            return self._chain(node)
         if isinstance(node, exp.Not):
             inner = self.predicate(node.this)
             if isinstance(inner, (IsNull, InList, Between, Like)):
@@ -110,6 +105,24 @@ class ExprReader:
             name = node.key.upper()
             raise self.reject(node, f"condition {name}", "not a supported row filter")
         return Truth(self.expr(node))
+
+    def _chain(self, node: exp.And | exp.Or) -> Predicate:
+        """An AND (or OR) chain as one flat conjunction (disjunction), read without
+        recursion along the chain: a WHERE clause may AND hundreds of conditions."""
+        kind = type(node)
+        parts: list[Predicate] = []
+        stack: list[exp.Expr] = [node]
+        while stack:
+            current = stack.pop()
+            while isinstance(current, exp.Paren):
+                current = current.this
+            if type(current) is kind:
+                stack.extend((current.expression, current.this))  # left side first
+                continue
+            part = self.predicate(current)
+            same = isinstance(part, And) if kind is exp.And else isinstance(part, Or)
+            parts.extend(part.parts if same else [part])  # type: ignore[union-attr]
+        return And(tuple(parts)) if kind is exp.And else Or(tuple(parts))
 
     # -- expressions ------------------------------------------------------
     def expr(self, node: exp.Expr) -> Expr:
