@@ -19,12 +19,12 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError as SqlglotParseError
 from sqlglot.errors import TokenError
-from sqlglot.tokens import Token, TokenType
+from sqlglot.tokenizer_core import Token, TokenType
 
 from cqsens.errors import ParseError, SchemaError, read_text
 from cqsens.frontend.limits import MAX_ARGUMENTS, check_count
 from cqsens.frontend.parse_sql import parse_statements
-from cqsens.frontend.positions import node_position, text_start
+from cqsens.frontend.sql_expr import node_position, text_start
 from cqsens.ir.schema import Relation, Schema
 
 __all__ = ["column_bounds", "load_schema", "schema_from_ddl"]
@@ -194,7 +194,7 @@ class _TableReader:
         self, columns: list[exp.ColumnDef], lowered: list[str]
     ) -> tuple[tuple[int, float, float], ...]:
         """Value bounds of the CHECKs, merged per column; a CHECK must name columns of the table."""
-        checks: list[exp.Expr] = []
+        checks: list[exp.Expression] = []
         for item in columns:
             for constraint in item.args.get("constraints") or []:
                 if isinstance(constraint.args.get("kind"), exp.CheckColumnConstraint):
@@ -222,7 +222,7 @@ class _TableReader:
 
 def _empty_items(tokens: Sequence[Token], source: str) -> None:
     """Refuse an empty item in a list: ``(a INT,, b INT)``, ``(, a INT)``, ``(a INT,)``."""
-    for before, after in zip(tokens, tokens[1:]):
+    for before, after in zip(tokens, tokens[1:], strict=False):
         pair = (before.token_type, after.token_type)
         if pair in _EMPTY_ITEM:
             at = after if after.token_type == TokenType.COMMA else before

@@ -19,10 +19,10 @@ import math
 from collections.abc import Sequence
 
 from sqlglot import exp
-from sqlglot.tokens import Token, TokenType
+from sqlglot.tokenizer_core import Token, TokenType
 
 from cqsens.errors import ParseError
-from cqsens.frontend.positions import node_position
+from cqsens.frontend.sql_expr import node_position
 
 __all__ = [
     "MAX_ARGUMENTS",

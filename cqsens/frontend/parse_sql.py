@@ -27,7 +27,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError as SqlglotParseError
 from sqlglot.errors import TokenError
-from sqlglot.tokens import Token
+from sqlglot.tokenizer_core import Token
 
 from cqsens.errors import ParseError, SchemaError, UnsupportedQueryError
 from cqsens.frontend.limits import (
@@ -36,8 +36,7 @@ from cqsens.frontend.limits import (
     check_expression_tree,
     check_sql_tokens,
 )
-from cqsens.frontend.positions import node_position, text_start
-from cqsens.frontend.sql_expr import ExprReader
+from cqsens.frontend.sql_expr import ExprReader, node_position, text_start
 from cqsens.ir.cq import CQ, Aggregate, AggregateQuery, Atom, Const, Term, Var
 from cqsens.ir.expr import Expr, Slot
 from cqsens.ir.schema import Schema

@@ -3,6 +3,12 @@
 Columns become slots through a callback, so the caller decides which CQ term
 each column stands for.  A construct outside the typed IR raises the error the
 caller's ``reject`` callback builds, naming the construct.
+
+:func:`node_position` gives a node's place in the text for such errors:
+sqlglot keeps a token's line and the column of its *last* character; this
+gives the 1-based column of its first, falling back to the first identifier,
+literal or ``*`` inside the node, then to a position the caller knows (the
+statement's start, :func:`text_start`).
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ from cqsens.ir.expr import (
     Truth,
 )
 
-__all__ = ["ExprReader"]
+__all__ = ["ExprReader", "node_position", "text_start"]
 
 Reject = Callable[[exp.Expr, str, str], Exception]
 
@@ -211,3 +217,35 @@ def _negated(node: IsNull | InList | Between | Like) -> Predicate:
     if isinstance(node, Between):
         return Between(node.operand, node.low, node.high, negated=flip)
     return Like(node.operand, node.pattern, negated=flip, case_insensitive=node.case_insensitive)
+
+
+def node_position(
+    node: exp.Expr | None, fallback: tuple[int | None, int | None] = (None, None)
+) -> tuple[int | None, int | None]:
+    """Best-known 1-based (line, column) of ``node``: its own, else its first identifier's.
+
+    Returns ``fallback`` when neither the node nor anything inside it has a position.
+    """
+    if node is None:
+        return fallback
+    for candidate in [node, *node.find_all(exp.Identifier, exp.Literal, exp.Star)]:
+        meta = getattr(candidate, "_meta", None) or {}
+        if "line" in meta:
+            col = meta.get("col")
+            start, end = meta.get("start"), meta.get("end")
+            if isinstance(col, int) and isinstance(start, int) and isinstance(end, int):
+                col = col - (end - start)  # sqlglot reports the column of the token's end
+            return meta["line"], max(col, 1) if isinstance(col, int) else fallback[1]
+    return fallback
+
+
+def text_start(text: str) -> tuple[int, int]:
+    """1-based (line, column) of the first character of ``text`` that is not blank.
+
+    >>> text_start("\\n  SELECT 1")
+    (2, 3)
+    """
+    stripped = text.lstrip()
+    before = text[: len(text) - len(stripped)]
+    line = before.count("\n") + 1
+    return line, len(before) - (before.rfind("\n") + 1) + 1
