@@ -42,11 +42,11 @@ __all__ = [
 MAX_ATOMS = 500
 """Most relational atoms in one query: body atoms of a CQ, tables in FROM/JOIN of a SQL query."""
 
-MAX_ARGUMENTS = 4096
+MAX_ARGUMENTS = 2048
 """Most arguments of one atom (and columns of one table in a schema).
 
-MySQL's own limit on the columns of a table; PostgreSQL allows 1600 and SQLite
-2000 by default.  Dependency positions are 1-based and at most this number.
+Above PostgreSQL's limit on the columns of a table (1600) and SQLite's default
+(2000); MySQL allows 4096.  Dependency positions are 1-based and at most this number.
 """
 
 MAX_NESTING = 32

@@ -222,21 +222,25 @@ def _negated(node: IsNull | InList | Between | Like) -> Predicate:
 def node_position(
     node: exp.Expr | None, fallback: tuple[int | None, int | None] = (None, None)
 ) -> tuple[int | None, int | None]:
-    """Best-known 1-based (line, column) of ``node``: its own, else its first identifier's.
+    """Best-known 1-based (line, column) of ``node``: the first of its own and those of the
+    identifiers, literals and ``*`` inside it.
 
     Returns ``fallback`` when neither the node nor anything inside it has a position.
     """
     if node is None:
         return fallback
+    best: tuple[int, int] | None = None
     for candidate in [node, *node.find_all(exp.Identifier, exp.Literal, exp.Star)]:
         meta = getattr(candidate, "_meta", None) or {}
-        if "line" in meta:
-            col = meta.get("col")
-            start, end = meta.get("start"), meta.get("end")
-            if isinstance(col, int) and isinstance(start, int) and isinstance(end, int):
-                col = col - (end - start)  # sqlglot reports the column of the token's end
-            return meta["line"], max(col, 1) if isinstance(col, int) else fallback[1]
-    return fallback
+        line, col = meta.get("line"), meta.get("col")
+        if not isinstance(line, int) or not isinstance(col, int):
+            continue
+        start, end = meta.get("start"), meta.get("end")
+        if isinstance(start, int) and isinstance(end, int):
+            col = col - (end - start)  # sqlglot reports the column of the token's end
+        if best is None or (line, col) < best:
+            best = (line, max(col, 1))
+    return best if best is not None else fallback
 
 
 def text_start(text: str) -> tuple[int, int]:
