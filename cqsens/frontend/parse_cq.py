@@ -221,8 +221,8 @@ def _wrap_lark_error(exc: UnexpectedInput, text: str, source: str, what: str) ->
     return ParseError(
         f"{message}\n{context}",
         source=source,
-        line=line if isinstance(line, int) and line > 0 else None,
-        column=column if isinstance(column, int) and column > 0 else None,
+        line=line if isinstance(line, int) and line > 0 else 1,
+        column=column if isinstance(column, int) and column > 0 else 1,
         construct=what,
     )
 

@@ -362,14 +362,20 @@ def _syntax_error(exc: SqlglotParseError | TokenError, text: str, source: str,
         near = (first.get("highlight") or "").strip()
         message = (f"syntax error near {near!r}" if near
                    else "syntax error (unexpected end of input?)")
+    missing = re.match(r"Required keyword: '(\w+)' missing for <class '[\w.]+\.(\w+)'>", message)
+    if missing:
+        message = f"incomplete {missing[2].upper()} (a part of it is missing)"
     line, column = first.get("line"), first.get("col")
     if isinstance(exc, TokenError):
         cause = str(exc.__cause__ or exc)
         found = re.search(r"(\d+):(\d+)", cause)
         line, column = (int(found[1]), int(found[2])) if found else text_start(text)
         message = cause.splitlines()[0] if found else "unterminated string, identifier or comment"
+    if not isinstance(line, int):
+        line, column = text_start(text)
     return ParseError(f"the {what} does not parse: {message}", source=source,
-                      line=line, column=column, construct=f"{what} syntax")
+                      line=line, column=column if isinstance(column, int) else 1,
+                      construct=f"{what} syntax")
 
 
 def parse_statements(

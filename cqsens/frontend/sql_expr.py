@@ -93,6 +93,8 @@ class ExprReader:
         if isinstance(node, exp.In):
             if node.args.get("query") is not None or node.args.get("unnest") is not None:
                 raise self.reject(node, "IN (subquery)", "write the join in FROM/WHERE")
+            if not node.expressions:
+                raise self.reject(node, "IN without values", "write IN (value, ...)")
             return InList(self.expr(node.this), tuple(self.expr(e) for e in node.expressions))
         if isinstance(node, (exp.Like, exp.ILike)):
             if isinstance(node.expression, exp.Escape):
