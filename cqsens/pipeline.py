@@ -46,6 +46,7 @@ from cqsens.release.noise import calibrate
 from cqsens.release.values import (
     VALUE_KINDS,
     aggregate_bound,
+    check_value_bounds,
     combine,
     parse_value_bounds,
     value_bound,
@@ -424,6 +425,7 @@ def _analyze(
 ) -> Analysis:
     cli_bounds = parse_value_bounds(bounds)
     parsed_schema = load_schema(schema, dialect=dialect)
+    check_value_bounds(cli_bounds, parsed_schema)
     query = load_query(source, schema=parsed_schema, dialect=dialect, kind=kind, name=name)
     sigma, notes = resolve_sigma(query, schema=parsed_schema, fds=fds, cds=cds,
                                  constraints=constraints)

@@ -83,3 +83,11 @@ def test_violations_certificate() -> None:
     sigma = Sigma.of([Dependency("R", 0, 1, 2)])
     assert satisfies({"R": [(1, 1), (1, 2)]}, sigma)
     assert violations({"R": [(1, 1), (1, 2), (1, 3)]}, sigma) == [(Dependency("R", 0, 1, 2), 1, 3)]
+
+
+def test_constraints_file_errors_carry_the_column(tmp_path: Path) -> None:
+    from cqsens.frontend.parse_cq import parse_dependencies
+
+    with pytest.raises(DependencyError) as info:
+        parse_dependencies(["# keys", "   PatDoc[pat->nope]"], schema=SCHEMA, source="c.txt")
+    assert str(info.value).startswith("c.txt:2:16: PatDoc has no column 'nope'")

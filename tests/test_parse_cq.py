@@ -64,3 +64,9 @@ def test_bad_dependencies(text: str, message: str) -> None:
 def test_dependency_positions_checked_against_arity() -> None:
     with pytest.raises(DependencyError, match="out of range"):
         parse_dependency("R[1->3]", arities={"R": 2})
+
+
+def test_unsafe_head_gives_the_variable_position() -> None:
+    with pytest.raises(InputError) as info:
+        parse_cq("Q(x,\n  w) :- R(x, y)", source="q.cq")
+    assert str(info.value).startswith("q.cq:2:3: head variable w")

@@ -58,3 +58,23 @@ def test_dialect() -> None:
 def test_unknown_dialect_is_an_input_error() -> None:
     with pytest.raises(InputError):
         parse_sql("SELECT COUNT(*) FROM R", dialect="nosuchdialect")
+
+
+@pytest.mark.parametrize(("sql", "where", "words"), [
+    ("SELECT COUNT(*) FROM Pat WHERE", "q.sql:1:", "incomplete WHERE"),
+    ("SELECT COUNT(*) FROM Pat WHERE age IN", "q.sql:1:", "IN without values"),
+    ("SELECT COUNT(*) FROM Pat WHERE sex = 'F", "q.sql:1:", "does not parse"),
+    ("SELECT COUNT(*) FROM Pat; SELECT COUNT(*) FROM Doc", "q.sql:1:", "exactly one"),
+    ("\n  \n", "q.sql:3:1", "found 0"),
+])
+def test_errors_give_a_position(sql: str, where: str, words: str) -> None:
+    with pytest.raises(InputError) as info:
+        parse_sql(sql, schema=SCHEMA, source="q.sql")
+    assert str(info.value).startswith(where) and words in str(info.value)
+    assert "sqlglot" not in str(info.value)
+
+
+def test_unknown_dialect_names_the_option() -> None:
+    with pytest.raises(InputError) as info:
+        parse_sql("SELECT COUNT(*) FROM R", dialect="Postgres", source="q.sql")
+    assert str(info.value).startswith("--dialect: Unknown dialect 'Postgres'")

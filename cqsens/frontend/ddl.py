@@ -11,14 +11,20 @@ only for information.
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError as SqlglotParseError
 from sqlglot.errors import TokenError
+from sqlglot.tokenizer_core import Token, TokenType
 
 from cqsens.errors import ParseError, SchemaError, read_text
+from cqsens.frontend.limits import MAX_ARGUMENTS, check_count
+from cqsens.frontend.parse_sql import parse_statements
+from cqsens.frontend.sql_expr import node_position, text_start
 from cqsens.ir.schema import Relation, Schema
 
 __all__ = ["column_bounds", "load_schema", "schema_from_ddl"]
@@ -83,71 +89,155 @@ def column_bounds(condition: exp.Expression) -> dict[str, tuple[float, float]]:
     return {k: (v[0], v[1]) for k, v in out.items()}
 
 
-def _relation_from_create(create: exp.Create) -> Relation:
-    schema_node = create.this
-    table = schema_node.this if isinstance(schema_node, exp.Schema) else schema_node
-    name = table.name
-    columns: list[str] = []
-    types: list[str] = []
-    keys: list[int] = []
-    composite: list[tuple[int, ...]] = []
-    checks: list[exp.Expression] = []
-    items = schema_node.expressions if isinstance(schema_node, exp.Schema) else []
-    for item in items:
-        if isinstance(item, exp.ColumnDef):
-            columns.append(item.name)
-            kind = item.args.get("kind")
-            types.append(kind.sql() if kind is not None else "")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+class _TableReader:
+    """Reads one ``CREATE TABLE`` into a Relation, or raises a SchemaError at the fault."""
+
+    def __init__(self, create: exp.Create, source: str, start: tuple[int, int]) -> None:
+        self.create = create
+        self.source = source
+        self.start = start
+        node = create.this
+        self.table = node.this if isinstance(node, exp.Schema) else node
+        self.name = self.table.name
+        self.items = list(node.expressions) if isinstance(node, exp.Schema) else []
+
+    def error(self, node: exp.Expr | None, message: str) -> SchemaError:
+        line, column = node_position(node, node_position(self.create, self.start))
+        return SchemaError(message, source=self.source, line=line, column=column,
+                           construct=f"CREATE TABLE {self.name!r}"
+                           if _CONTROL.search(self.name) else f"CREATE TABLE {self.name}")
+
+    def name_check(self, node: exp.Expr, name: str, what: str) -> None:
+        bad = _CONTROL.search(name)
+        if bad is not None:
+            raise self.error(node, f"{what} {name!r} contains the control character "
+                                   f"{bad.group()!r}; names must be printable")
+
+    def read(self) -> Relation:
+        self.name_check(self.table, self.name, "table name")
+        if self.create.args.get("expression") is not None:
+            raise self.error(self.create, f"CREATE TABLE {self.name} ... AS SELECT is not "
+                             "supported: declare the columns, CREATE TABLE t (col TYPE, ...)")
+        columns = [item for item in self.items if isinstance(item, exp.ColumnDef)]
+        if not columns:
+            raise self.error(self.table, f"table {self.name} declares no column")
+        line, column = node_position(columns[-1], self.start)
+        check_count(f"too many columns in table {self.name}", len(columns), MAX_ARGUMENTS,
+                    source=self.source, line=line, column=column,
+                    construct=f"CREATE TABLE {self.name}")
+        names: list[str] = []
+        for item in columns:
+            self.name_check(item, item.name, "column name")
+            if item.name.lower() in (n.lower() for n in names):
+                raise self.error(item, f"table {self.name} declares column {item.name} twice")
+            names.append(item.name)
+        keys, composite = self.keys(columns, [n.lower() for n in names])
+        return Relation(
+            self.name,
+            tuple(names),
+            tuple(kind.sql() if (kind := item.args.get("kind")) is not None else ""
+                  for item in columns),
+            tuple(sorted(set(keys))),
+            tuple(composite),
+            self.bounds(columns, [n.lower() for n in names]),
+        )
+
+    def keys(
+        self, columns: list[exp.ColumnDef], lowered: list[str]
+    ) -> tuple[list[int], list[tuple[int, ...]]]:
+        """Single-column keys and composite keys; at most one PRIMARY KEY per table."""
+        keys: list[int] = []
+        composite: list[tuple[int, ...]] = []
+        primary: list[exp.Expr] = []
+        for i, item in enumerate(columns):
             for constraint in item.args.get("constraints") or []:
                 ckind = constraint.args.get("kind")
-                if isinstance(ckind, (exp.PrimaryKeyColumnConstraint, exp.UniqueColumnConstraint)):
-                    keys.append(len(columns) - 1)
-                elif isinstance(ckind, exp.CheckColumnConstraint):
-                    checks.append(ckind.this)
-    lowered = [c.lower() for c in columns]
-    for item in items:
-        names: list[str] | None = None
-        if isinstance(item, exp.PrimaryKey):
-            names = [e.name for e in item.expressions]
-        elif isinstance(item, exp.UniqueColumnConstraint) and isinstance(item.this, exp.Schema):
-            names = [e.name for e in item.this.expressions]
-        elif isinstance(item, exp.CheckColumnConstraint):
-            checks.append(item.this)
-        elif isinstance(item, exp.Constraint):
-            for sub in item.expressions:
-                if isinstance(sub, exp.PrimaryKey):
-                    names = [e.name for e in sub.expressions]
-        if names is None:
-            continue
-        positions = []
-        for n in names:
-            if n.lower() not in lowered:
-                raise SchemaError(
-                    f"key of table {name} names column {n!r}, which the table does not have",
-                    construct=f"CREATE TABLE {name}",
-                )
-            positions.append(lowered.index(n.lower()))
-        if len(positions) == 1:
-            keys.append(positions[0])
-        else:
-            composite.append(tuple(positions))
-    bounds: list[tuple[int, float, float]] = []
-    merged: dict[int, tuple[float, float]] = {}
-    for check in checks:
-        for col, (low, high) in column_bounds(check).items():
-            if col in lowered:
-                i = lowered.index(col)
-                old = merged.get(i, (-math.inf, math.inf))
-                merged[i] = (max(old[0], low), min(old[1], high))
-    bounds = [(i, lo, hi) for i, (lo, hi) in sorted(merged.items())]
-    return Relation(
-        name,
-        tuple(columns),
-        tuple(types),
-        tuple(sorted(set(keys))),
-        tuple(composite),
-        tuple(bounds),
-    )
+                if isinstance(ckind, exp.PrimaryKeyColumnConstraint):
+                    primary.append(item)
+                if isinstance(ckind, (exp.PrimaryKeyColumnConstraint,
+                                      exp.UniqueColumnConstraint)):
+                    keys.append(i)
+        for item in self.items:
+            key_columns: list[exp.Expr] | None = None
+            if isinstance(item, exp.PrimaryKey):
+                key_columns = list(item.expressions)
+                primary.append(item)
+            elif isinstance(item, exp.UniqueColumnConstraint) and isinstance(item.this, exp.Schema):
+                key_columns = list(item.this.expressions)
+            elif isinstance(item, exp.Constraint):
+                for sub in item.expressions:
+                    if isinstance(sub, exp.PrimaryKey):
+                        key_columns = list(sub.expressions)
+                        primary.append(sub)
+            if key_columns is None:
+                continue
+            positions = []
+            for column in key_columns:
+                if column.name.lower() not in lowered:
+                    raise self.error(column, f"key of table {self.name} names column "
+                                             f"{column.name!r}, which the table does not have")
+                positions.append(lowered.index(column.name.lower()))
+            if len(positions) == 1:
+                keys.append(positions[0])
+            else:
+                composite.append(tuple(positions))
+        if len(primary) > 1:
+            raise self.error(primary[1], f"table {self.name} declares {len(primary)} primary "
+                             "keys; a table has one: write PRIMARY KEY (a, b) for a composite "
+                             "key, or UNIQUE for each further key")
+        return keys, composite
+
+    def bounds(
+        self, columns: list[exp.ColumnDef], lowered: list[str]
+    ) -> tuple[tuple[int, float, float], ...]:
+        """Value bounds of the CHECKs, merged per column; a CHECK must name columns of the table."""
+        checks: list[exp.Expression] = []
+        for item in columns:
+            for constraint in item.args.get("constraints") or []:
+                if isinstance(constraint.args.get("kind"), exp.CheckColumnConstraint):
+                    checks.append(constraint.args["kind"].this)
+        for item in self.items:
+            if isinstance(item, exp.CheckColumnConstraint):
+                checks.append(item.this)
+        named = [sub.this for item in self.items if isinstance(item, exp.Constraint)
+                 for sub in item.expressions if isinstance(sub, exp.CheckColumnConstraint)]
+        for check in [*checks, *named]:
+            for column in check.find_all(exp.Column):
+                if column.name.lower() not in lowered:
+                    raise self.error(column, f"a CHECK of table {self.name} names column "
+                                             f"{column.name!r}, which the table does not have "
+                                             f"(columns: {', '.join(c.name for c in columns)})")
+        merged: dict[int, tuple[float, float]] = {}
+        for check in checks:
+            for col, (low, high) in column_bounds(check).items():
+                if col in lowered:
+                    i = lowered.index(col)
+                    old = merged.get(i, (-math.inf, math.inf))
+                    merged[i] = (max(old[0], low), min(old[1], high))
+        return tuple((i, lo, hi) for i, (lo, hi) in sorted(merged.items()))
+
+
+def _empty_items(tokens: Sequence[Token], source: str) -> None:
+    """Refuse an empty item in a list: ``(a INT,, b INT)``, ``(, a INT)``, ``(a INT,)``."""
+    for before, after in zip(tokens, tokens[1:], strict=False):
+        pair = (before.token_type, after.token_type)
+        if pair in _EMPTY_ITEM:
+            at = after if after.token_type == TokenType.COMMA else before
+            line, column = at.line, max(at.col - (at.end - at.start), 1)
+            raise ParseError(f"the schema does not parse: empty item in a list "
+                             f"({before.text!r} followed by {after.text!r})", source=source,
+                             line=line,
+                             column=column, construct="schema syntax")
+
+
+_EMPTY_ITEM = {
+    (TokenType.COMMA, TokenType.COMMA),
+    (TokenType.L_PAREN, TokenType.COMMA),
+    (TokenType.COMMA, TokenType.R_PAREN),
+}
 
 
 def schema_from_ddl(ddl: str, *, dialect: str | None = None, source: str = "<schema>") -> Schema:
@@ -165,9 +255,12 @@ def schema_from_ddl(ddl: str, *, dialect: str | None = None, source: str = "<sch
     Raises
     ------
     ParseError
-        The DDL does not parse.
+        The DDL does not parse, has an empty item in a list (``a INT,, b INT``)
+        or is over a limit of :mod:`cqsens.frontend.limits`.
     SchemaError
-        A table is declared twice, or a key names a missing column.
+        A table is declared twice, has no column, a column twice, two primary
+        keys, a control character in a name, or is made ``AS SELECT``; a key or
+        CHECK names a missing column.  Each error gives the line and column.
 
     Examples
     --------
@@ -175,17 +268,9 @@ def schema_from_ddl(ddl: str, *, dialect: str | None = None, source: str = "<sch
     >>> [str(d) for d in s.key_dependencies()]
     ['R[1->2]', 'R[1->3]']
     """
-    try:
-        statements = sqlglot.parse(ddl, read=dialect)
-    except (SqlglotParseError, TokenError) as exc:
-        errors = getattr(exc, "errors", None) or [{}]
-        raise ParseError(
-            f"the schema does not parse: {str(exc).splitlines()[0]}",
-            source=source,
-            line=errors[0].get("line"),
-            column=errors[0].get("col"),
-            construct="DDL",
-        ) from exc
+    statements = parse_statements(ddl, dialect=dialect, source=source, what="schema",
+                                  integers=False, check=lambda t: _empty_items(t, source))
+    start = text_start(ddl)
     relations: list[Relation] = []
     seen: set[str] = set()
     for statement in statements:
@@ -193,21 +278,15 @@ def schema_from_ddl(ddl: str, *, dialect: str | None = None, source: str = "<sch
             continue
         if str(statement.args.get("kind")).upper() != "TABLE":
             continue
-        try:
-            relation = _relation_from_create(statement)
-        except SchemaError as err:
-            raise err.with_source(source) from None
+        reader = _TableReader(statement, source, start)
+        relation = reader.read()
         if relation.name.lower() in seen:
-            raise SchemaError(
-                f"table {relation.name} is declared twice",
-                source=source,
-                construct=f"CREATE TABLE {relation.name}",
-            )
+            raise reader.error(reader.table, f"table {relation.name} is declared twice")
         seen.add(relation.name.lower())
         relations.append(relation)
     if not relations:
         raise SchemaError("the schema declares no table (expected CREATE TABLE statements)",
-                          source=source, construct="DDL")
+                          source=source, line=start[0], column=start[1], construct="DDL")
     return Schema(tuple(relations), source)
 
 

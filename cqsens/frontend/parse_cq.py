@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import importlib.resources
+import math
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,6 +19,15 @@ from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, VisitError
 
 from cqsens.errors import DependencyError, InputError, ParseError
+from cqsens.frontend.limits import (
+    MAX_ARGUMENTS,
+    MAX_ATOMS,
+    MAX_INTEGER,
+    MAX_LITERAL_LENGTH,
+    check_count,
+    check_integer_text,
+    over_limit,
+)
 from cqsens.ir.cq import CQ, Atom, Const, Term, Var
 from cqsens.ir.dependencies import Dependency
 
@@ -81,31 +91,59 @@ class _ToCQ(Transformer):  # type: ignore[type-arg]
     def __init__(self, source: str) -> None:
         super().__init__()
         self.source = source
+        self.seen: dict[str, tuple[int, int]] = {}  # variable → its first position
+
+    def _over(self, tok: Token, what: str, found: int | str, limit: int | str,
+              construct: str) -> ParseError:
+        return over_limit(what, found, limit, source=self.source, line=tok.line,
+                          column=tok.column, construct=construct)
 
     @v_args(inline=True)
     def variable(self, tok: Token) -> Term:
+        if len(tok) > MAX_LITERAL_LENGTH:
+            raise self._over(tok, "name too long (characters)", len(tok), MAX_LITERAL_LENGTH,
+                             "variable")
+        self.seen.setdefault(str(tok), (tok.line or 1, tok.column or 1))
         return Var(str(tok))
 
     @v_args(inline=True)
     def string(self, tok: Token) -> Term:
+        if len(tok) > MAX_LITERAL_LENGTH:
+            raise self._over(tok, "string too long (characters)", len(tok), MAX_LITERAL_LENGTH,
+                             "literal")
         return Const(_unquote(str(tok)))
 
     @v_args(inline=True)
     def number(self, tok: Token) -> Term:
         text = str(tok)
-        try:
-            return Const(int(text))
-        except ValueError:
-            return Const(float(text))
+        if text.lstrip("+-").isdigit():
+            return Const(check_integer_text(text, source=self.source, line=tok.line,
+                                            column=tok.column))
+        if len(text) > MAX_LITERAL_LENGTH:
+            raise self._over(tok, "number too long (characters)", len(text),
+                             MAX_LITERAL_LENGTH, "literal")
+        value = float(text)
+        if math.isinf(value):
+            raise self._over(tok, "number too large", text,
+                             "about 1.8e308 (the range of a double)", "literal")
+        return Const(value)
+
+    def _arguments(self, tok: Token, items: list[object]) -> tuple[Term, ...]:
+        terms = _terms(items)
+        check_count(f"too many arguments in {tok}(...)", len(terms), MAX_ARGUMENTS,
+                    source=self.source, line=tok.line, column=tok.column,
+                    construct=f"atom {tok}")
+        return terms
 
     def head(self, items: list[object]) -> tuple[str, tuple[Term, ...]]:
-        name = str(items[0])
-        return name, _terms(items[1:])
+        tok = items[0]
+        assert isinstance(tok, Token)
+        return str(tok), self._arguments(tok, items[1:])
 
     def atom(self, items: list[object]) -> tuple[Atom, Token]:
         tok = items[0]
         assert isinstance(tok, Token)
-        return Atom(str(tok), _terms(items[1:])), tok
+        return Atom(str(tok), self._arguments(tok, items[1:])), tok
 
     def body(self, items: list[tuple[Atom, Token]]) -> list[tuple[Atom, Token]]:
         return items
@@ -123,6 +161,9 @@ class _ToCQ(Transformer):  # type: ignore[type-arg]
     def _build(
         self, name: str, head: tuple[Term, ...], body: list[tuple[Atom, Token]]
     ) -> CQ:
+        if len(body) > MAX_ATOMS:
+            tok = body[MAX_ATOMS][1]
+            raise self._over(tok, "too many atoms in the body", len(body), MAX_ATOMS, "body")
         arities: dict[str, tuple[int, Token]] = {}
         body_vars: set[Var] = set()
         for atom, tok in body:
@@ -140,11 +181,12 @@ class _ToCQ(Transformer):  # type: ignore[type-arg]
             body_vars |= atom.variables()
         for term in head:
             if isinstance(term, Var) and term not in body_vars:
+                line, column = self.seen.get(term.name, (1, 1))
                 raise ParseError(
                     f"head variable {term} does not occur in the body (the query is not safe)",
                     source=self.source,
-                    line=1,
-                    column=1,
+                    line=line,
+                    column=column,
                     construct=f"head variable {term}",
                 )
         return CQ.of(head, (a for a, _ in body), name)
@@ -179,8 +221,8 @@ def _wrap_lark_error(exc: UnexpectedInput, text: str, source: str, what: str) ->
     return ParseError(
         f"{message}\n{context}",
         source=source,
-        line=line if isinstance(line, int) and line > 0 else None,
-        column=column if isinstance(column, int) and column > 0 else None,
+        line=line if isinstance(line, int) and line > 0 else 1,
+        column=column if isinstance(column, int) and column > 0 else 1,
         construct=what,
     )
 
@@ -230,6 +272,7 @@ def parse_dependency(
     kind: str = "auto",
     source: str = "<dependency>",
     line: int | None = None,
+    column: int = 1,
 ) -> Dependency:
     """Parse ``R[i->j]`` (FD) or ``R[i->j]<=k`` (CD), by position or column name.
 
@@ -246,11 +289,16 @@ def parse_dependency(
         ``"fd"`` rejects a ``<=k`` part other than 1; ``"cd"`` requires it.
     source, line : optional
         Where the text came from, for errors.
+    column : int
+        The column of the text's first character in its line (errors give the
+        column of the token at fault).
 
     Raises
     ------
     DependencyError
-        Malformed text, unknown relation or column, position out of range, k < 1.
+        Malformed text, unknown relation or column, position out of range (or
+        above :data:`~cqsens.frontend.limits.MAX_ARGUMENTS`), k < 1 or k above
+        :data:`~cqsens.frontend.limits.MAX_INTEGER`.
 
     Examples
     --------
@@ -260,71 +308,106 @@ def parse_dependency(
     try:
         tree = _parser().parse(text, start="dependency")
     except UnexpectedInput as exc:
-        err = _wrap_lark_error(exc, text, source, f"dependency {text!r}")
+        err = _wrap_lark_error(exc, text, source, f"dependency {_shown(text)!r}")
         err.message = (
             err.message.split("\n")[0]
             + "; write R[i->j] for a functional dependency or R[i->j]<=k for a cardinality one"
         )
         raise DependencyError(
-            err.message, source=source, line=line, column=err.column, construct="dependency"
+            err.message, source=source, line=line,
+            column=column + (err.column or 1) - 1, construct="dependency",
         ) from exc
+    return _Dependency(text, schema, arities, source, line, column).read(tree, kind)
 
-    def fail(message: str) -> DependencyError:
-        return DependencyError(
-            f"{message} in {text!r}", source=source, line=line, construct="dependency"
-        )
 
-    name_tok = tree.children[0]
-    relation = str(name_tok)
-    columns: tuple[str, ...] | None = None
-    arity: int | None = None
-    if schema is not None:
-        rel = schema.find(relation)
-        if rel is None:
-            known = ", ".join(schema.relation_names()) or "none"
-            raise fail(f"unknown relation {relation} (the schema has: {known})")
-        relation, columns, arity = rel.name, rel.columns, len(rel.columns)
-    elif arities is not None:
-        match = {r.lower(): r for r in arities}.get(relation.lower())
-        if match is not None:
-            relation, arity = match, arities[match]
+def _shown(text: str) -> str:
+    """``text`` for a message, its middle cut when it is long."""
+    return text if len(text) <= 80 else f"{text[:40]}...{text[-20:]}"
 
-    def position(node: object) -> int:
-        tok = node.children[0]  # type: ignore[attr-defined]
-        if node.data == "pos_number":  # type: ignore[attr-defined]
-            pos = int(str(tok))
+
+class _Dependency:
+    """Resolves a parsed dependency against the schema (or the query's arities)."""
+
+    def __init__(self, text: str, schema: Schema | None, arities: dict[str, int] | None,
+                 source: str, line: int | None, column: int) -> None:
+        self.text, self.schema, self.arities = text, schema, arities
+        self.source, self.line, self.column = source, line, column
+        self.relation = ""
+        self.columns: tuple[str, ...] | None = None
+        self.arity: int | None = None
+
+    def fail(self, message: str, tok: Token | None = None) -> DependencyError:
+        offset = (tok.column or 1) - 1 if tok is not None else 0
+        return DependencyError(f"{message} in {_shown(self.text)!r}", source=self.source,
+                               line=self.line, column=self.column + offset,
+                               construct="dependency")
+
+    def read(self, tree: Tree, kind: str) -> Dependency:  # type: ignore[type-arg]
+        name_tok = tree.children[0]
+        assert isinstance(name_tok, Token)
+        self.relation = str(name_tok)
+        if self.schema is not None:
+            rel = self.schema.find(self.relation)
+            if rel is None:
+                known = ", ".join(self.schema.relation_names()) or "none"
+                raise self.fail(f"unknown relation {self.relation} (the schema has: {known})",
+                                name_tok)
+            self.relation, self.columns, self.arity = rel.name, rel.columns, len(rel.columns)
+        elif self.arities is not None:
+            match = {r.lower(): r for r in self.arities}.get(self.relation.lower())
+            if match is not None:
+                self.relation, self.arity = match, self.arities[match]
+        i = self.position(tree.children[1])
+        j = self.position(tree.children[2])
+        k = 1
+        bound = tree.children[3] if len(tree.children) > 3 else None
+        if bound is not None:
+            assert isinstance(bound, Tree)
+            tok = bound.children[0]
+            assert isinstance(tok, Token)
+            k = self.integer(tok, MAX_INTEGER, "bound k")
+            if k < 1:
+                raise self.fail(f"the bound k must be at least 1, got {k}", tok)
+        if kind == "fd" and k != 1:
+            raise self.fail("--fd takes a functional dependency R[i->j]; use --cd for R[i->j]<=k")
+        if kind == "cd" and bound is None:
+            raise self.fail("--cd needs a bound: R[i->j]<=k")
+        if i == j:
+            raise self.fail("a dependency between a position and itself says nothing")
+        return Dependency(self.relation, i, j, k)
+
+    def integer(self, tok: Token, limit: int, what: str) -> int:
+        try:
+            return check_integer_text(str(tok), limit=limit, what=what, source=self.source,
+                                      line=self.line, column=self.column + (tok.column or 1) - 1,
+                                      construct="dependency")
+        except ParseError as err:
+            raise DependencyError(f"{err.message} in {_shown(self.text)!r}", source=err.source,
+                                  line=err.line, column=err.column,
+                                  construct="dependency") from None
+
+    def position(self, node: object) -> int:
+        assert isinstance(node, Tree)
+        tok = node.children[0]
+        assert isinstance(tok, Token)
+        relation, arity, columns = self.relation, self.arity, self.columns
+        if node.data == "pos_number":
+            pos = self.integer(tok, MAX_ARGUMENTS, "position")
             if pos < 1:
-                raise fail(f"position {pos} is not valid (positions start at 1)")
+                raise self.fail(f"position {pos} is not valid (positions start at 1)", tok)
             if arity is not None and pos > arity:
-                raise fail(f"position {pos} is out of range: {relation} has {arity} columns")
+                raise self.fail(f"position {pos} is out of range: {relation} has {arity} "
+                                "columns", tok)
             return pos - 1
         name = str(tok)
         if columns is None:
-            raise fail(
-                f"column name {name!r} needs a schema (--schema) to resolve; "
-                "use 1-based positions otherwise"
-            )
+            raise self.fail(f"column name {name!r} needs a schema (--schema) to resolve; "
+                            "use 1-based positions otherwise", tok)
         lowered = [c.lower() for c in columns]
         if name.lower() not in lowered:
-            raise fail(f"{relation} has no column {name!r} (columns: {', '.join(columns)})")
+            raise self.fail(f"{relation} has no column {name!r} (columns: "
+                            f"{', '.join(columns)})", tok)
         return lowered.index(name.lower())
-
-    i = position(tree.children[1])
-    j = position(tree.children[2])
-    k = 1
-    bound = tree.children[3] if len(tree.children) > 3 else None
-    if bound is not None:
-        assert isinstance(bound, Tree)
-        k = int(str(bound.children[0]))
-        if k < 1:
-            raise fail(f"the bound k must be at least 1, got {k}")
-    if kind == "fd" and k != 1:
-        raise fail("--fd takes a functional dependency R[i->j]; use --cd for R[i->j]<=k")
-    if kind == "cd" and bound is None:
-        raise fail("--cd needs a bound: R[i->j]<=k")
-    if i == j:
-        raise fail("a dependency between a position and itself says nothing")
-    return Dependency(relation, i, j, k)
 
 
 def parse_dependencies(
@@ -343,9 +426,11 @@ def parse_dependencies(
     for number, raw in enumerate(lines, start=1):
         text = raw.split("#", 1)[0].strip()
         if text:
+            indent = len(raw) - len(raw.lstrip())
             out.append(
                 parse_dependency(
-                    text, schema=schema, arities=arities, source=source, line=number
+                    text, schema=schema, arities=arities, source=source, line=number,
+                    column=indent + 1,
                 )
             )
     return out

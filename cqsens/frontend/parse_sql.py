@@ -20,37 +20,30 @@ References
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError as SqlglotParseError
 from sqlglot.errors import TokenError
+from sqlglot.tokenizer_core import Token
 
 from cqsens.errors import ParseError, SchemaError, UnsupportedQueryError
-from cqsens.frontend.sql_expr import ExprReader
+from cqsens.frontend.limits import (
+    MAX_ATOMS,
+    check_count,
+    check_expression_tree,
+    check_sql_tokens,
+)
+from cqsens.frontend.sql_expr import ExprReader, node_position, text_start
 from cqsens.ir.cq import CQ, Aggregate, AggregateQuery, Atom, Const, Term, Var
 from cqsens.ir.expr import Expr, Slot
 from cqsens.ir.schema import Schema
 
-__all__ = ["parse_sql"]
+__all__ = ["parse_sql", "parse_statements"]
 
 _REST = "rest"
-
-
-def _position(node: exp.Expr | None) -> tuple[int | None, int | None]:
-    """Best-known (line, column) of a node: its own or its first identifier's."""
-    if node is None:
-        return None, None
-    for candidate in [node, *node.find_all(exp.Identifier, exp.Literal, exp.Star)]:
-        meta = getattr(candidate, "_meta", None) or {}
-        if "line" in meta:
-            col = meta.get("col")
-            start, end = meta.get("start"), meta.get("end")
-            if isinstance(col, int) and isinstance(start, int) and isinstance(end, int):
-                col = col - (end - start)  # sqlglot reports the column of the token's end
-            return meta["line"], max(col, 1) if isinstance(col, int) else None
-    return None, None
 
 
 @dataclass
@@ -68,10 +61,15 @@ class _Translator:
         self.schema = schema
         self.source = source
         self.notes: list[str] = []
+        self.start = text_start(sql)
+
+    def position(self, node: exp.Expr | None) -> tuple[int | None, int | None]:
+        """The node's (line, column), else the statement's start."""
+        return node_position(node, self.start)
 
     # -- errors ---------------------------------------------------------------
     def unsupported(self, node: exp.Expr | None, construct: str, why: str) -> UnsupportedQueryError:
-        line, col = _position(node)
+        line, col = self.position(node)
         return UnsupportedQueryError(
             f"{construct} is not supported: {why}",
             source=self.source,
@@ -81,12 +79,14 @@ class _Translator:
         )
 
     def schema_error(self, node: exp.Expr | None, message: str, construct: str) -> SchemaError:
-        line, col = _position(node)
+        line, col = self.position(node)
         return SchemaError(message, source=self.source, line=line, column=col, construct=construct)
 
     # -- checks ---------------------------------------------------------------
     def reject_constructs(self, select: exp.Select) -> None:
         for key, name, why in (
+            ("into", "SELECT ... INTO",
+             "it writes a table; cqsens analyses queries that only read"),
             ("having", "HAVING",
              "it filters on aggregate values, which is not a conjunctive query"),
             ("limit", "LIMIT", "it cuts the answer set, so the count is not a CQ count"),
@@ -165,6 +165,10 @@ class _Translator:
                 conditions.append(join.args["on"])
             for ident in join.args.get("using") or []:
                 using.append((len(items) - 1, ident))
+        if len(items) > MAX_ATOMS:
+            line, col = self.position(items[MAX_ATOMS])
+            check_count("too many tables in FROM and JOIN", len(items), MAX_ATOMS,
+                        source=self.source, line=line, column=col, construct="FROM")
         out: list[_Instance] = []
         seen_alias: set[str] = set()
         shared: dict[str, list[str]] = {}  # without a schema, one column list per table
@@ -322,11 +326,18 @@ def _literal(node: exp.Expr) -> Const | None:
 
 
 def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
-    if isinstance(node, exp.Paren):
-        return _conjuncts(node.this)
-    if isinstance(node, exp.And):
-        return _conjuncts(node.this) + _conjuncts(node.expression)
-    return [node]
+    """The parts of an AND chain, left to right (without recursion: chains can be long)."""
+    out: list[exp.Expr] = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, exp.Paren):
+            stack.append(current.this)
+        elif isinstance(current, exp.And):
+            stack.extend((current.expression, current.this))
+        else:
+            out.append(current)
+    return out
 
 
 _SAFE = re.compile(r"[^A-Za-z0-9_]")
@@ -338,34 +349,103 @@ def _var_name(alias: str, column: str) -> str:
     return name if re.match(r"[A-Za-z_]", name) else f"v_{name}"
 
 
+def _syntax_error(exc: SqlglotParseError | TokenError, text: str, source: str,
+                  what: str) -> ParseError:
+    """sqlglot's error as a ParseError at its position (a tokenizer error at the text's
+    point it names, else at the start)."""
+    errors = getattr(exc, "errors", None) or [{}]
+    first = errors[0] if errors else {}
+    message = str(exc).splitlines()[0]
+    if first.get("description"):
+        message = first["description"]
+    if "<Token" in message or "TokenType" in message:
+        near = (first.get("highlight") or "").strip()
+        message = (f"syntax error near {near!r}" if near
+                   else "syntax error (unexpected end of input?)")
+    missing = re.match(r"Required keyword: '(\w+)' missing for <class '[\w.]+\.(\w+)'>", message)
+    if missing:
+        message = f"incomplete {missing[2].upper()} (a part of it is missing)"
+    line, column = first.get("line"), first.get("col")
+    if isinstance(exc, TokenError):
+        cause = str(exc.__cause__ or exc)
+        found = re.search(r"(\d+):(\d+)", cause)
+        line, column = (int(found[1]), int(found[2])) if found else text_start(text)
+        message = cause.splitlines()[0] if found else "unterminated string, identifier or comment"
+    if not isinstance(line, int):
+        line, column = text_start(text)
+    return ParseError(f"the {what} does not parse: {message}", source=source,
+                      line=line, column=column if isinstance(column, int) else 1,
+                      construct=f"{what} syntax")
+
+
+def parse_statements(
+    text: str,
+    *,
+    dialect: str | None,
+    source: str,
+    what: str = "SQL",
+    integers: bool = True,
+    check: Callable[[list[Token]], None] | None = None,
+) -> list[exp.Expr]:
+    """Parse SQL text into sqlglot statements within the limits of :mod:`cqsens.frontend.limits`.
+
+    The tokens are checked (nesting, literal sizes) before the parser sees
+    them, and every statement's tree afterwards (depth, AND/OR count).
+
+    Parameters
+    ----------
+    text : str
+        The SQL text.
+    dialect : str, optional
+        sqlglot dialect name.
+    source : str
+        File name for errors.
+    what : str
+        ``"SQL"`` or ``"schema"``, for messages.
+    integers : bool
+        Refuse integer literals beyond 64 bits (queries: yes; schemas: no).
+    check : callable, optional
+        Further checks of the tokens (the DDL reader refuses empty list items).
+
+    Raises
+    ------
+    ParseError
+        Unknown dialect, a syntax error or input over a limit, with its position.
+    """
+    try:
+        reader = sqlglot.Dialect.get_or_raise(dialect)
+    except ValueError as exc:  # unknown dialect
+        raise ParseError(str(exc), source="--dialect", construct="--dialect") from exc
+    try:
+        tokens = reader.tokenize(text)
+    except TokenError as exc:
+        raise _syntax_error(exc, text, source, what) from exc
+    check_sql_tokens(tokens, source=source, integers=integers)
+    if check is not None:
+        check(tokens)
+    start = text_start(text)
+    try:
+        statements = reader.parser().parse(tokens, text)
+    except (SqlglotParseError, TokenError) as exc:
+        raise _syntax_error(exc, text, source, what) from exc
+    except RecursionError as exc:  # a last resort: check_sql_tokens should refuse first
+        raise ParseError(f"the {what} is nested too deeply to read", source=source,
+                         line=start[0], column=start[1], construct="nesting depth") from exc
+    found = [s for s in statements if s is not None]
+    for statement in found:
+        check_expression_tree(statement, source=source, position=start)
+    return found
+
+
 def _parse_statement(sql: str, dialect: str | None, source: str) -> exp.Expr:
     """The one statement of ``sql``, or a ParseError with its position."""
-    try:
-        statements = sqlglot.parse(sql, read=dialect)
-    except (SqlglotParseError, TokenError) as exc:
-        errors = getattr(exc, "errors", None) or [{}]
-        first = errors[0] if errors else {}
-        message = str(exc).splitlines()[0]
-        if first.get("description"):
-            message = first["description"]
-        if "<Token" in message or "TokenType" in message:
-            near = (first.get("highlight") or "").strip()
-            message = (f"syntax error near {near!r}" if near
-                       else "syntax error (unexpected end of input?)")
-        raise ParseError(
-            f"the SQL does not parse: {message}",
-            source=source,
-            line=first.get("line"),
-            column=first.get("col"),
-            construct="SQL syntax",
-        ) from exc
-    except ValueError as exc:  # unknown dialect
-        raise ParseError(str(exc), source=source, construct="--dialect") from exc
-    found = [s for s in statements if s is not None]
+    found = parse_statements(sql, dialect=dialect, source=source)
     if len(found) != 1:
+        line, column = (node_position(found[1], text_start(sql)) if len(found) > 1
+                        else text_start(sql))
         raise ParseError(
             f"expected exactly one SQL statement, found {len(found)}",
-            source=source, construct="SQL statement",
+            source=source, line=line, column=column, construct="SQL statement",
         )
     return found[0]
 

@@ -3,6 +3,12 @@
 Columns become slots through a callback, so the caller decides which CQ term
 each column stands for.  A construct outside the typed IR raises the error the
 caller's ``reject`` callback builds, naming the construct.
+
+:func:`node_position` gives a node's place in the text for such errors:
+sqlglot keeps a token's line and the column of its *last* character; this
+gives the 1-based column of its first, falling back to the first identifier,
+literal or ``*`` inside the node, then to a position the caller knows (the
+statement's start, :func:`text_start`).
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ from cqsens.ir.expr import (
     Truth,
 )
 
-__all__ = ["ExprReader"]
+__all__ = ["ExprReader", "node_position", "text_start"]
 
 Reject = Callable[[exp.Expr, str, str], Exception]
 
@@ -73,12 +79,7 @@ class ExprReader:
         if isinstance(node, exp.Paren):
             return self.predicate(node.this)
         if isinstance(node, (exp.And, exp.Or)):
-            parts: list[Predicate] = []
-            for side in (node.this, node.expression):
-                part = self.predicate(side)
-                same = isinstance(part, And) if isinstance(node, exp.And) else isinstance(part, Or)
-                parts.extend(part.parts if same else [part])  # type: ignore[union-attr]
-            return And(tuple(parts)) if isinstance(node, exp.And) else Or(tuple(parts))
+            return self._chain(node)
         if isinstance(node, exp.Not):
             inner = self.predicate(node.this)
             if isinstance(inner, (IsNull, InList, Between, Like)):
@@ -92,6 +93,8 @@ class ExprReader:
         if isinstance(node, exp.In):
             if node.args.get("query") is not None or node.args.get("unnest") is not None:
                 raise self.reject(node, "IN (subquery)", "write the join in FROM/WHERE")
+            if not node.expressions:
+                raise self.reject(node, "IN without values", "write IN (value, ...)")
             return InList(self.expr(node.this), tuple(self.expr(e) for e in node.expressions))
         if isinstance(node, (exp.Like, exp.ILike)):
             if isinstance(node.expression, exp.Escape):
@@ -110,6 +113,24 @@ class ExprReader:
             name = node.key.upper()
             raise self.reject(node, f"condition {name}", "not a supported row filter")
         return Truth(self.expr(node))
+
+    def _chain(self, node: exp.And | exp.Or) -> Predicate:
+        """An AND (or OR) chain as one flat conjunction (disjunction), read without
+        recursion along the chain: a WHERE clause may AND hundreds of conditions."""
+        kind = type(node)
+        parts: list[Predicate] = []
+        stack: list[exp.Expr] = [node]
+        while stack:
+            current = stack.pop()
+            while isinstance(current, exp.Paren):
+                current = current.this
+            if type(current) is kind:
+                stack.extend((current.expression, current.this))  # left side first
+                continue
+            part = self.predicate(current)
+            same = isinstance(part, And) if kind is exp.And else isinstance(part, Or)
+            parts.extend(part.parts if same else [part])  # type: ignore[union-attr]
+        return And(tuple(parts)) if kind is exp.And else Or(tuple(parts))
 
     # -- expressions ------------------------------------------------------
     def expr(self, node: exp.Expr) -> Expr:
@@ -198,3 +219,39 @@ def _negated(node: IsNull | InList | Between | Like) -> Predicate:
     if isinstance(node, Between):
         return Between(node.operand, node.low, node.high, negated=flip)
     return Like(node.operand, node.pattern, negated=flip, case_insensitive=node.case_insensitive)
+
+
+def node_position(
+    node: exp.Expr | None, fallback: tuple[int | None, int | None] = (None, None)
+) -> tuple[int | None, int | None]:
+    """Best-known 1-based (line, column) of ``node``: the first of its own and those of the
+    identifiers, literals and ``*`` inside it.
+
+    Returns ``fallback`` when neither the node nor anything inside it has a position.
+    """
+    if node is None:
+        return fallback
+    best: tuple[int, int] | None = None
+    for candidate in [node, *node.find_all(exp.Identifier, exp.Literal, exp.Star)]:
+        meta = getattr(candidate, "_meta", None) or {}
+        line, col = meta.get("line"), meta.get("col")
+        if not isinstance(line, int) or not isinstance(col, int):
+            continue
+        start, end = meta.get("start"), meta.get("end")
+        if isinstance(start, int) and isinstance(end, int):
+            col = col - (end - start)  # sqlglot reports the column of the token's end
+        if best is None or (line, col) < best:
+            best = (line, max(col, 1))
+    return best if best is not None else fallback
+
+
+def text_start(text: str) -> tuple[int, int]:
+    """1-based (line, column) of the first character of ``text`` that is not blank.
+
+    >>> text_start("\\n  SELECT 1")
+    (2, 3)
+    """
+    stripped = text.lstrip()
+    before = text[: len(text) - len(stripped)]
+    line = before.count("\n") + 1
+    return line, len(before) - (before.rfind("\n") + 1) + 1

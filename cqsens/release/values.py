@@ -39,6 +39,7 @@ __all__ = [
     "VALUE_KINDS",
     "ValueBound",
     "aggregate_bound",
+    "check_value_bounds",
     "parse_value_bounds",
     "value_bound",
     "where_ranges",
@@ -95,6 +96,43 @@ def parse_value_bounds(texts: Iterable[str]) -> dict[str, tuple[Exact, Exact]]:
                              f"{text(high)}", source="--bounds", construct="--bounds")
         out[f"{m.group(1)}.{m.group(2)}".lower()] = (low, high)
     return out
+
+
+def check_value_bounds(bounds: Mapping[str, tuple[Exact, Exact]], schema: Schema | None) -> None:
+    """Refuse ``--bounds`` for a table or column the schema lacks (nothing to check without one).
+
+    Parameters
+    ----------
+    bounds : mapping
+        What :func:`parse_value_bounds` returns: ``'table.column'`` (lower case) → bounds.
+    schema : Schema, optional
+        The schema of the analysis.
+
+    Raises
+    ------
+    InputError
+        Naming the table and its columns (or the schema's tables).
+
+    >>> from cqsens.ir.schema import Relation, Schema
+    >>> s = Schema((Relation("Pat", ("id", "age")),))
+    >>> check_value_bounds({"pat.age": (0.0, 120.0)}, s)
+    >>> check_value_bounds({"pat.nocol": (0.0, 1.0)}, s)
+    Traceback (most recent call last):
+    ...
+    cqsens.errors.InputError: --bounds: table Pat has no column nocol (columns: id, age) [--bounds]
+    """
+    if schema is None:
+        return
+    for key in bounds:
+        table, _, column = key.partition(".")
+        rel = schema.find(table)
+        if rel is None:
+            raise InputError(f"table {table} is not in the schema (it has: "
+                             f"{', '.join(schema.relation_names())})",
+                             source="--bounds", construct="--bounds")
+        if rel.index(column) is None:
+            raise InputError(f"table {rel.name} has no column {column} (columns: "
+                             f"{', '.join(rel.columns)})", source="--bounds", construct="--bounds")
 
 
 def where_ranges(cq: CQ) -> dict[str, tuple[Exact, Exact]]:
