@@ -17,7 +17,7 @@ from cqsens.engine.upper import UpperBound
 from cqsens.explain import jsonable, reason, structure
 from cqsens.ir.cq import CQ, AggregateQuery
 from cqsens.ir.dependencies import Sigma
-from cqsens.release.exact import Exact, text
+from cqsens.ir.exact import Exact, text
 from cqsens.witness.model import Witness
 
 __all__ = ["AggregateRecord", "Analysis", "NoiseRecord"]

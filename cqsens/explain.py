@@ -17,8 +17,8 @@ from cqsens.engine.suggest import suggest
 from cqsens.engine.upper import Method, UpperBound, explaining_steps
 from cqsens.ir.cq import CQ, AggregateQuery, Const, Var, format_term
 from cqsens.ir.dependencies import Dependency, Sigma
+from cqsens.ir.exact import Exact, display, text
 from cqsens.ir.schema import Schema
-from cqsens.release.exact import Exact, display, text
 
 __all__ = ["explanation", "fmt_weight", "jsonable", "reason", "structure", "suggestion"]
 

@@ -39,9 +39,9 @@ from cqsens.frontend.ddl import load_schema
 from cqsens.frontend.load import load_query, resolve_sigma
 from cqsens.ir.cq import CQ, AggregateQuery, Var
 from cqsens.ir.dependencies import Dependency, Sigma
+from cqsens.ir.exact import Exact, display
 from cqsens.ir.schema import Schema
 from cqsens.release.aggregates import NEIGHBORS, AggregateBound
-from cqsens.release.exact import Exact, display
 from cqsens.release.noise import calibrate
 from cqsens.release.values import (
     VALUE_KINDS,

@@ -8,8 +8,8 @@ from fractions import Fraction
 from hypothesis import given
 from hypothesis import strategies as st
 
+from cqsens.ir.exact import display, exact, sqrt_upper, text
 from cqsens.release.aggregates import count_bound, histogram_bound, sum_bound, vector_bound
-from cqsens.release.exact import display, exact, sqrt_upper, text
 
 HUGE = st.integers(0, 10**40)
 RATIONALS = st.fractions(min_value=0, max_value=10**30, max_denominator=10**12)

@@ -25,42 +25,44 @@ from cqsens.errors import ParseError, SchemaError, read_text
 from cqsens.frontend.limits import MAX_ARGUMENTS, check_count
 from cqsens.frontend.parse_sql import parse_statements
 from cqsens.frontend.sql_expr import node_position, text_start
+from cqsens.ir.exact import Exact, exact
 from cqsens.ir.schema import Relation, Schema
 
 __all__ = ["column_bounds", "load_schema", "schema_from_ddl"]
 
 
-def _number(node: exp.Expression) -> float | None:
+def _number(node: exp.Expression) -> Exact | None:
+    """The exact value of a numeric literal (an int, or a Fraction for a decimal)."""
     if isinstance(node, exp.Neg):
         inner = _number(node.this)
         return None if inner is None else -inner
     if isinstance(node, exp.Literal) and not node.is_string:
         try:
-            return float(node.this)
-        except ValueError:
+            return exact(node.this)
+        except (ValueError, ZeroDivisionError):
             return None
     if isinstance(node, exp.Paren):
         return _number(node.this)
     return None
 
 
-def column_bounds(condition: exp.Expression) -> dict[str, tuple[float, float]]:
+def column_bounds(condition: exp.Expression) -> dict[str, tuple[Exact, Exact]]:
     """Value bounds a conjunction of comparisons puts on columns.
 
     Reads ``c BETWEEN a AND b``, ``c >= a``, ``c > a`` (integer-agnostic: kept
     closed, which is sound), ``a <= c`` and so on, joined by AND.  Other parts are
     ignored.  Returns column name (lower case, unqualified) → (low, high).
     """
-    out: dict[str, list[float]] = {}
+    out: dict[str, list[Exact]] = {}
 
-    def put(col: exp.Expression, low: float | None, high: float | None) -> None:
+    def put(col: exp.Expression, low: Exact | None, high: Exact | None) -> None:
         if not isinstance(col, exp.Column):
             return
         entry = out.setdefault(col.name.lower(), [-math.inf, math.inf])
-        if low is not None:
-            entry[0] = max(entry[0], low)
-        if high is not None:
-            entry[1] = min(entry[1], high)
+        if low is not None and low > entry[0]:
+            entry[0] = low
+        if high is not None and high < entry[1]:
+            entry[1] = high
 
     def visit(node: exp.Expression) -> None:
         if isinstance(node, exp.Paren):
@@ -192,7 +194,7 @@ class _TableReader:
 
     def bounds(
         self, columns: list[exp.ColumnDef], lowered: list[str]
-    ) -> tuple[tuple[int, float, float], ...]:
+    ) -> tuple[tuple[int, Exact, Exact], ...]:
         """Value bounds of the CHECKs, merged per column; a CHECK must name columns of the table."""
         checks: list[exp.Expression] = []
         for item in columns:
@@ -210,13 +212,13 @@ class _TableReader:
                     raise self.error(column, f"a CHECK of table {self.name} names column "
                                              f"{column.name!r}, which the table does not have "
                                              f"(columns: {', '.join(c.name for c in columns)})")
-        merged: dict[int, tuple[float, float]] = {}
+        merged: dict[int, tuple[Exact, Exact]] = {}
         for check in checks:
             for col, (low, high) in column_bounds(check).items():
                 if col in lowered:
                     i = lowered.index(col)
-                    old = merged.get(i, (-math.inf, math.inf))
-                    merged[i] = (max(old[0], low), min(old[1], high))
+                    lo, hi = merged.get(i, (-math.inf, math.inf))
+                    merged[i] = (low if low > lo else lo, high if high < hi else hi)
         return tuple((i, lo, hi) for i, (lo, hi) in sorted(merged.items()))
 
 
@@ -353,7 +355,7 @@ def relation_from_catalogue(
     >>> r = relation_from_catalogue("t", ("a", "b"), ("INTEGER", None),
     ...                             ["b >= 0::numeric AND b <= 9"], dialect="postgres")
     >>> r.types, r.bounds
-    (('INT', ''), ((1, 0.0, 9.0),))
+    (('INT', ''), ((1, 0, 9),))
     """
 
     def type_sql(text: str | None) -> str:
@@ -383,7 +385,7 @@ def relation_from_catalogue(
         return n
 
     lowered = [c.lower() for c in columns]
-    merged: dict[int, tuple[float, float]] = {}
+    merged: dict[int, tuple[Exact, Exact]] = {}
     for text in checks:
         try:
             tree = sqlglot.parse_one(text, read=dialect)
@@ -394,7 +396,7 @@ def relation_from_catalogue(
         for col, (low, high) in column_bounds(tree.transform(uncast)).items():
             if col in lowered:
                 i = lowered.index(col)
-                old = merged.get(i, (-math.inf, math.inf))
-                merged[i] = (max(old[0], low), min(old[1], high))
+                lo, hi = merged.get(i, (-math.inf, math.inf))
+                merged[i] = (low if low > lo else lo, high if high < hi else hi)
     bounds = tuple((i, lo, hi) for i, (lo, hi) in sorted(merged.items()))
     return Relation(name, columns, tuple(type_sql(t) for t in types), keys, composite, bounds)

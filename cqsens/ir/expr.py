@@ -18,8 +18,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import Decimal, localcontext
 from enum import Enum
+from fractions import Fraction
 
 __all__ = [
     "Abs",
@@ -278,7 +279,7 @@ def literals(node: Node) -> list[int | float | str]:
     return out
 
 
-def literal_of(value: int | float | str | None) -> Literal:
+def literal_of(value: int | float | Fraction | str | None) -> Literal:
     """The typed literal of a Python value (a float becomes the decimal it prints as).
 
     >>> literal_of(2.5)
@@ -294,6 +295,15 @@ def literal_of(value: int | float | str | None) -> Literal:
         return Literal(value, Kind.INTEGER)
     if isinstance(value, float):
         return Literal(Decimal(repr(value)), Kind.DECIMAL)
+    if isinstance(value, Fraction):
+        if value.denominator == 1:
+            return Literal(value.numerator, Kind.INTEGER)
+        with localcontext() as ctx:  # exact for the decimals SQL text can write
+            ctx.prec = 200
+            decimal = Decimal(value.numerator) / Decimal(value.denominator)
+        if Fraction(decimal) != value:
+            raise ValueError(f"{value} has no finite decimal form")
+        return Literal(decimal, Kind.DECIMAL)
     return Literal(value, Kind.TEXT)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from cqsens.ir.dependencies import Dependency
+from cqsens.ir.exact import Exact
 
 __all__ = ["Relation", "Schema"]
 
@@ -24,7 +25,7 @@ class Relation:
     types: tuple[str, ...] = ()
     keys: tuple[int, ...] = ()
     composite_keys: tuple[tuple[int, ...], ...] = ()
-    bounds: tuple[tuple[int, float, float], ...] = ()
+    bounds: tuple[tuple[int, Exact, Exact], ...] = ()  # (position, low, high), exact
 
     def index(self, column: str) -> int | None:
         """0-based position of ``column`` (case-insensitive), or None."""
@@ -43,7 +44,7 @@ class Relation:
             if j != k
         ]
 
-    def bound(self, column: int) -> tuple[float, float] | None:
+    def bound(self, column: int) -> tuple[Exact, Exact] | None:
         """``(low, high)`` from CHECK constraints (±inf where open), or None."""
         for c, low, high in self.bounds:
             if c == column:

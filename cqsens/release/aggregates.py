@@ -63,7 +63,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from cqsens.errors import InputError
-from cqsens.release.exact import Exact, exact, mul, sqrt_upper, text
+from cqsens.ir.exact import Exact, exact, mul, sqrt_upper, text
 
 __all__ = [
     "NEIGHBORS",

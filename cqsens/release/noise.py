@@ -49,7 +49,7 @@ from fractions import Fraction
 from statistics import NormalDist
 
 from cqsens.errors import InputError
-from cqsens.release.exact import display
+from cqsens.ir.exact import display
 
 __all__ = [
     "NoiseCalibration",

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from cqsens.errors import InputError
 from cqsens.ir.cq import CQ, Aggregate, AggregateQuery, Var
+from cqsens.ir.exact import Exact, exact, text
 from cqsens.ir.schema import Schema
 from cqsens.ir.semantics import slot_ranges
 from cqsens.release.aggregates import (
@@ -33,7 +34,6 @@ from cqsens.release.aggregates import (
     sum_bound,
     vector_bound,
 )
-from cqsens.release.exact import Exact, exact, text
 
 __all__ = [
     "VALUE_KINDS",

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
-from cqsens.release.exact import exact, text
+from cqsens.ir.exact import exact, text
 
 __all__ = [
     "BOUND_BUCKETS",

@@ -32,7 +32,7 @@ from typing import Any
 
 import networkx as nx
 
-from cqsens.release.exact import exact, text
+from cqsens.ir.exact import exact, text
 
 __all__ = ["draw_structure"]
 

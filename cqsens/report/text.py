@@ -13,8 +13,8 @@ from enum import StrEnum
 from fractions import Fraction
 from typing import Any
 
+from cqsens.ir.exact import exact, text
 from cqsens.pipeline import Analysis
-from cqsens.release.exact import exact, text
 
 __all__ = ["Format", "to_json", "to_text", "fmt"]
 

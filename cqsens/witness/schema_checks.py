@@ -17,17 +17,12 @@ def column_checks(schema: Schema | None) -> dict[tuple[str, int], list[Predicate
         for pos, low, high in rel.bounds:
             parts: list[Predicate] = []
             if low != -math.inf:
-                parts.append(Compare(">=", Slot(0), literal_of(_integral(low))))
+                parts.append(Compare(">=", Slot(0), literal_of(low)))
             if high != math.inf:
-                parts.append(Compare("<=", Slot(0), literal_of(_integral(high))))
+                parts.append(Compare("<=", Slot(0), literal_of(high)))
             if parts:
                 out[(rel.name, pos)] = [parts[0] if len(parts) == 1 else And(tuple(parts))]
     return out
-
-
-def _integral(value: float) -> int | float:
-    """An integral float as an int."""
-    return int(value) if value.is_integer() else value
 
 
 _INTEGER_TYPES = ("INT", "INTEGER", "BIGINT", "SMALLINT", "TINYINT", "MEDIUMINT", "SERIAL",
