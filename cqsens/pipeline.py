@@ -201,6 +201,7 @@ def stage_release(state: State) -> State:
     single = _single_table_unfiltered(query)
     bounds: list[AggregateBound] = []
     records: list[AggregateRecord] = []
+    notes = state.notes
     for index, agg in enumerate(query.aggregates):
         count_delta = _count_upper(state, query.cq_for(index))
         values = None
@@ -209,10 +210,18 @@ def stage_release(state: State) -> State:
             values = value_bound(agg.column_name, cli=options.value_bounds, schema=options.schema,
                                  query=query,
                                  variable=agg.column.name if isinstance(agg.column, Var) else None)
+        # A NULL is skipped by SUM and MEDIAN: changing it to a value is like adding a
+        # row, so the rules that assume every row counts hold only for NOT NULL columns
+        # (docs/rules.md, rule nulls).
+        nullable = agg.column_name is not None and _nullable(options.schema, agg.column_name)
+        if nullable and options.rows is not None and agg.kind == "median" and single:
+            notes += (f"--rows not used for {agg.label}: {agg.column_name} may hold NULL, "
+                      "which MEDIAN skips, so the number of values it takes is unknown "
+                      "(declare the column NOT NULL)",)
         b = aggregate_bound(agg, count_delta, grouped=bool(query.group_by),
                             neighbor=options.neighbor, contributions=options.contributions,
-                            values=values, single_table_unfiltered=single,
-                            rows=options.rows if single else None)
+                            values=values, single_table_unfiltered=single and not nullable,
+                            rows=options.rows if single and not nullable else None)
         bounds.append(b)
         records.append(AggregateRecord(agg.label, agg.kind, count_delta, b.l1, b.l2, b.rule,
                                        values.describe() if values is not None else None))
@@ -221,7 +230,16 @@ def stage_release(state: State) -> State:
     if len(records) > 1 or records[0].kind not in ("count", "count_distinct") \
             or options.contributions > 1 or query.group_by:
         lines += (f"Released statistic: {release.rule.rstrip('.')}.",)
-    return replace(state, release=release, aggregates=tuple(records), explanation=lines)
+    return replace(state, release=release, aggregates=tuple(records), explanation=lines,
+                   notes=notes)
+
+
+def _nullable(schema: Schema | None, column: str) -> bool:
+    """Whether ``Table.column`` may hold NULL (True without a schema that says otherwise)."""
+    table, _, name = column.partition(".")
+    rel = schema.find(table) if schema is not None else None
+    position = rel.index(name) if rel is not None else None
+    return rel is None or position is None or rel.nullable(position)
 
 
 def stage_witness(state: State) -> State:

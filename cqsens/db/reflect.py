@@ -106,6 +106,11 @@ def _reflect_relation(inspector: Any, table: str, dialect: str) -> Relation:
         checks = [str(c["sqltext"]) for c in inspector.get_check_constraints(table)]
     except NotImplementedError:  # pragma: no cover
         checks = []
+    lowered = [c.lower() for c in columns]
+    pk = (inspector.get_pk_constraint(table) or {}).get("constrained_columns") or []
+    primary = tuple(sorted(lowered.index(str(n).lower()) for n in pk
+                           if str(n).lower() in lowered))
+    not_null = tuple(i for i, c in enumerate(cols) if not c.get("nullable", True))
     return relation_from_catalogue(
         table,
         columns,
@@ -114,6 +119,8 @@ def _reflect_relation(inspector: Any, table: str, dialect: str) -> Relation:
         keys=keys,
         composite=composite,
         dialect=dialect,
+        primary_key=primary,
+        not_null=not_null,
     )
 
 

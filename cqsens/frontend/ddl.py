@@ -137,6 +137,7 @@ class _TableReader:
                 raise self.error(item, f"table {self.name} declares column {item.name} twice")
             names.append(item.name)
         keys, composite = self.keys(columns, [n.lower() for n in names])
+        primary, not_null = self.primary_and_not_null(columns, [n.lower() for n in names])
         return Relation(
             self.name,
             tuple(names),
@@ -145,7 +146,32 @@ class _TableReader:
             tuple(sorted(set(keys))),
             tuple(composite),
             self.bounds(columns, [n.lower() for n in names]),
+            primary,
+            not_null,
         )
+
+    def primary_and_not_null(
+        self, columns: list[exp.ColumnDef], lowered: list[str]
+    ) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """The PRIMARY KEY's positions, and the positions that cannot hold NULL."""
+        primary: list[int] = []
+        not_null: list[int] = []
+        for i, item in enumerate(columns):
+            for constraint in item.args.get("constraints") or []:
+                ckind = constraint.args.get("kind")
+                if isinstance(ckind, exp.PrimaryKeyColumnConstraint):
+                    primary.append(i)
+                if isinstance(ckind, exp.NotNullColumnConstraint) \
+                        and not ckind.args.get("allow_null"):
+                    not_null.append(i)
+        for item in self.items:
+            found = item if isinstance(item, exp.PrimaryKey) else next(
+                (sub for sub in item.expressions if isinstance(sub, exp.PrimaryKey)), None
+            ) if isinstance(item, exp.Constraint) else None
+            if found is not None:
+                primary += [lowered.index(c.name.lower()) for c in found.expressions
+                            if c.name.lower() in lowered]
+        return tuple(sorted(set(primary))), tuple(sorted(set(not_null) | set(primary)))
 
     def keys(
         self, columns: list[exp.ColumnDef], lowered: list[str]
@@ -320,6 +346,8 @@ def relation_from_catalogue(
     keys: tuple[int, ...] = (),
     composite: tuple[tuple[int, ...], ...] = (),
     dialect: str | None = None,
+    primary_key: tuple[int, ...] = (),
+    not_null: tuple[int, ...] = (),
 ) -> Relation:
     """A relation from the SQL text a live database's catalogue gives.
 
@@ -341,6 +369,8 @@ def relation_from_catalogue(
         bound (bounds are information only).
     keys, composite : tuple
         Single-column key positions and composite keys, copied as they are.
+    primary_key, not_null : tuple
+        Positions of the primary key, and of the columns that cannot hold NULL.
     dialect : str, optional
         sqlglot dialect of the texts.
 
@@ -399,4 +429,5 @@ def relation_from_catalogue(
                 lo, hi = merged.get(i, (-math.inf, math.inf))
                 merged[i] = (low if low > lo else lo, high if high < hi else hi)
     bounds = tuple((i, lo, hi) for i, (lo, hi) in sorted(merged.items()))
-    return Relation(name, columns, tuple(type_sql(t) for t in types), keys, composite, bounds)
+    return Relation(name, columns, tuple(type_sql(t) for t in types), keys, composite, bounds,
+                    primary_key, tuple(sorted(set(not_null) | set(primary_key))))

@@ -18,7 +18,12 @@ __all__ = ["Relation", "Schema"]
 
 @dataclass(frozen=True, slots=True)
 class Relation:
-    """One table: name, columns in order, single-column keys and value bounds."""
+    """One table: name, columns in order, keys, value bounds and nullability.
+
+    ``primary_key`` lists the positions of the PRIMARY KEY (empty without one);
+    ``not_null`` the positions declared NOT NULL or in the primary key.  Every
+    other column may hold NULL.
+    """
 
     name: str
     columns: tuple[str, ...]
@@ -26,6 +31,21 @@ class Relation:
     keys: tuple[int, ...] = ()
     composite_keys: tuple[tuple[int, ...], ...] = ()
     bounds: tuple[tuple[int, Exact, Exact], ...] = ()  # (position, low, high), exact
+    primary_key: tuple[int, ...] = ()
+    not_null: tuple[int, ...] = ()
+
+    def nullable(self, column: int) -> bool:
+        """True when the column may hold NULL."""
+        return column not in self.not_null and column not in self.primary_key
+
+    @property
+    def distinct_rows(self) -> bool:
+        """True when no two rows can be equal: a primary key, or a UNIQUE key on NOT NULL
+        columns (a UNIQUE column may repeat NULL, so it does not keep rows apart)."""
+        if self.primary_key:
+            return True
+        return any(all(not self.nullable(c) for c in key)
+                   for key in (*((k,) for k in self.keys), *self.composite_keys))
 
     def index(self, column: str) -> int | None:
         """0-based position of ``column`` (case-insensitive), or None."""
