@@ -197,6 +197,8 @@ def explanation(query: AggregateQuery, counted: CountBound) -> list[str]:
 
 
 def _column_name(query: AggregateQuery, schema: Schema | None, relation: str, i: int) -> str:
+    if query.row_positions.get(relation) == i:
+        return "*"  # the row identity: R[col->*]<=k bounds the rows per value
     if schema is not None and (rel := schema.find(relation)) is not None:
         return rel.columns[i]
     columns = query.columns.get(relation)

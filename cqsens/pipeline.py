@@ -234,6 +234,14 @@ def stage_release(state: State) -> State:
                    notes=notes)
 
 
+def _row_identity_keys(query: AggregateQuery) -> list[Dependency]:
+    """A row identity is a key of its row: ``R[*->c]`` for every other column c."""
+    arities = query.cq.relations()
+    return [Dependency(relation, row, j, 1)
+            for relation, row in sorted(query.row_positions.items())
+            for j in range(arities.get(relation, 0)) if j != row]
+
+
 def _nullable(schema: Schema | None, column: str) -> bool:
     """Whether ``Table.column`` may hold NULL (True without a schema that says otherwise)."""
     table, _, name = column.partition(".")
@@ -447,6 +455,7 @@ def _analyze(
     query = load_query(source, schema=parsed_schema, dialect=dialect, kind=kind, name=name)
     sigma, notes = resolve_sigma(query, schema=parsed_schema, fds=fds, cds=cds,
                                  constraints=constraints)
+    sigma = Sigma.of([*sigma, *_row_identity_keys(query)])
     options = replace(options, schema=parsed_schema, value_bounds=cli_bounds)
     state = State(query, sigma, options, notes=tuple(query.notes) + tuple(notes))
     for stage in PIPELINE:

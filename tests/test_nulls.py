@@ -37,7 +37,8 @@ def _neighbours(values: list[int | None], neighbor: str,
         [values + [x] for x in domain]
 
 
-def _worst(kind: str, values: list[int | None], neighbor: str, domain: list[int | None]) -> Fraction:
+def _worst(kind: str, values: list[int | None], neighbor: str,
+           domain: list[int | None]) -> Fraction:
     before = _stat(kind, values)
     worst = Fraction(0)
     for after in _neighbours(values, neighbor, domain):

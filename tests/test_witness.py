@@ -121,7 +121,7 @@ def test_witness_values_follow_column_affinity() -> None:
         conn = sqlite3.connect(":memory:")
         conn.executescript(ddl)
         before = conn.execute(q).fetchone()[0]
-        conn.execute("INSERT INTO R VALUES (?, ?)", a.witness.row)
+        conn.execute("INSERT INTO R VALUES (?, ?)", a.witness.shown_row)
         assert conn.execute(q).fetchone()[0] - before == a.witness.difference
 
 

@@ -357,7 +357,11 @@ class _Dependency:
             match = {r.lower(): r for r in self.arities}.get(self.relation.lower())
             if match is not None:
                 self.relation, self.arity = match, self.arities[match]
-        i = self.position(tree.children[1])
+        source = tree.children[1]
+        if isinstance(source, Tree) and source.data == "pos_rows":
+            raise self.fail("* (one row) determines every column already: write it on the "
+                            "right, R[col->*]<=k, to bound the rows that share a value")
+        i = self.position(source)
         j = self.position(tree.children[2])
         k = 1
         bound = tree.children[3] if len(tree.children) > 3 else None
@@ -376,6 +380,19 @@ class _Dependency:
             raise self.fail("a dependency between a position and itself says nothing")
         return Dependency(self.relation, i, j, k)
 
+    def rows_position(self) -> int:
+        """``*``: the hidden row identity of a table whose rows may repeat (after its columns)."""
+        relation = self.schema.find(self.relation) if self.schema is not None else None
+        if relation is not None:
+            if relation.distinct_rows:
+                raise self.fail(f"{relation.name} has a key, so its rows are distinct: bound "
+                                f"the rows per value with a column of the key instead of *")
+            return len(relation.columns)
+        if self.arity is None:
+            raise self.fail(f"* needs the table's columns: pass --schema, or use {self.relation} "
+                            "in the query")
+        return self.arity - 1  # without a schema the row identity is the last column
+
     def integer(self, tok: Token, limit: int, what: str) -> int:
         try:
             return check_integer_text(str(tok), limit=limit, what=what, source=self.source,
@@ -388,6 +405,8 @@ class _Dependency:
 
     def position(self, node: object) -> int:
         assert isinstance(node, Tree)
+        if node.data == "pos_rows":
+            return self.rows_position()
         tok = node.children[0]
         assert isinstance(tok, Token)
         relation, arity, columns = self.relation, self.arity, self.columns

@@ -44,6 +44,9 @@ from cqsens.ir.schema import Schema
 __all__ = ["parse_sql", "parse_statements"]
 
 _REST = "rest"
+ROW_COLUMN = "_row"
+"""The name of the hidden row identity of a table whose rows may repeat (no key);
+underscores are added when the table has a real column of that name."""
 
 
 @dataclass
@@ -486,8 +489,8 @@ def parse_sql(
     ...               "WHERE d.id = pd.doc AND d.specialty = 'O'")
     >>> print(q.cq)
     Q(d_id) :- Doc(d_id, 'O', d_rest), PatDoc(d_id, pd_rest).
-    >>> print(parse_sql("SELECT SUM(t.v) FROM T t WHERE t.v BETWEEN 1 AND 5 OR t.w IS NULL").cq)
-    Q(t_v, t_w, t_rest) :- T(t_v, t_w, t_rest), [t_v BETWEEN 1 AND 5 OR t_w IS NULL].
+    >>> print(parse_sql("SELECT SUM(t.v) FROM T t WHERE t.v > 1 OR t.w IS NULL").cq)
+    Q(t_v, t_w, t_rest, t__row) :- T(t_v, t_w, t_rest, t__row), [t_v > 1 OR t_w IS NULL].
     """
     tree = _parse_statement(sql, dialect, source)
     tr = _Translator(sql, schema, source)
@@ -507,6 +510,7 @@ class _Query:
         self.dialect = dialect
         self.refs: dict[int, tuple[_Instance, int]] = {}
         self.order: dict[Var, int] = {}
+        self.row_positions: dict[str, int] = {}
         self.uf = _UnionFind(self.order)
 
     def translate(self) -> AggregateQuery:
@@ -550,6 +554,7 @@ class _Query:
             dialect=self.dialect,
             notes=tuple(tr.notes),
             columns={inst.relation: tuple(inst.columns) for inst in instances},
+            row_positions=dict(self.row_positions),
             source=tr.source,
             heads=tuple(heads),
             body=CQ(all_vars, frozenset(atoms), "Q", satisfiable),
@@ -578,6 +583,7 @@ class _Query:
                         name += "_"  # a real column may be called "rest"
                     rest_names[inst.relation] = name
                     inst.columns.append(name)
+        self._row_identities(instances)
         used: dict[str, tuple[str, str]] = {}
         for inst in instances:
             inst.variables = []
@@ -593,13 +599,49 @@ class _Query:
                 self.order.setdefault(v, len(self.order))
         if self.tr.schema is None:
             for inst in {i.relation: i for i in instances}.values():
-                shown = ", ".join(inst.columns[:-1]) or "no column"
+                hidden = {rest_names[inst.relation]}
+                if inst.relation in self.row_positions:
+                    hidden.add(inst.columns[self.row_positions[inst.relation]])
+                shown = ", ".join(c for c in inst.columns if c not in hidden) or "no column"
                 rest = rest_names[inst.relation]
                 self.tr.notes.append(
                     f"no schema: table {inst.relation} is read as "
                     f"{inst.relation}({', '.join(inst.columns)}), "
                     f"the columns the query references ({shown}) plus '{rest}' for the others"
                 )
+
+    def _row_identities(self, instances: list[_Instance]) -> None:
+        """A hidden row-identity column for every table whose rows may repeat.
+
+        SQL tables are bags: without a primary key (or a UNIQUE key on NOT NULL
+        columns) two rows can be equal, and COUNT(*) counts both.  The row
+        identity makes each copy its own answer (docs/rules.md, rule bags);
+        ``R[col->*]<=k`` bounds the copies.
+        """
+        schema = self.tr.schema
+        counts_rows = any(
+            not (isinstance(node, exp.Count) and isinstance(node.this, exp.Distinct))
+            for item in self.tree.expressions for node in item.find_all(exp.AggFunc))
+        if not counts_rows:
+            return  # COUNT(DISTINCT ...) only: copies of a row change nothing
+        for inst in instances:
+            rel = schema.find(inst.relation) if schema is not None else None
+            if rel is not None and rel.distinct_rows:
+                continue
+            if schema is None and inst.relation in self.row_positions:
+                continue  # a table without schema: one column list shared by its instances
+            name = ROW_COLUMN
+            while name.lower() in (c.lower() for c in inst.columns):
+                name += "_"
+            inst.columns.append(name)
+            self.row_positions[inst.relation] = len(inst.columns) - 1
+        joined = len(instances) > 1
+        for relation in sorted(self.row_positions):
+            if joined:
+                self.tr.notes.append(
+                    f"table {relation} has no primary key, so its rows may repeat and COUNT(*) "
+                    f"counts every copy: declare a PRIMARY KEY, or bound the copies per value "
+                    f"with {relation}[column->*]<=k")
 
     def term_of(self, col: exp.Column) -> Var:
         inst, pos = self.refs[id(col)]

@@ -307,7 +307,8 @@ class AggregateQuery:
     ``body`` is the same body with every variable free (the rows of the join),
     ``group_by`` the grouping terms, ``sql`` the user's SQL (evaluated for
     witnesses, with ``dialect``), ``notes`` remarks for the output (columns
-    assumed without a schema, for instance).  SQL for a database is generated
+    assumed without a schema, for instance), ``row_positions`` the position of
+    the hidden row identity of each table whose rows may repeat.  SQL for a database is generated
     at the edge (:mod:`cqsens.frontend.sqlgen`), never stored here.
     """
 
@@ -322,6 +323,7 @@ class AggregateQuery:
     heads: tuple[tuple[Term, ...], ...] = ()
     body: CQ | None = None
     text: str = ""
+    row_positions: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def aggregate(self) -> str:

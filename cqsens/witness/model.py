@@ -25,6 +25,26 @@ class Witness:
     growth: tuple[tuple[int, int], ...] = ()
     unbounded: bool = False
     checks: tuple[tuple[str, int, Predicate], ...] = ()  # (relation, position, CHECK on Slot(0))
+    hidden: tuple[tuple[str, int], ...] = ()  # (relation, position) of a row identity
+
+    def _visible(self, relation: str, row: tuple[Value, ...]) -> tuple[Value, ...]:
+        drop = {p for r, p in self.hidden if r == relation}
+        return tuple(v for i, v in enumerate(row) if i not in drop)
+
+    @property
+    def shown_row(self) -> tuple[Value, ...]:
+        """The added row t in the table's own columns (without a row identity)."""
+        return self._visible(self.relation, self.row)
+
+    def shown_columns(self, relation: str) -> tuple[str, ...]:
+        """The table's own columns (without a row identity)."""
+        drop = {p for r, p in self.hidden if r == relation}
+        return tuple(c for i, c in enumerate(self.database.columns[relation]) if i not in drop)
+
+    def shown_tables(self) -> dict[str, list[tuple[Value, ...]]]:
+        """Relation → rows of A in the tables' own columns; equal rows repeat, as in SQL."""
+        return {r: sorted((self._visible(r, row) for row in rows), key=repr)
+                for r, rows in self.database.as_lists().items()}
 
     @property
     def difference(self) -> int:
@@ -39,8 +59,8 @@ class Witness:
     def summary(self) -> str:
         """One line for people."""
         text = (
-            f"A has {self.database.size()} rows; adding {self.relation}{self.row!r} takes the "
-            f"count from {self.count_without} to {self.count_with} "
+            f"A has {self.database.size()} rows; adding {self.relation}{self.shown_row!r} "
+            f"takes the count from {self.count_without} to {self.count_with} "
             f"(difference {self.difference}; {self.construction})"
         )
         if self.growth:
@@ -51,11 +71,11 @@ class Witness:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready record."""
-        tables = self.database.as_lists()
+        tables = self.shown_tables()
         return {
             "rows": self.database.size(),
             "relation": self.relation,
-            "tuple": list(self.row),
+            "tuple": list(self.shown_row),
             "count_without": self.count_without,
             "count_with": self.count_with,
             "difference": self.difference,

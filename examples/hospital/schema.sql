@@ -7,7 +7,7 @@ CREATE TABLE Pat (
     id   INTEGER PRIMARY KEY,          -- patient
     sex  TEXT,
     hos  INTEGER,                      -- hospital where the patient is treated
-    age  INTEGER CHECK (age BETWEEN 0 AND 120)
+    age  INTEGER NOT NULL CHECK (age BETWEEN 0 AND 120)
 );
 CREATE TABLE Doc (
     id        INTEGER PRIMARY KEY,     -- doctor
