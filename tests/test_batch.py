@@ -67,11 +67,13 @@ def test_exit_codes_and_strict(tmp_path: Path) -> None:
     runner = CliRunner()
     out = tmp_path / "r.json"
     assert runner.invoke(cli, ["report", str(folder), "-o", str(out)]).exit_code == 0
-    assert runner.invoke(cli, ["report", str(folder), "-o", str(out), "--strict"]).exit_code == 1
+    assert runner.invoke(cli, ["report", str(folder), "-o", str(out), "--strict",
+                               "--force"]).exit_code == 1
     good = tmp_path / "good"
     good.mkdir()
     (good / "q.sql").write_text("SELECT COUNT(*) FROM R WHERE R.a = 1")
-    assert runner.invoke(cli, ["report", str(good), "-o", str(out), "--strict"]).exit_code == 0
+    assert runner.invoke(cli, ["report", str(good), "-o", str(out), "--strict",
+                               "--force"]).exit_code == 0
     assert runner.invoke(cli, ["report", str(good), "-o", str(tmp_path / "r.txt")]).exit_code == 2
 
 
