@@ -187,9 +187,9 @@ def scrub(text: str, secrets: Sequence[str]) -> str:
 def _parse_url(url: str) -> URL:
     """Validate ``url`` and pick the driver (psycopg 3 for PostgreSQL).
 
-    SQLAlchemy's parse is kept unless it puts an ``@`` in the host or database
-    name (a raw ``@`` in the password); then the user name and password are
-    taken from the user-info part as :func:`_split_userinfo` finds it.
+    With more than one ``@`` the last one ends the user-info, as in
+    :func:`mask_url`: a raw ``@`` belongs to the password (write ``%40`` for
+    an ``@`` anywhere else).  Otherwise SQLAlchemy's parse is kept.
     """
     text = url.strip()
     masked = mask_url(text)
@@ -198,8 +198,7 @@ def _parse_url(url: str) -> URL:
     parts = _split_userinfo(text)
     try:
         parsed = make_url(text)
-        misread = "@" in (parsed.host or "") or "@" in (parsed.database or "")
-        if misread and parts is not None:
+        if parts is not None and text.count("@") > 1:
             scheme, user, password, rest = parts
             parsed = make_url(f"{scheme}://{rest}").set(
                 username=unquote(user) if user else None,
