@@ -10,6 +10,7 @@ and ``PGPASSWORD`` are masked in these messages.
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -63,6 +64,9 @@ class _Group(click.Group):
 
 def _report(exc: Exception, args: Sequence[str], *, debug: bool) -> NoReturn:
     """Print ``exc`` in one line (and its traceback with --debug), then exit."""
+    if isinstance(exc, BrokenPipeError):  # the reader went away (| head): nothing to say
+        _silence_stdout()
+        sys.exit(EXIT_INPUT)
     if debug:
         click.echo(scrub_message("".join(traceback.format_exception(exc)), args), err=True,
                    nl=False)
@@ -78,6 +82,15 @@ def _report(exc: Exception, args: Sequence[str], *, debug: bool) -> NoReturn:
         "command you ran" + ("" if debug else " (cqsens --debug ... shows the traceback)"),
         args), err=True)
     sys.exit(EXIT_INTERNAL)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at the null device, so that Python's final flush does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # not a real file (tests): nothing to do
+        pass
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
