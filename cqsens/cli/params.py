@@ -12,10 +12,7 @@ from typing import Any
 
 import click
 
-__all__ = ["DIALECT", "DURATION", "EPSILON", "DELTA", "TIMEOUT", "NO_LIMIT_TIMEOUT"]
-
-#: A finite ``--timeout`` above this (about 31 years) is no limit at all.
-NO_LIMIT_TIMEOUT = 1e9
+__all__ = ["DELTA", "DIALECT", "DURATION", "EPSILON", "TIMEOUT"]
 
 
 class _Number(click.ParamType[float]):
