@@ -9,21 +9,26 @@ row with its error; the batch goes on.  Nothing is rendered here.
 
 from __future__ import annotations
 
+import math
 import multiprocessing
 import os
 import re
 import signal
+import stat
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from cqsens.errors import InputError
+from cqsens.errors import InputError, TimeLimitError
+from cqsens.ir.schema import Schema
 from cqsens.pipeline import Analysis, analyze
 
 __all__ = ["BatchResult", "collect_files", "analyze_paths", "summarise"]
 
+#: A per-query limit above this many seconds (about 31 years) is no limit at all.
+NO_LIMIT_SECONDS = 1e9
 _NOT_A_QUERY = re.compile(r"^\s*(--[^\n]*\n\s*)*(create|insert|drop|alter|copy|begin)\b", re.I)
 
 
@@ -108,16 +113,25 @@ def collect_files(
         for p in candidates:
             if p.suffix not in (".sql", ".cq") or p.resolve() in excluded:
                 continue
-            if p.suffix == ".sql" and p.exists():
-                try:
-                    head = p.read_text(encoding="utf-8", errors="replace")[:4000]
-                except OSError:
-                    head = ""
-                if _NOT_A_QUERY.match(head):
-                    skipped.append(f"{p}: DDL or data, not a query")
-                    continue
+            if p.suffix == ".sql" and _NOT_A_QUERY.match(_head(p)):
+                skipped.append(f"{p}: DDL or data, not a query")
+                continue
             files.append(p)
     return files, skipped
+
+
+def _head(path: Path) -> str:
+    """The first 4000 characters of a regular file ("" for anything else: never blocks)."""
+    try:
+        if not stat.S_ISREG(path.stat().st_mode):
+            return ""
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return ""
+            return handle.read(16000).decode("utf-8", errors="replace")[:4000]
+    except OSError:
+        return ""
 
 
 class _Timeout(BaseException):
@@ -168,19 +182,33 @@ def _options_for(path: Path, options: dict[str, Any]) -> dict[str, Any]:
     return opts
 
 
-def _run_one(task: tuple[str, dict[str, Any], float]) -> dict[str, Any]:
-    """Analyse one file under a time limit (SIGALRM in the worker)."""
+def _alarm_seconds(timeout: float | None) -> float | None:
+    """The SIGALRM backstop for ``timeout`` (None: no alarm, for no limit or a huge one)."""
+    if timeout is None or not hasattr(signal, "setitimer"):
+        return None
+    if not 0 < timeout < NO_LIMIT_SECONDS:
+        return None
+    return max(timeout, 1e-6)  # setitimer rounds below a microsecond to "no timer"
+
+
+def _run_one(task: tuple[str, dict[str, Any], float | None]) -> dict[str, Any]:
+    """Analyse one file under a time limit: the analysis's deadline, and SIGALRM behind it."""
     name, options, timeout = task
     path = Path(name)
-    use_alarm = timeout > 0 and hasattr(signal, "setitimer")
-    if use_alarm:
-        previous = signal.signal(signal.SIGALRM, _alarm)
-        signal.setitimer(signal.ITIMER_REAL, timeout)
+    alarm = _alarm_seconds(timeout)
+    previous = signal.signal(signal.SIGALRM, _alarm) if alarm is not None else None
     try:
-        analysis = analyze(path, **_options_for(path, options))
+        try:
+            if alarm is not None:
+                signal.setitimer(signal.ITIMER_REAL, alarm)
+            analysis = analyze(path, timeout=timeout, **_options_for(path, options))
+        finally:  # an alarm due before this line is a _Timeout caught below
+            if alarm is not None:
+                signal.setitimer(signal.ITIMER_REAL, 0)
         return row_for(path, analysis)
-    except _Timeout:
-        return _error_row(path, "timeout", f"{path}: timed out after {timeout:g} s")
+    except (_Timeout, TimeLimitError):
+        limit = "its limit" if timeout is None else f"{timeout:g} s"
+        return _error_row(path, "timeout", f"{path}: timed out after {limit}")
     except InputError as err:
         return _error_row(path, "error", _one_line(str(err)))
     except RecursionError:
@@ -189,16 +217,36 @@ def _run_one(task: tuple[str, dict[str, Any], float]) -> dict[str, Any]:
         return _error_row(path, "error", f"{path}: internal error ({type(exc).__name__}: {exc}); "
                                          "please report it")
     finally:
-        if use_alarm:
-            signal.setitimer(signal.ITIMER_REAL, 0)
+        if alarm is not None:
             signal.signal(signal.SIGALRM, previous)
+
+
+def _shown(value: Any) -> Any:
+    """An option as the JSON report shows it: a schema by its (masked) source, paths as text."""
+    if isinstance(value, Schema):
+        return value.source
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, list | tuple):
+        return [_shown(v) for v in value]
+    return value if value is None or isinstance(value, str | int | float | bool) else str(value)
+
+
+def _limit(timeout: float | None) -> float | None:
+    """``timeout`` checked: None or ``inf`` for no limit, else seconds > 0."""
+    if timeout is None or timeout == math.inf:
+        return None
+    if not timeout > 0:  # also NaN
+        raise InputError(f"--timeout must be a number of seconds > 0 (inf for no limit), "
+                         f"got {timeout}", construct="--timeout")
+    return timeout
 
 
 def analyze_paths(
     inputs: Iterable[str | Path],
     *,
     jobs: int = 1,
-    timeout: float = 10.0,
+    timeout: float | None = 10.0,
     progress: Callable[[int, int], None] | None = None,
     command: str = "",
     **options: Any,
@@ -211,8 +259,9 @@ def analyze_paths(
         Files and folders (searched recursively for ``.sql`` and ``.cq``).
     jobs : int
         Worker processes (1: in this process).
-    timeout : float
-        Seconds per query; a query over it is a ``timeout`` row.
+    timeout : float or None
+        Seconds per query; a query over it is a ``timeout`` row (``None`` or
+        ``math.inf``: no limit; a value over about 31 years is no limit either).
     progress : callable, optional
         Called with (done, total) after each file.
     **options
@@ -224,11 +273,17 @@ def analyze_paths(
     -------
     BatchResult
         Rows in input order, whatever ``jobs`` is.
+
+    Raises
+    ------
+    InputError
+        ``timeout`` is NaN, zero or negative.
     """
+    limit = _limit(timeout)
     exclude = [p for p in (options.get("schema"), options.get("constraints")) if p is not None]
     paths = [p for p in exclude if isinstance(p, (str, Path))]
     files, skipped = collect_files(inputs, exclude=paths)
-    tasks = [(str(f), options, timeout) for f in files]
+    tasks = [(str(f), options, limit) for f in files]
     rows: list[dict[str, Any]] = []
     if jobs <= 1 or len(tasks) <= 1:
         for n, task in enumerate(tasks, start=1):
@@ -242,8 +297,8 @@ def analyze_paths(
                 rows.append(row)
                 if progress:
                     progress(n, len(tasks))
-    shown = {k: (str(v) if isinstance(v, Path) else v) for k, v in options.items()}
-    shown["timeout"] = timeout
+    shown = {k: _shown(v) for k, v in options.items()}
+    shown["timeout"] = "inf" if limit is None else limit
     return BatchResult(rows, shown, command, skipped)
 
 

@@ -9,9 +9,13 @@ Bugs stay ordinary Python exceptions and are never reported as bad input.
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 __all__ = [
+    "MAX_INPUT_BYTES",
+    "read_bytes",
     "read_text",
     "CqsensError",
     "InputError",
@@ -107,14 +111,78 @@ class DependencyError(InputError):
     """A functional or cardinality dependency is malformed or does not fit the schema."""
 
 
-def read_text(path: str | Path, *, error: type[InputError] = InputError, what: str = "file") -> str:
-    """Read a UTF-8 text file, or raise ``error`` naming it (missing, unreadable, not text)."""
+#: The largest input file cqsens reads (query, schema, constraints, probabilities): 10 MB.
+MAX_INPUT_BYTES = 10 * 1024 * 1024
+
+
+def _kind(mode: int) -> str:
+    """What a non-regular file is, in words."""
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def read_bytes(path: str | Path, *, error: type[InputError] = InputError, what: str = "file",
+               limit: int = MAX_INPUT_BYTES) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes, or raise ``error`` naming it.
+
+    A FIFO, a device, a socket or a directory is refused without being read
+    (it could block forever or never end); so is a file over ``limit`` bytes.
+    The file is opened without blocking and checked again once open, so a
+    file swapped for a FIFO in between is refused too.
+    """
+    name = str(path)
     try:
-        return Path(path).read_text(encoding="utf-8")
+        mode = os.stat(path).st_mode
+        if not stat.S_ISREG(mode):
+            raise error(f"cannot read {what}: it is {_kind(mode)}; give a regular file",
+                        source=name)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except OSError as exc:
-        raise error(f"cannot read {what}: {exc.strerror}", source=str(path)) from exc
+        raise error(f"cannot read {what}: {exc.strerror}", source=name) from exc
+    with os.fdopen(fd, "rb") as handle:
+        try:
+            opened = os.fstat(handle.fileno())
+            if not stat.S_ISREG(opened.st_mode):
+                raise error(f"cannot read {what}: it is {_kind(opened.st_mode)}; "
+                            "give a regular file", source=name)
+            if opened.st_size > limit:
+                raise error(f"{what} is too large: {opened.st_size:,} bytes, the limit is "
+                            f"{_size(limit)}", source=name)
+            data = handle.read(limit + 1)
+        except OSError as exc:
+            raise error(f"cannot read {what}: {exc.strerror}", source=name) from exc
+    if len(data) > limit:
+        raise error(f"{what} is too large: the limit is {_size(limit)}", source=name)
+    return data
+
+
+def _size(limit: int) -> str:
+    """``10 MB`` for a whole number of megabytes, else bytes."""
+    mb = 1024 * 1024
+    return f"{limit // mb} MB" if limit % mb == 0 else f"{limit:,} bytes"
+
+
+def read_text(path: str | Path, *, error: type[InputError] = InputError, what: str = "file",
+              limit: int = MAX_INPUT_BYTES) -> str:
+    """Read a UTF-8 text file, or raise ``error`` naming it.
+
+    The file must be a regular file of at most ``limit`` bytes (see
+    :func:`read_bytes`); a missing, unreadable or non-UTF-8 file is refused too.
+    Line ends are read as :func:`open` reads them in text mode.
+    """
+    data = read_bytes(path, error=error, what=what, limit=limit)
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise error(
             f"{what} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start})",
             source=str(path),
         ) from exc
+    return text.replace("\r\n", "\n").replace("\r", "\n")  # universal newlines, as open()

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from cqsens.batch import analyze_paths, collect_files
 from cqsens.cli.main import cli
+from cqsens.errors import InputError
+from cqsens.frontend.ddl import load_schema
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 CONTRACT = {"query", "cq", "core", "free", "aggregate", "connected", "satisfiable", "delta_str",
@@ -32,7 +36,8 @@ def test_report_json_over_examples(tmp_path: Path) -> None:
         d = row["analysis"]
         assert CONTRACT <= set(d), row["file"]
         assert SENSITIVITY <= set(d["sensitivity"])
-        assert all(_valid_number(v) for v in d["sensitivity"].values() if not isinstance(v, (bool, str)) or v == "inf")
+        assert all(_valid_number(v) for v in d["sensitivity"].values()
+                   if not isinstance(v, (bool, str)) or v == "inf")
         assert set(d["paper"]) == {"delta_str", "fd_upper", "fd_lower", "cd_upper"}
         assert row["reason"]
     assert batch["summary"]["unbounded"] >= 3
@@ -67,11 +72,13 @@ def test_exit_codes_and_strict(tmp_path: Path) -> None:
     runner = CliRunner()
     out = tmp_path / "r.json"
     assert runner.invoke(cli, ["report", str(folder), "-o", str(out)]).exit_code == 0
-    assert runner.invoke(cli, ["report", str(folder), "-o", str(out), "--strict"]).exit_code == 1
+    assert runner.invoke(cli, ["report", str(folder), "-o", str(out), "--strict",
+                               "--force"]).exit_code == 1
     good = tmp_path / "good"
     good.mkdir()
     (good / "q.sql").write_text("SELECT COUNT(*) FROM R WHERE R.a = 1")
-    assert runner.invoke(cli, ["report", str(good), "-o", str(out), "--strict"]).exit_code == 0
+    assert runner.invoke(cli, ["report", str(good), "-o", str(out), "--strict",
+                               "--force"]).exit_code == 0
     assert runner.invoke(cli, ["report", str(good), "-o", str(tmp_path / "r.txt")]).exit_code == 2
 
 
@@ -102,3 +109,38 @@ def test_report_html_and_markdown_over_examples(tmp_path: Path) -> None:
     md = tmp_path / "report.md"
     assert runner.invoke(cli, ["report", str(EXAMPLES), "-o", str(md)]).exit_code == 0
     assert md.read_text().count("examples/") >= len(files) or md.read_text().count(".sql") > 5
+
+
+def test_no_limit_and_a_huge_limit_are_the_same(tmp_path: Path) -> None:
+    q = tmp_path / "q.cq"
+    q.write_text("Q(x) :- R(x, y).")
+    for timeout in (None, float("inf"), 1e300):
+        result = analyze_paths([q], timeout=timeout)
+        assert result.rows[0]["upper"] == 1
+        assert result.options["timeout"] == ("inf" if timeout in (None, float("inf")) else 1e300)
+        json.dumps(result.as_dict())
+
+
+def test_meaningless_timeouts_are_refused(tmp_path: Path) -> None:
+    for timeout in (float("nan"), 0.0, -1.0):
+        with pytest.raises(InputError, match="--timeout"):
+            analyze_paths([tmp_path], timeout=timeout)
+
+
+def test_a_reflected_schema_is_shown_by_its_source(tmp_path: Path) -> None:
+    schema = load_schema(EXAMPLES / "hospital" / "schema.sql")
+    result = analyze_paths([EXAMPLES / "hospital" / "oncology.sql"], schema=schema)
+    batch = json.loads(json.dumps(result.as_dict()))
+    assert batch["options"]["schema"] == str(EXAMPLES / "hospital" / "schema.sql")
+    assert batch["rows"][0]["status"] == "ok"
+
+
+def test_collecting_never_opens_a_fifo(tmp_path: Path) -> None:
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no FIFOs here")
+    os.mkfifo(tmp_path / "pipe.sql")
+    (tmp_path / "q.sql").write_text("SELECT COUNT(*) FROM R")
+    files, skipped = collect_files([tmp_path, tmp_path / "pipe.sql"])
+    assert files == [tmp_path / "q.sql", tmp_path / "pipe.sql"] and skipped == []
+    row = analyze_paths([tmp_path / "pipe.sql"]).rows[0]
+    assert row["status"] == "error" and "named pipe" in row["error"]

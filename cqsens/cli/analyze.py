@@ -8,8 +8,15 @@ from pathlib import Path
 import click
 
 from cqsens.cli.exits import EXIT_INPUT, EXIT_OK, echo_error
-from cqsens.cli.options import dependency_options, release_options, resolve_schema, schema_options
-from cqsens.errors import InputError
+from cqsens.cli.options import (
+    dependency_options,
+    release_options,
+    resolve_schema,
+    schema_options,
+    timeout_option,
+    witness_time_option,
+)
+from cqsens.errors import CqsensError, TimeLimitError
 from cqsens.pipeline import Analysis, analyze
 from cqsens.report.text import Format, to_json, to_text
 
@@ -48,8 +55,8 @@ def _jobs(files: tuple[str, ...], cq_texts: tuple[str, ...],
               help="Show the witness databases behind the lower bound.")
 @click.option("--no-lower", is_flag=True,
               help="Skip the witness search (faster; the lower bound is then null).")
-@click.option("--witness-time", type=click.FloatRange(min=0), default=0.25, show_default=True,
-              help="Seconds of local search when the constructions do not reach the upper bound.")
+@witness_time_option(0.25)
+@timeout_option(30.0, "Seconds each query's analysis may take")
 def analyze_cmd(
     files: tuple[str, ...],
     cq_texts: tuple[str, ...],
@@ -65,6 +72,7 @@ def analyze_cmd(
     show_witness: bool,
     no_lower: bool,
     witness_time: float,
+    timeout: float,
     value_bounds: tuple[str, ...],
     contributions: int,
     rows: int | None,
@@ -76,7 +84,7 @@ def analyze_cmd(
     Prints, per query, the sound upper bound on how much one added or removed
     row can change the count, the lower bound a pair of databases proves, the
     paper's literal values, and why.  Exit code 0 when every query was
-    analysed, 1 on bad input, 2 on bad usage.
+    analysed, 1 on bad input or a query over --timeout, 2 on bad usage.
 
     \b
     Examples:
@@ -98,9 +106,12 @@ def analyze_cmd(
                         dialect=dialect, neighbor=neighbor, kind=kind, name=name,
                         prove_lower=not no_lower, witness_time=witness_time,
                         bounds=value_bounds, contributions=contributions, rows=rows,
-                        epsilon=epsilon, delta=delta)
+                        epsilon=epsilon, delta=delta, timeout=timeout)
             )
-        except InputError as err:
+        except TimeLimitError as err:
+            echo_error(f"{name}: {err}")
+            failed = True
+        except CqsensError as err:
             echo_error(err)
             failed = True
     if results:

@@ -18,7 +18,7 @@ from pathlib import Path
 import click
 
 from cqsens.cli.exits import fail
-from cqsens.errors import InputError
+from cqsens.errors import InputError, read_text
 from cqsens.noiseless import MAX_RECORDS, parse_probabilities
 from cqsens.noiseless.report import noiseless_report
 from cqsens.report.noiseless import render_json, render_text
@@ -27,10 +27,8 @@ __all__ = ["noiseless"]
 
 
 def _read_probabilities(path: str) -> list[float]:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read the file: {exc}", source=path, construct="p") from None
+    """The probabilities of a regular text file of at most 10 MB."""
+    text = read_text(Path(path), what="--p file")
     return parse_probabilities(text, source=path)
 
 

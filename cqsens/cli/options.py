@@ -3,16 +3,26 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
 
 from cqsens.cli.exits import fail
+from cqsens.cli.params import DELTA, DIALECT, DURATION, EPSILON, TIMEOUT
 from cqsens.errors import InputError
 from cqsens.ir.schema import Schema
 from cqsens.release.aggregates import NEIGHBORS
 
-__all__ = ["dependency_options", "release_options", "resolve_schema", "schema_options"]
+__all__ = [
+    "db_file",
+    "dependency_options",
+    "release_options",
+    "resolve_schema",
+    "schema_options",
+    "timeout_option",
+    "witness_time_option",
+]
 
 _Command = Callable[..., Any]
 
@@ -22,9 +32,9 @@ def schema_options(f: _Command) -> _Command:
     f = click.option("--db", "db_url", default=None, metavar="URL",
                      help="Read the schema from a live database instead of a DDL file "
                           "(sqlite:///path.db, postgresql://user:pass@host/db).")(f)
-    f = click.option("--dialect", default=None, metavar="NAME",
+    f = click.option("--dialect", type=DIALECT, default=None, metavar="NAME",
                      help="sqlglot dialect of the SQL and DDL "
-                          "(postgres, mysql, bigquery, ...).")(f)
+                          "(postgres, mysql, bigquery, ...; any casing).")(f)
     f = click.option("--schema", "schema", type=click.Path(dir_okay=False), default=None,
                      help="SQL DDL file (CREATE TABLE ...): column order, keys (FDs), "
                           "CHECK bounds.")(f)
@@ -33,10 +43,11 @@ def schema_options(f: _Command) -> _Command:
 
 def release_options(f: _Command) -> _Command:
     """--bounds, --contributions, --rows, --epsilon, --delta."""
-    f = click.option("--delta", type=float, default=None,
-                     help="δ for the Gaussian mechanism (with --epsilon).")(f)
-    f = click.option("--epsilon", type=float, default=None,
-                     help="ε: print the Laplace scale Δ1/ε (and the Gaussian σ with --delta).")(f)
+    f = click.option("--delta", type=DELTA, default=None,
+                     help="δ in (0, 1) for the Gaussian mechanism (with --epsilon).")(f)
+    f = click.option("--epsilon", type=EPSILON, default=None,
+                     help="ε > 0: print the Laplace scale Δ1/ε (and the Gaussian σ with "
+                          "--delta).")(f)
     f = click.option("--rows", type=click.IntRange(min=1), default=None,
                      help="Number of rows, for the parity rule of a single-table MEDIAN.")(f)
     f = click.option("--contributions", type=click.IntRange(min=1), default=1, show_default=True,
@@ -62,8 +73,33 @@ def dependency_options(f: _Command) -> _Command:
     return f
 
 
-def resolve_schema(schema: str | None, db_url: str | None) -> str | Schema | None:
-    """The --schema file, or the schema reflected from --db (exits 1 on failure).
+def timeout_option(default: float, what: str) -> Callable[[_Command], _Command]:
+    """--timeout: seconds > 0, ``inf`` for no limit."""
+    return click.option("--timeout", type=TIMEOUT, default=default, show_default=True,
+                        metavar="SECONDS", help=f"{what} (inf: no limit).")
+
+
+def witness_time_option(default: float) -> Callable[[_Command], _Command]:
+    """--witness-time: a finite number of seconds >= 0."""
+    return click.option("--witness-time", type=DURATION, default=default, show_default=True,
+                        metavar="SECONDS",
+                        help="Seconds of local search when the constructions do not reach "
+                             "the upper bound.")
+
+
+def db_file(db_url: str | None) -> Path | None:
+    """The SQLite file a --db URL names (an input no -o may write over), else None."""
+    if db_url is None:
+        return None
+    from cqsens.db.connect import sqlite_file
+
+    return sqlite_file(db_url)
+
+
+def resolve_schema(schema: str | None, db_url: str | None) -> Path | Schema | None:
+    """The --schema file (always a path, never DDL text), or the schema reflected from --db.
+
+    Exits 1 when the database cannot be read.
 
     Raises
     ------
@@ -71,7 +107,7 @@ def resolve_schema(schema: str | None, db_url: str | None) -> str | Schema | Non
         Both --schema and --db were given.
     """
     if db_url is None:
-        return schema
+        return None if schema is None else Path(schema)
     if schema is not None:
         raise click.UsageError("give --schema or --db, not both")
     from cqsens.db.reflect import reflect_schema

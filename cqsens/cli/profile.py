@@ -25,6 +25,9 @@ from pathlib import Path
 import click
 
 from cqsens.cli.exits import EXIT_OK, fail
+from cqsens.cli.options import db_file
+from cqsens.cli.output import check_output, force_option, write_output
+from cqsens.cli.params import DIALECT
 from cqsens.db import (
     OBSERVED_NOTE,
     Profile,
@@ -35,6 +38,7 @@ from cqsens.db import (
     reflect_schema,
 )
 from cqsens.errors import InputError
+from cqsens.files import write_text_atomically
 from cqsens.frontend.ddl import load_schema
 from cqsens.report.profile import render_json, render_text
 
@@ -50,13 +54,10 @@ def _profile(db: str, schema_file: str | None, dialect: str | None, constraints:
     return profile_database(db, schema=schema, deps=deps, origins=origins, samples=samples)
 
 
-def _write_proposals(report: Profile, db: str, output: str) -> None:
+def _write_proposals(report: Profile, db: str, output: Path) -> None:
     """Write the proposed dependencies as a constraints file (exits 1 if it cannot)."""
-    try:
-        Path(output).write_text(proposals_text(report.fanouts, report.schema,
-                                               database=mask_url(db)), encoding="utf-8")
-    except OSError as exc:
-        fail(f"error: {output}: cannot write: {exc.strerror}")
+    text = proposals_text(report.fanouts, report.schema, database=mask_url(db))
+    write_output(output, lambda: write_text_atomically(output, text))
     click.echo(f"{output}: {len(report.proposals)} proposed dependencies written "
                f"({OBSERVED_NOTE})", err=True)
 
@@ -66,8 +67,8 @@ def _write_proposals(report: Profile, db: str, output: str) -> None:
               help="sqlite:///path.db or postgresql://user:password@host:port/dbname.")
 @click.option("--schema", "schema_file", type=click.Path(dir_okay=False), default=None,
               help="SQL DDL file (CREATE TABLE ...); reflected from the database when absent.")
-@click.option("--dialect", default=None, metavar="NAME",
-              help="sqlglot dialect of the --schema DDL.")
+@click.option("--dialect", type=DIALECT, default=None, metavar="NAME",
+              help="sqlglot dialect of the --schema DDL (any casing).")
 @click.option("--constraints", type=click.Path(dir_okay=False), default=None,
               help="File of dependencies to check, one per line ('#' comments).")
 @click.option("--fd", "fds", multiple=True, metavar="'R[i->j]'",
@@ -76,6 +77,7 @@ def _write_proposals(report: Profile, db: str, output: str) -> None:
               help="Cardinality dependency to check.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="Write the proposed CDs (observed, not guaranteed) as a constraints file.")
+@force_option
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="Output format.")
 @click.option("--samples", type=click.IntRange(min=0), default=3, show_default=True,
@@ -90,6 +92,7 @@ def profile(
     fds: tuple[str, ...],
     cds: tuple[str, ...],
     output: str | None,
+    force: bool,
     fmt: str,
     samples: int,
     strict: bool,
@@ -108,13 +111,16 @@ def profile(
       cqsens profile --db sqlite:///hospital.db --constraints examples/hospital/constraints.txt
       cqsens profile --db postgresql://me@localhost/hospital -o observed.txt
     """
+    target = None if output is None else check_output(output, force=force, inputs=[
+        ("the --schema file", schema_file), ("the --constraints file", constraints),
+        ("the --db database", db_file(db))])
     try:
         report = _profile(db, schema_file, dialect, constraints, fds, cds, samples)
     except InputError as err:
         fail(err)
     click.echo(render_json(report) if fmt == "json" else render_text(report))
-    if output is not None:
-        _write_proposals(report, db, output)
+    if target is not None:
+        _write_proposals(report, db, target)
     if strict and report.violations:
         many = "dependency is" if len(report.violations) == 1 else "dependencies are"
         fail(f"error: {len(report.violations)} declared {many} violated in the database")

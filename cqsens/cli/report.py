@@ -9,8 +9,19 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from cqsens.cli.exits import EXIT_INPUT, EXIT_OK, fail
-from cqsens.cli.options import dependency_options, release_options, resolve_schema, schema_options
+from cqsens.cli.masking import command_args, masked_command
+from cqsens.cli.options import (
+    db_file,
+    dependency_options,
+    release_options,
+    resolve_schema,
+    schema_options,
+    timeout_option,
+)
+from cqsens.cli.output import check_output, force_option, write_output
+from cqsens.cli.validate import check_shared_options
 from cqsens.errors import InputError
+from cqsens.files import write_text_atomically
 
 if TYPE_CHECKING:
     from cqsens.batch import BatchResult
@@ -27,12 +38,12 @@ _SUFFIX_FORMATS = {"htm": "html", "html": "html", "md": "md", "markdown": "md", 
 @release_options
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="report.html, report.md or report.json (format from the suffix).")
+@force_option
 @click.option("--format", "fmt", type=click.Choice(["html", "md", "json"]), default=None,
               help="Output format (default: from the output's suffix).")
 @click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
               help="Worker processes; the output order does not depend on it.")
-@click.option("--timeout", type=click.FloatRange(min=0), default=10.0, show_default=True,
-              help="Seconds per query; a slower query is reported as timed out (0: no limit).")
+@timeout_option(10.0, "Seconds per query; a slower query is reported as timed out")
 @click.option("--strict", is_flag=True,
               help="Exit 1 if any file fails, times out, or is unbounded (for CI gates).")
 @click.option("--no-lower", is_flag=True, help="Skip the witness search (lower bounds null).")
@@ -51,6 +62,7 @@ def report_cmd(
     epsilon: float | None,
     delta: float | None,
     output: str,
+    force: bool,
     fmt: str | None,
     jobs: int,
     timeout: float,
@@ -63,27 +75,33 @@ def report_cmd(
     --schema/--constraints, a schema.sql / constraints.txt beside each query is
     used.  A file that fails to parse is a row with its error and the batch goes
     on: the exit code is 0 when the batch ran (1 with --strict if any file failed,
-    timed out or is unbounded).
+    timed out or is unbounded).  A bad option every query shares (--schema,
+    --constraints, --fd, --cd, --bounds, --dialect, --epsilon, --delta) stops
+    the command at once with exit 2.  An existing output file is replaced only
+    with --force, and never when it is one of the inputs.
     """
     suffix = Path(output).suffix.lower().lstrip(".")
     chosen = fmt or _SUFFIX_FORMATS.get(suffix)
     if chosen is None:
         raise click.UsageError(f"cannot tell the format of {output}: use .html, .md or .json, "
                                "or --format")
-    options = dict(schema=resolve_schema(schema, db_url), dialect=dialect, fds=list(fds),
+    target = check_output(output, inputs=_inputs(inputs, schema, constraints, db_url),
+                          force=force)
+    shared = resolve_schema(schema, db_url)
+    check_shared_options(schema=shared, dialect=dialect, fds=fds, cds=cds,
+                         constraints=constraints, bounds=value_bounds)
+    options = dict(schema=shared, dialect=dialect, fds=list(fds),
                    cds=list(cds), constraints=constraints, neighbor=neighbor,
                    bounds=list(value_bounds), contributions=contributions, rows=rows,
                    epsilon=epsilon, delta=delta, prove_lower=not no_lower)
-    command = "cqsens report " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else "cqsens report"
+    command = masked_command("cqsens", command_args())
     try:
         result = _run_batch(inputs, jobs, timeout, command, options)
-    except InputError as err:  # bad shared options (schema, constraints) stop the batch
+    except InputError as err:
         fail(err)
     batch = result.as_dict()
-    try:
-        Path(output).write_text(_render(batch, chosen), encoding="utf-8")
-    except OSError as exc:
-        fail(f"error: {output}: cannot write: {exc.strerror}")
+    text = _render(batch, chosen)
+    write_output(output, lambda: write_text_atomically(target, text))
     s = batch["summary"]
     click.echo(f"{output}: {s['total']} queries: {s['bounded']} bounded, "
                f"{s['unbounded']} unbounded, {s['errors']} errors, "
@@ -92,6 +110,22 @@ def report_cmd(
         if row["status"] != "ok":
             click.echo(f"  {row['status']}: {row['error']}", err=True)
     sys.exit(EXIT_INPUT if strict and (result.failed or result.unbounded) else EXIT_OK)
+
+
+def _inputs(inputs: tuple[str, ...], schema: str | None, constraints: str | None,
+            db_url: str | None) -> list[tuple[str, Path | None]]:
+    """Every file the report reads: queries, schemas and constraints found, options' files."""
+    from cqsens.batch import collect_files
+
+    files, _ = collect_files(inputs)
+    found: list[tuple[str, Path | None]] = [("an input", Path(i)) for i in inputs]
+    found += [("a query file", f) for f in files]
+    for folder in (Path(i) for i in inputs if Path(i).is_dir()):
+        found += [("a schema or constraints file", p) for p in folder.rglob("*")
+                  if p.name in ("schema.sql", "constraints.txt")]
+    return found + [("the --schema file", None if schema is None else Path(schema)),
+                    ("the --constraints file", None if constraints is None else Path(constraints)),
+                    ("the --db database", db_file(db_url))]
 
 
 def _render(batch: dict[str, Any], chosen: str) -> str:
@@ -109,10 +143,7 @@ def _run_batch(inputs: tuple[str, ...], jobs: int, timeout: float, command: str,
                options: dict[str, Any]) -> BatchResult:
     """Run the batch with a rich progress bar when stdout is a terminal."""
     from cqsens.batch import analyze_paths
-    from cqsens.frontend.ddl import load_schema
 
-    if isinstance(options["schema"], (str, type(None))):  # not yet a Schema (--db reflects it)
-        load_schema(options["schema"], dialect=options["dialect"])  # fail early on a bad one
     if not sys.stdout.isatty():
         return analyze_paths(inputs, jobs=jobs, timeout=timeout, command=command, **options)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn

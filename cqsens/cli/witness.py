@@ -7,8 +7,16 @@ from pathlib import Path
 import click
 
 from cqsens.cli.exits import fail
-from cqsens.cli.options import dependency_options, resolve_schema, schema_options
-from cqsens.errors import InputError
+from cqsens.cli.options import (
+    db_file,
+    dependency_options,
+    resolve_schema,
+    schema_options,
+    timeout_option,
+    witness_time_option,
+)
+from cqsens.cli.output import check_output, force_option, write_output
+from cqsens.errors import CqsensError
 from cqsens.pipeline import analyze
 
 __all__ = ["witness_cmd"]
@@ -22,8 +30,9 @@ __all__ = ["witness_cmd"]
 @dependency_options
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="Where to write: a .sql script, or a .sqlite/.db database.")
-@click.option("--witness-time", type=click.FloatRange(min=0), default=1.0, show_default=True,
-              help="Seconds of local search when the constructions do not reach the upper bound.")
+@force_option
+@witness_time_option(1.0)
+@timeout_option(30.0, "Seconds the analysis may take")
 def witness_cmd(
     query: str | None,
     cq_text: str | None,
@@ -36,14 +45,18 @@ def witness_cmd(
     constraints: str | None,
     neighbor: str,
     output: str,
+    force: bool,
     witness_time: float,
+    timeout: float,
 ) -> None:
     """Write the databases that prove the lower bound of QUERY.
 
     A .sql output is a runnable script: CREATE TABLE, the INSERTs of A, the
     counts as comments, and the INSERT of the added row t as the last
     statement.  A .sqlite/.db output holds A in the tables and A ∪ {t} in
-    <table>_with_t copies.
+    <table>_with_t copies.  An existing output file is replaced only with
+    --force, and never when it is one of the inputs (query, schema,
+    constraints, the --db file).
     """
     from cqsens.witness import write_witness
 
@@ -52,19 +65,21 @@ def witness_cmd(
         raise click.UsageError("give exactly one query: QUERY file, --cq TEXT or --sql TEXT")
     kind = "cq" if cq_text is not None else "sql" if sql_text is not None else None
     source: str | Path = Path(query) if query is not None else given[0]
+    target = check_output(output, force=force, inputs=[
+        ("the query file", query), ("the --schema file", schema),
+        ("the --constraints file", constraints), ("the --db database", db_file(db_url))])
     schema_obj = resolve_schema(schema, db_url)
     try:
         result = analyze(source, schema=schema_obj, fds=fds, cds=cds, constraints=constraints,
                          dialect=dialect, neighbor=neighbor, kind=kind,
-                         witness_time=witness_time)
-    except InputError as err:
+                         witness_time=witness_time, timeout=timeout)
+    except CqsensError as err:  # bad input, or over --timeout
         fail(err)
-    if result.witness is None:
+    witness = result.witness
+    if witness is None:
         fail(f"error: no witness found for {result.source}")
-    try:
-        write_witness(result.witness, output, title=f"{result.source}: {result.cq}")
-    except OSError as exc:
-        fail(f"error: {output}: cannot write: {exc.strerror}")
-    click.echo(f"{output}: {result.witness.summary()}")
+    write_output(output, lambda: write_witness(witness, target,
+                                               title=f"{result.source}: {result.cq}"))
+    click.echo(f"{output}: {witness.summary()}")
     click.echo(f"upper bound {result.upper}, lower bound {result.lower}"
                + (" (tight)" if result.tight else ""))

@@ -21,6 +21,7 @@ from cqsens.ir.schema import Schema
 __all__ = ["load_query", "resolve_sigma"]
 
 
+_QUERY_CHARS = re.compile(r"[\s():]")
 _SQL_START = re.compile(r"^\s*(--[^\n]*\n\s*|/\*.*?\*/\s*)*(select|with|\()", re.I | re.S)
 
 
@@ -32,13 +33,22 @@ def load_query(
     kind: str | None = None,
     name: str | None = None,
 ) -> AggregateQuery:
-    """Read SQL or CQ text (or a ``.sql``/``.cq`` file) into an AggregateQuery."""
+    """Read SQL or CQ text (or a ``.sql``/``.cq`` file) into an AggregateQuery.
+
+    A :class:`~pathlib.Path` is always a file and a ``str`` with ``kind``
+    given is always text: nothing is guessed from how the text ends.  Only a
+    ``str`` without ``kind`` that names a ``.sql``/``.cq`` file (see
+    :func:`_names_query_file`) is read as that file, a convenience of the
+    Python API; the command line always passes a Path or a kind.  Files are
+    read by :func:`cqsens.errors.read_text`: regular files of at most
+    :data:`cqsens.errors.MAX_INPUT_BYTES`.
+    """
     text = str(source)
     origin = name
     path: Path | None = None
     if isinstance(source, Path):
         path = source
-    elif "\n" not in text and len(text) < 4096 and text.endswith((".sql", ".cq")):
+    elif kind is None and _names_query_file(text):
         path = Path(text)
     if path is not None:
         text = read_text(path, what="query file")
@@ -54,6 +64,23 @@ def load_query(
         return AggregateQuery(cq=cq, source=origin or "<cq>", heads=(cq.head,), body=cq, text=text)
     query = parse_sql(text, schema=schema, dialect=dialect, source=origin or "<sql>")
     return replace(query, text=text)
+
+
+def _names_query_file(text: str) -> bool:
+    """Whether ``text`` names a ``.sql``/``.cq`` file rather than holding a query.
+
+    It must end in ``.sql``/``.cq`` and either name an existing file or look
+    like a bare file name (no blank, parenthesis or colon, which every query
+    has), so that a missing file is reported as missing.
+    """
+    if "\n" in text or "\0" in text or len(text) >= 4096 or not text.endswith((".sql", ".cq")):
+        return False
+    try:
+        if Path(text).exists():
+            return True
+    except (OSError, ValueError):
+        return False
+    return _QUERY_CHARS.search(text) is None
 
 
 def _check_cq_against_schema(cq: CQ, schema: Schema, source: str) -> None:

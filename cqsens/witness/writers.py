@@ -6,6 +6,8 @@ import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
 
+from cqsens.errors import InputError
+from cqsens.files import write_atomically, write_text_atomically
 from cqsens.frontend.sqlgen import ColumnRef, predicate_sql
 from cqsens.witness.evaluate import Value, quote_ident, sql_literal
 from cqsens.witness.model import Witness
@@ -39,18 +41,30 @@ def _insert(relation: str, row: Iterable[Value]) -> str:
 
 def write_witness(witness: Witness, path: str | Path, *, title: str = "") -> None:
     """Write the witness as a SQL script, or for ``.sqlite``/``.db`` a SQLite file
-    holding A in the tables and A ∪ {t} in ``<table>_with_t`` copies."""
+    holding A in the tables and A ∪ {t} in ``<table>_with_t`` copies.
+
+    The file is written whole to a temporary file beside ``path`` and renamed
+    into place (:func:`cqsens.files.write_atomically`), so a failure never
+    leaves a half-written file or loses the one that was there.  Whether
+    ``path`` may be replaced at all is the caller's decision.
+
+    Raises
+    ------
+    OSError
+        The folder is missing or not writable.
+    InputError
+        A ``.sqlite``/``.db`` output would need an integer beyond 64 bits.
+    """
     target = Path(path)
     if target.suffix in (".sqlite", ".db", ".sqlite3"):
-        _write_sqlite(witness, target)
+        write_atomically(target, lambda temporary: _write_sqlite(witness, temporary, str(target)))
     else:
-        target.write_text(to_sql_script(witness, title=title), encoding="utf-8")
+        write_text_atomically(target, to_sql_script(witness, title=title))
 
 
-def _write_sqlite(witness: Witness, target: Path) -> None:
-    """A fresh SQLite file: A, A ∪ {t} as ``<table>_with_t``, and a ``cqsens_witness`` table."""
-    if target.exists():
-        target.unlink()
+def _write_sqlite(witness: Witness, target: Path, name: str) -> None:
+    """Fill the empty SQLite file ``target`` (written for ``name``): A, A ∪ {t} as
+    ``<table>_with_t``, and a ``cqsens_witness`` table."""
     conn = sqlite3.connect(target)
     try:
         full = witness.database.with_row(witness.relation, witness.row)
@@ -71,5 +85,9 @@ def _write_sqlite(witness: Witness, target: Path) -> None:
              ("summary", witness.summary())],
         )
         conn.commit()
+    except OverflowError as exc:
+        raise InputError(f"the witness holds an integer SQLite cannot store ({exc}); "
+                         "write a .sql script instead", source=name,
+                         construct="-o") from None
     finally:
         conn.close()

@@ -1,0 +1,90 @@
+"""Checks of the options every query of a batch shares, made once before any row runs.
+
+``cqsens report`` applies ``--schema``/``--db``, ``--constraints``, ``--fd``,
+``--cd`` and ``--bounds`` to every query it finds.  A bad one would make every
+row fail the same way; :func:`check_shared_options` finds it first and makes
+it one usage error (exit 2).  What depends on a query (a position out of a
+relation's range, a relation the query does not use) is still checked per row.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from cqsens.errors import DependencyError, InputError, read_text
+from cqsens.ir.schema import Schema
+
+__all__ = ["check_shared_options"]
+
+_NEEDS_SCHEMA = "needs a schema"
+
+
+def _check_dependency(text: str, *, kind: str, schema: Schema | None, source: str,
+                      line: int | None = None) -> None:
+    """Parse one dependency; a column name is left to the rows when no schema is shared."""
+    from cqsens.frontend.parse_cq import parse_dependency
+
+    try:
+        parse_dependency(text, schema=schema, kind=kind, source=source, line=line)
+    except DependencyError as err:
+        if schema is None and _NEEDS_SCHEMA in err.message:
+            return  # a schema.sql beside each query may name the columns
+        raise
+
+
+def check_shared_options(
+    *,
+    schema: Path | Schema | None,
+    dialect: str | None,
+    fds: tuple[str, ...],
+    cds: tuple[str, ...],
+    constraints: str | None,
+    bounds: tuple[str, ...],
+) -> Schema | None:
+    """Load the shared schema and check the shared options, or raise a usage error.
+
+    Parameters
+    ----------
+    schema : Path, Schema or None
+        The ``--schema`` file, or the schema reflected from ``--db``.
+    dialect : str or None
+        The ``--dialect`` (already checked by its option type).
+    fds, cds : tuple of str
+        The ``--fd`` and ``--cd`` texts.
+    constraints : str or None
+        The ``--constraints`` file.
+    bounds : tuple of str
+        The ``--bounds`` texts.
+
+    Returns
+    -------
+    Schema or None
+        The shared schema once parsed.
+
+    Raises
+    ------
+    click.UsageError
+        The first bad option, with the error that every row would have had.
+    """
+    from cqsens.frontend.ddl import load_schema
+    from cqsens.release.values import parse_value_bounds
+
+    try:
+        parsed = load_schema(schema, dialect=dialect)
+        parse_value_bounds(bounds)
+        for kind, items in (("fd", fds), ("cd", cds)):
+            for item in items:
+                _check_dependency(item, kind=kind, schema=parsed, source=f"--{kind}")
+        if constraints is not None:
+            text = read_text(Path(constraints), error=DependencyError, what="constraints file")
+            for number, raw in enumerate(text.splitlines(), start=1):
+                line = raw.split("#", 1)[0].strip()
+                if line:
+                    _check_dependency(line, kind="auto", schema=parsed, source=constraints,
+                                      line=number)
+    except InputError as err:
+        raise click.UsageError(f"{err} (an option every query shares; nothing was analysed)"
+                               ) from None
+    return parsed
