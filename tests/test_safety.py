@@ -354,7 +354,8 @@ def test_witness_sqlite_output_is_a_fresh_database(tmp_path: Path) -> None:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
     finally:
         conn.close()
-    assert {"R", "R_with_t", "cqsens_witness"} <= tables
+    assert {"R", "cqsens_witness"} <= tables and "R_with_t" not in tables
+    assert (tmp_path / "w.with_t.db").exists()  # A ∪ {t} is its own file
 
 
 # ----------------------------------------------------------------------- 5. input files

@@ -55,7 +55,7 @@ def _jobs(files: tuple[str, ...], cq_texts: tuple[str, ...],
               help="Show the witness databases behind the lower bound.")
 @click.option("--no-lower", is_flag=True,
               help="Skip the witness search (faster; the lower bound is then null).")
-@witness_time_option(0.25)
+@witness_time_option(0.5)
 @timeout_option(30.0, "Seconds each query's analysis may take")
 def analyze_cmd(
     files: tuple[str, ...],

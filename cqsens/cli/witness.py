@@ -52,22 +52,27 @@ def witness_cmd(
     """Write the databases that prove the lower bound of QUERY.
 
     A .sql output is a runnable script: CREATE TABLE, the INSERTs of A, the
-    counts as comments, and the INSERT of the added row t as the last
-    statement.  A .sqlite/.db output holds A in the tables and A ∪ {t} in
-    <table>_with_t copies.  An existing output file is replaced only with
+    query, the INSERT of the added row t, and the query again, so that
+    `sqlite3 :memory: < w.sql` prints both counts.  A .sqlite/.db output is two
+    files, w.sqlite holding A and w.with_t.sqlite holding A ∪ {t}, on which the
+    query runs unchanged.  An existing output file is replaced only with
     --force, and never when it is one of the inputs (query, schema,
     constraints, the --db file).
     """
     from cqsens.witness import write_witness
+    from cqsens.witness.writers import companion_path, is_database_path
 
     given = [x for x in (query, cq_text, sql_text) if x is not None]
     if len(given) != 1:
         raise click.UsageError("give exactly one query: QUERY file, --cq TEXT or --sql TEXT")
     kind = "cq" if cq_text is not None else "sql" if sql_text is not None else None
     source: str | Path = Path(query) if query is not None else given[0]
-    target = check_output(output, force=force, inputs=[
+    inputs: list[tuple[str, str | Path | None]] = [
         ("the query file", query), ("the --schema file", schema),
-        ("the --constraints file", constraints), ("the --db database", db_file(db_url))])
+        ("the --constraints file", constraints), ("the --db database", db_file(db_url))]
+    target = check_output(output, force=force, inputs=inputs)
+    if is_database_path(target):
+        check_output(str(companion_path(target)), force=force, inputs=inputs)
     schema_obj = resolve_schema(schema, db_url)
     try:
         result = analyze(source, schema=schema_obj, fds=fds, cds=cds, constraints=constraints,

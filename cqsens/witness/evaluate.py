@@ -21,6 +21,7 @@ __all__ = [
     "affinity_value",
     "connect",
     "count_answers",
+    "counting_sql",
     "cq_sql",
     "quote_ident",
     "sql_literal",
@@ -170,6 +171,25 @@ def cq_sql(cq: CQ, columns: Mapping[str, tuple[str, ...]]) -> str:
     return f"SELECT COUNT(*) FROM (SELECT DISTINCT {head} FROM {from_}{cond})"
 
 
+def counting_sql(
+    query: CQ | AggregateQuery,
+    columns: Mapping[str, tuple[str, ...]],
+    *,
+    use_user_sql: bool = True,
+) -> str:
+    """The SQLite SELECT :func:`count_answers` runs: the user's own SQL for a single
+    COUNT given as SQL, else the generated SELECT of :func:`cq_sql`."""
+    if isinstance(query, AggregateQuery):
+        if use_user_sql and query.sql and len(query.aggregates) == 1 \
+                and not query.group_by and query.aggregate in ("count", "count_distinct") \
+                and len(query.aggregates[0].columns) <= 1:
+            own = sqlite_query(query.sql, query.dialect)
+            if own is not None:
+                return own
+        return cq_sql(query.cq, columns)
+    return cq_sql(query, columns)
+
+
 def count_answers(
     query: CQ | AggregateQuery,
     db: Database,
@@ -186,17 +206,8 @@ def count_answers(
     own = conn is None
     connection = conn or connect(db)
     try:
-        if isinstance(query, AggregateQuery):
-            sql = None
-            if use_user_sql and query.sql and len(query.aggregates) == 1 \
-                    and not query.group_by and query.aggregate in ("count", "count_distinct") \
-                    and len(query.aggregates[0].columns) <= 1:
-                sql = sqlite_query(query.sql, query.dialect)
-            if sql is None:
-                sql = cq_sql(query.cq, db.columns)
-        else:
-            sql = cq_sql(query, db.columns)
-        (value,) = connection.execute(sql).fetchone()
+        (value,) = connection.execute(
+            counting_sql(query, db.columns, use_user_sql=use_user_sql)).fetchone()
         return int(value or 0)
     finally:
         if own:

@@ -26,6 +26,7 @@ class Witness:
     unbounded: bool = False
     checks: tuple[tuple[str, int, Predicate], ...] = ()  # (relation, position, CHECK on Slot(0))
     hidden: tuple[tuple[str, int], ...] = ()  # (relation, position) of a row identity
+    query_sql: str = ""  # the SQLite SELECT both counts come from
 
     def _visible(self, relation: str, row: tuple[Value, ...]) -> tuple[Value, ...]:
         drop = {p for r, p in self.hidden if r == relation}

@@ -56,6 +56,7 @@ from cqsens.witness.evaluate import (
     affinity_value,
     connect,
     count_answers,
+    counting_sql,
     quote_ident,
 )
 from cqsens.witness.model import Witness
@@ -166,9 +167,10 @@ def find_witness(
         found = _search(ctx, upper, time_budget, seed)
     finally:
         scratch.close()
-    if found is not None and query.row_positions:
-        found = dataclasses.replace(found, hidden=tuple(
-            (r, p) for r, p in sorted(query.row_positions.items()) if r in cols))
+    if found is not None:
+        found = dataclasses.replace(
+            found, query_sql=counting_sql(query, cols),
+            hidden=tuple((r, p) for r, p in sorted(query.row_positions.items()) if r in cols))
     if found is None or not column_checks:
         return found
     kept = tuple((rel, pos, t) for (rel, pos), ts in sorted(column_checks.items()) for t in ts

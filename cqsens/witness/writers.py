@@ -1,37 +1,58 @@
-"""Write a witness: a runnable SQL script, or a SQLite file holding A and A ∪ {t}."""
+"""Write a witness: a runnable SQL script, or two SQLite files holding A and A ∪ {t}."""
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 
 from cqsens.errors import InputError
 from cqsens.files import write_atomically, write_text_atomically
 from cqsens.frontend.sqlgen import ColumnRef, predicate_sql
-from cqsens.witness.evaluate import Value, quote_ident, sql_literal
+from cqsens.witness.evaluate import Database, Value, quote_ident, sql_literal
 from cqsens.witness.model import Witness
 
-__all__ = ["to_sql_script", "write_witness"]
+__all__ = ["companion_path", "is_database_path", "to_sql_script", "write_witness"]
+
+
+def _column_defs(witness: Witness, relation: str) -> list[str]:
+    """The table's own columns (typed as declared) and its CHECKs, without a row identity."""
+    hidden = {p for r, p in witness.hidden if r == relation}
+    every = witness.database.column_defs(relation)
+    columns = witness.database.columns[relation]
+    defs = [d for i, d in enumerate(every) if i not in hidden]
+    defs += [f"CHECK ({predicate_sql(c, [ColumnRef(None, columns[pos])])})"
+             for r, pos, c in witness.checks if r == relation and pos not in hidden]
+    return defs
 
 
 def to_sql_script(witness: Witness, *, title: str = "") -> str:
-    """A runnable SQL script: CREATE TABLE, INSERT for A, then the INSERT of t last."""
+    """A runnable SQL script: the tables, the rows of A, the query, the row t, the query again.
+
+    ``sqlite3 :memory: < w.sql`` prints the count on A, then on A ∪ {t}.  Tables
+    without a key hold their rows as a bag: equal rows are inserted as often as
+    they occur.
+    """
     lines = [f"-- cqsens witness{': ' + title if title else ''}"]
     lines.append(f"-- #Q(A) = {witness.count_without}")
     lines.append(f"-- #Q(A ∪ {{t}}) = {witness.count_with}   (difference {witness.difference})")
     if witness.growth:
         lines.append("-- growing family: " + ", ".join(f"N={n}: {d}" for n, d in witness.growth))
-    for rel, cols in sorted(witness.database.columns.items()):
-        parts = witness.database.column_defs(rel)
-        parts += [f"CHECK ({predicate_sql(c, [ColumnRef(None, cols[pos])])})"
-                  for r, pos, c in witness.checks if r == rel]
-        lines.append(f"CREATE TABLE {quote_ident(rel)} ({', '.join(parts)});")
-    for rel, rows in witness.database.as_lists().items():
+    for rel in sorted(witness.database.columns):
+        lines.append(f"CREATE TABLE {quote_ident(rel)} ({', '.join(_column_defs(witness, rel))});")
+    for rel, rows in witness.shown_tables().items():
         for row in rows:
             lines.append(_insert(rel, row))
+    query = witness.query_sql.strip().rstrip(";")
+    if query:
+        lines.append(f"-- the query on A (prints {witness.count_without}):")
+        lines.append(f"{query};")
     lines.append(f"-- the added row t (A ∪ {{t}} has count {witness.count_with}):")
-    lines.append(_insert(witness.relation, witness.row))
+    lines.append(_insert(witness.relation, witness.shown_row))
+    if query:
+        lines.append(f"-- the query on A ∪ {{t}} (prints {witness.count_with}):")
+        lines.append(f"{query};")
     return "\n".join(lines) + "\n"
 
 
@@ -39,49 +60,64 @@ def _insert(relation: str, row: Iterable[Value]) -> str:
     return f"INSERT INTO {quote_ident(relation)} VALUES ({', '.join(sql_literal(v) for v in row)});"
 
 
-def write_witness(witness: Witness, path: str | Path, *, title: str = "") -> None:
-    """Write the witness as a SQL script, or for ``.sqlite``/``.db`` a SQLite file
-    holding A in the tables and A ∪ {t} in ``<table>_with_t`` copies.
+def companion_path(path: str | Path) -> Path:
+    """Where a ``.sqlite``/``.db`` witness keeps A ∪ {t}: ``w.sqlite`` → ``w.with_t.sqlite``."""
+    target = Path(path)
+    return target.with_name(f"{target.stem}.with_t{target.suffix}")
 
-    The file is written whole to a temporary file beside ``path`` and renamed
-    into place (:func:`cqsens.files.write_atomically`), so a failure never
-    leaves a half-written file or loses the one that was there.  Whether
-    ``path`` may be replaced at all is the caller's decision.
+
+def is_database_path(path: str | Path) -> bool:
+    """True for the suffixes written as SQLite files (``.sqlite``, ``.sqlite3``, ``.db``)."""
+    return Path(path).suffix in (".sqlite", ".db", ".sqlite3")
+
+
+def write_witness(witness: Witness, path: str | Path, *, title: str = "") -> None:
+    """Write the witness as a SQL script, or as two SQLite files.
+
+    For ``.sqlite``/``.db``/``.sqlite3``, ``path`` holds A and
+    :func:`companion_path` holds A ∪ {t}, each with the tables' own columns, so
+    the user's query runs unchanged on both; each also has a ``cqsens_witness``
+    table with the counts.  Every file is written whole to a temporary file
+    beside it and renamed into place (:func:`cqsens.files.write_atomically`).
+    Whether a path may be replaced is the caller's decision.
 
     Raises
     ------
     OSError
         The folder is missing or not writable.
     InputError
-        A ``.sqlite``/``.db`` output would need an integer beyond 64 bits.
+        A database output would need an integer beyond 64 bits.
     """
     target = Path(path)
-    if target.suffix in (".sqlite", ".db", ".sqlite3"):
-        write_atomically(target, lambda temporary: _write_sqlite(witness, temporary, str(target)))
+    if is_database_path(target):
+        full = witness.database.with_row(witness.relation, witness.row)
+        write_atomically(target, lambda tmp: _write_sqlite(witness, witness.database, tmp,
+                                                           str(target)))
+        second = companion_path(target)
+        write_atomically(second, lambda tmp: _write_sqlite(witness, full, tmp, str(second)))
     else:
         write_text_atomically(target, to_sql_script(witness, title=title))
 
 
-def _write_sqlite(witness: Witness, target: Path, name: str) -> None:
-    """Fill the empty SQLite file ``target`` (written for ``name``): A, A ∪ {t} as
-    ``<table>_with_t``, and a ``cqsens_witness`` table."""
+def _write_sqlite(witness: Witness, db: Database, target: Path, name: str) -> None:
+    """Fill the empty SQLite file ``target`` (written for ``name``) with ``db`` in the
+    tables' own columns (equal rows repeated) and a ``cqsens_witness`` table."""
     conn = sqlite3.connect(target)
     try:
-        full = witness.database.with_row(witness.relation, witness.row)
-        for suffix, db in (("", witness.database), ("_with_t", full)):
-            for rel, cols in sorted(db.columns.items()):
-                name = quote_ident(rel + suffix)
-                conn.execute(f"CREATE TABLE {name} ({db.column_sql(rel)})")
-                rows = db.rows.get(rel, ())
-                if rows:
-                    marks = ", ".join("?" for _ in cols)
-                    conn.executemany(f"INSERT INTO {name} VALUES ({marks})", list(rows))
+        shown = replace(witness, database=db)
+        for rel, rows in shown.shown_tables().items():
+            defs = ", ".join(_column_defs(witness, rel))
+            conn.execute(f"CREATE TABLE {quote_ident(rel)} ({defs})")
+            if rows:
+                marks = ", ".join("?" for _ in rows[0])
+                conn.executemany(f"INSERT INTO {quote_ident(rel)} VALUES ({marks})", rows)
         conn.execute("CREATE TABLE cqsens_witness (key TEXT, value TEXT)")
         conn.executemany(
             "INSERT INTO cqsens_witness VALUES (?, ?)",
             [("count_without_t", str(witness.count_without)),
              ("count_with_t", str(witness.count_with)),
-             ("added_row", f"{witness.relation}{witness.row!r}"),
+             ("added_row", f"{witness.relation}{witness.shown_row!r}"),
+             ("query", witness.query_sql),
              ("summary", witness.summary())],
         )
         conn.commit()
