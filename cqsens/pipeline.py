@@ -53,6 +53,7 @@ from cqsens.release.values import (
 )
 from cqsens.witness import Witness, find_witness
 from cqsens.witness.schema_checks import column_checks, finite_columns
+from cqsens.witness.schema_checks import keys as witness_keys
 
 __all__ = [
     "PIPELINE",
@@ -268,8 +269,12 @@ def stage_witness(state: State) -> State:
     witness = find_witness(
         query, state.sigma, counted.core, upper=counted.bound.value, columns=query.columns,
         time_budget=options.witness_time, seed=options.seed,
-        column_checks=column_checks(schema), bound=counted.bound,
-        finite_columns=finite_columns(schema),
+        column_checks=column_checks(schema, value_bounds=options.value_bounds,
+                                    columns=query.columns),
+        bound=counted.bound,
+        finite_columns=finite_columns(schema, value_bounds=options.value_bounds,
+                                      columns=query.columns),
+        keys=witness_keys(schema),
         column_types={r.name: r.types for r in schema.relations} if schema is not None else None,
     )
     if witness is None:

@@ -141,3 +141,17 @@ def test_witness_respects_checks_and_claims_no_false_infinity() -> None:
     script = to_sql_script(a.witness)
     conn = sqlite3.connect(":memory:")
     conn.executescript(script)  # the CHECKs are in the script and hold
+
+
+def test_witness_respects_composite_keys_and_value_bounds() -> None:
+    """A witness satisfies everything declared: a composite PRIMARY KEY (an earlier witness
+    repeated (a, b) with other c values and claimed 257) and the --bounds ranges."""
+    ddl = "CREATE TABLE T (a INT, b INT, c INT, PRIMARY KEY (a, b));"
+    a = analyze("SELECT COUNT(*) FROM T t1, T t2 WHERE t1.a = t2.a", schema=ddl,
+                cds=["T[a->b]<=2"])
+    assert a.witness is not None and a.lower == 3  # at most 2 rows per a: 2·2 − 1 new pairs
+    rows = a.witness.shown_tables()["T"] + [a.witness.shown_row]
+    assert len({(x, y) for x, y, _ in rows}) == len(rows)
+    b = analyze("SELECT COUNT(*) FROM P p WHERE p.v > 3",
+                schema="CREATE TABLE P (id INT PRIMARY KEY, v INT);", bounds=["P.v=0:2"])
+    assert b.lower is None  # no row with v in [0, 2] passes v > 3: no false witness

@@ -88,6 +88,7 @@ class _Context:
     column_checks: Mapping[tuple[str, int], Sequence[Predicate]] = field(default_factory=dict)
     types: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     work_left: int = WORK_ROWS
+    keys: Mapping[str, tuple[tuple[int, ...], ...]] = field(default_factory=dict)
 
 
 def find_witness(
@@ -103,6 +104,7 @@ def find_witness(
     bound: UpperBound | None = None,
     finite_columns: Iterable[tuple[str, int]] = (),
     column_types: Mapping[str, tuple[str, ...]] | None = None,
+    keys: Mapping[str, tuple[tuple[int, ...], ...]] | None = None,
 ) -> Witness | None:
     """The best witness found for ``query`` on C_Σ, or None.
 
@@ -162,7 +164,8 @@ def find_witness(
                        if isinstance(t, Var) and (a.relation, p) in finite_set)
     ctx = _Context(query, sigma, core_cq, cols, checks, scratch, bound, deadline,
                    column_checks=dict(column_checks or {}), finite=finite,
-                   types={r: tuple(t) for r, t in (column_types or {}).items() if r in cols})
+                   types={r: tuple(t) for r, t in (column_types or {}).items() if r in cols},
+                   keys=dict(keys or {}))
     try:
         found = _search(ctx, upper, time_budget, seed)
     finally:
@@ -354,12 +357,24 @@ def _meets_checks(ctx: _Context, db: Database) -> bool:
     return True
 
 
+def _keys_hold(ctx: _Context, db: Database) -> bool:
+    """No two rows agree on a key of their table (composite keys included)."""
+    for relation, keys in ctx.keys.items():
+        rows = db.rows.get(relation, ())
+        for key in keys:
+            seen = {tuple(row[p] for p in key) for row in rows}
+            if len(seen) != len(rows):
+                return False
+    return True
+
+
 def _evaluate(
     ctx: _Context, db: Database, relation: str, row: tuple[Value, ...]
 ) -> tuple[int, int] | None:
     """``(#Q(A), #Q(A ∪ {t}))``, or None when Σ or a CHECK fails or time is up."""
     full = db.with_row(relation, row)
-    if not satisfies(full.rows, ctx.sigma) or not _meets_checks(ctx, full):
+    if not satisfies(full.rows, ctx.sigma) or not _meets_checks(ctx, full) \
+            or not _keys_hold(ctx, full):
         return None
     if time.monotonic() > ctx.deadline:
         return None
