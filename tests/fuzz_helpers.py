@@ -162,6 +162,13 @@ def check_json(text: str, what: str) -> Any:
     return data
 
 
+def _last_error(text: str) -> str:
+    """The exception line and the innermost cqsens frame of a printed traceback."""
+    lines = text.rstrip().splitlines()
+    frames = [ln.strip() for ln in lines if ln.lstrip().startswith("File ") and "cqsens" in ln]
+    return (lines[-1] if lines else "") + (f" [{frames[-1]}]" if frames else "")
+
+
 def check_run(run: Run, *, json_out: bool = False,
               allowed: frozenset[int] = ALLOWED_EXITS) -> None:
     """Assert the outcome contract for one run (see the module docstring)."""
@@ -169,7 +176,7 @@ def check_run(run: Run, *, json_out: bool = False,
     assert run.code is not None, f"HANG: killed after {HANG_LIMIT:.0f} s: cqsens {shown}"
     assert run.exception is None, f"CRASH {describe(run.exception)}: cqsens {shown}"
     assert "Traceback" not in run.out and "Traceback" not in run.err, (
-        f"TRACEBACK (exit {run.code}) {run.err[-600:]}: cqsens {shown}")
+        f"TRACEBACK (exit {run.code}) {_last_error(run.out + run.err)}: cqsens {shown}")
     assert run.elapsed <= HANG_LIMIT, f"HANG: {run.elapsed:.1f} s: cqsens {shown}"
     assert run.code in allowed, (
         f"WRONG EXIT {run.code} (expected {sorted(allowed)}): cqsens {shown}\n"

@@ -133,7 +133,8 @@ def test_analyze_mutated_options(options: list[tuple[str, str]], query: str) -> 
 @given(text=cq_texts(), suffix=st.sampled_from((".sql", ".db")),
        deps=st.lists(dependency_texts(), max_size=2),
        options=option_values(("--witness-time", "--dialect", "--neighbor", "--timeout")))
-def test_witness(text: str, suffix: str, deps: list[str], options: list[tuple[str, str]], tmp_path: Path) -> None:
+def test_witness(text: str, suffix: str, deps: list[str], options: list[tuple[str, str]],
+                 tmp_path: Path) -> None:
     folder = fresh_dir(tmp_path)
     args = ["witness", "--cq", text, "-o", str(folder / f"w{suffix}")]
     if not any(name == "--witness-time" for name, _ in options):
