@@ -205,13 +205,15 @@ def _column_name(query: AggregateQuery, schema: Schema | None, relation: str, i:
     return columns[i] if columns and i < len(columns) else str(i + 1)
 
 
-def _bound_with(query: AggregateQuery, sigma: Sigma, extra: Sequence[Dependency]) -> Weight:
-    return count_bound(query.cq, Sigma.of([*sigma, *extra])).bound.value
+def _bound_with(query: AggregateQuery, sigma: Sigma, extra: Sequence[Dependency],
+                public: frozenset[str]) -> Weight:
+    return count_bound(query.cq, Sigma.of([*sigma, *extra]), public=public).bound.value
 
 
-def suggestion(query: AggregateQuery, sigma: Sigma, core: CQ, schema: Schema | None) -> list[str]:
+def suggestion(query: AggregateQuery, sigma: Sigma, core: CQ, schema: Schema | None, *,
+               public: frozenset[str] = frozenset()) -> list[str]:
     """The fewest dependencies that bound the query, confirmed by re-analysis."""
-    advice = suggest(core, sigma)
+    advice = suggest(core, sigma, public=public)
     if not advice.dependencies:
         return [f"No dependency helps: {advice.reason}."] if advice.reason else []
 
@@ -223,8 +225,9 @@ def suggestion(query: AggregateQuery, sigma: Sigma, core: CQ, schema: Schema | N
 
     lines: list[str] = []
     for n, option in enumerate((advice.dependencies, *advice.alternatives)):
-        fd_bound = _bound_with(query, sigma, option)
-        cd_bound = _bound_with(query, sigma, [Dependency(d.relation, d.i, d.j, 3) for d in option])
+        fd_bound = _bound_with(query, sigma, option, public)
+        cd_bound = _bound_with(query, sigma, [Dependency(d.relation, d.i, d.j, 3) for d in option],
+                               public)
         if fd_bound == math.inf:
             continue  # not confirmed: never suggest what does not work
         fds = " and ".join(named(d) for d in option)

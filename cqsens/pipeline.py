@@ -106,6 +106,7 @@ class Options:
     epsilon: float | None = None
     delta: float | None = None
     core_budget: int = CORE_BUDGET
+    public: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,12 +139,14 @@ class State:
 
 def stage_bound(state: State) -> State:
     """Chase, cores and the count bound, once; Δ_STR without constraints beside it."""
-    counted = count_bound(state.query.cq, state.sigma, budget=state.options.core_budget)
+    public = state.options.public
+    counted = count_bound(state.query.cq, state.sigma, budget=state.options.core_budget,
+                          public=public)
     notes = state.notes
     if not counted.minimal:
         notes += ("the core search hit its budget: the core shown may not be minimal "
                   "(bounds stay sound, possibly less tight)",)
-    delta_str = upper_bound(counted.plain, Sigma.of()).value
+    delta_str = upper_bound(counted.plain, Sigma.of(), public=public).value
     return replace(state, counted=counted, delta_str=delta_str, notes=notes)
 
 
@@ -166,9 +169,14 @@ def stage_explain(state: State) -> State:
     """The explanation of the count bound, and advice when it is unbounded."""
     counted = state.count
     lines = tuple(explanation(state.query, counted))
+    if state.options.public:
+        lines = lines[:1] + (
+            f"Public tables (the same in both neighbours, so never the added or removed row): "
+            f"{', '.join(sorted(state.options.public))}.",) + lines[1:]
     advice: tuple[str, ...] = ()
     if counted.bound.value == math.inf:
-        advice = tuple(suggestion(state.query, state.sigma, counted.core, state.options.schema))
+        advice = tuple(suggestion(state.query, state.sigma, counted.core, state.options.schema,
+                                  public=state.options.public))
     return replace(state, explanation=lines, suggestion=advice)
 
 
@@ -176,7 +184,8 @@ def _count_upper(state: State, cq: CQ) -> Weight:
     """The count bound of another head over the same body."""
     if cq.head == state.query.cq.head:
         return state.count.bound.value
-    return count_bound(cq, state.sigma, budget=state.options.core_budget).bound.value
+    return count_bound(cq, state.sigma, budget=state.options.core_budget,
+                       public=state.options.public).bound.value
 
 
 def _single_table_unfiltered(query: AggregateQuery) -> bool:
@@ -235,6 +244,21 @@ def stage_release(state: State) -> State:
                    notes=notes)
 
 
+def _public_tables(names: Sequence[str], query: AggregateQuery,
+                   schema: Schema | None) -> frozenset[str]:
+    """The public tables, spelled as the query spells them; an unknown name is an error."""
+    known = {r.lower(): r for r in query.cq.relations()}
+    out: set[str] = set()
+    for name in (n.strip() for item in names for n in item.split(",") if n.strip()):
+        if name.lower() in known:
+            out.add(known[name.lower()])
+        elif schema is None or schema.find(name) is None:
+            tables = ", ".join(sorted(known)) or "none"
+            raise InputError(f"--public names table {name}, which the query does not use "
+                             f"(it uses: {tables})", source="--public", construct="--public")
+    return frozenset(out)
+
+
 def _row_identity_keys(query: AggregateQuery) -> list[Dependency]:
     """A row identity is a key of its row: ``R[*->c]`` for every other column c."""
     arities = query.cq.relations()
@@ -275,6 +299,7 @@ def stage_witness(state: State) -> State:
         finite_columns=finite_columns(schema, value_bounds=options.value_bounds,
                                       columns=query.columns),
         keys=witness_keys(schema),
+        public=options.public,
         column_types={r.name: r.types for r in schema.relations} if schema is not None else None,
     )
     if witness is None:
@@ -360,6 +385,7 @@ def analyze(
     epsilon: float | None = None,
     delta: float | None = None,
     timeout: float | None = 30.0,
+    public: Sequence[str] = (),
 ) -> Analysis:
     """Analyse one counting query: sensitivity bounds, the paper's values and why.
 
@@ -399,6 +425,10 @@ def analyze(
     epsilon, delta : float, optional
         Privacy parameters: the output then gives the Laplace scale and the
         analytic Gaussian σ.
+    public : sequence of str
+        Public tables: their rows are the same in both neighbours (reference
+        data such as a product catalogue), so they never play the added or
+        removed row (docs/rules.md, rule public-tables).
     timeout : float or None
         Seconds the whole analysis may take (``None`` or ``math.inf``: no
         limit).  The witness search stops early to stay within it; any other
@@ -438,7 +468,7 @@ def analyze(
                         options=Options(neighbor=neighbor, contributions=contributions, rows=rows,
                                         prove_lower=prove_lower, witness_time=witness_time,
                                         seed=seed, epsilon=epsilon, delta=delta),
-                        bounds=bounds)
+                        bounds=bounds, public=public)
 
 
 def _analyze(
@@ -453,6 +483,7 @@ def _analyze(
     name: str | None,
     options: Options,
     bounds: Sequence[str],
+    public: Sequence[str] = (),
 ) -> Analysis:
     cli_bounds = parse_value_bounds(bounds)
     parsed_schema = load_schema(schema, dialect=dialect)
@@ -461,7 +492,8 @@ def _analyze(
     sigma, notes = resolve_sigma(query, schema=parsed_schema, fds=fds, cds=cds,
                                  constraints=constraints)
     sigma = Sigma.of([*sigma, *_row_identity_keys(query)])
-    options = replace(options, schema=parsed_schema, value_bounds=cli_bounds)
+    options = replace(options, schema=parsed_schema, value_bounds=cli_bounds,
+                      public=_public_tables(public, query, parsed_schema))
     state = State(query, sigma, options, notes=tuple(query.notes) + tuple(notes))
     for stage in PIPELINE:
         state = stage(state)

@@ -68,6 +68,7 @@ def analyze_cmd(
     cds: tuple[str, ...],
     constraints: str | None,
     neighbor: str,
+    public: tuple[str, ...],
     fmt: str,
     show_witness: bool,
     no_lower: bool,
@@ -106,7 +107,7 @@ def analyze_cmd(
                         dialect=dialect, neighbor=neighbor, kind=kind, name=name,
                         prove_lower=not no_lower, witness_time=witness_time,
                         bounds=value_bounds, contributions=contributions, rows=rows,
-                        epsilon=epsilon, delta=delta, timeout=timeout)
+                        epsilon=epsilon, delta=delta, timeout=timeout, public=public)
             )
         except TimeLimitError as err:
             echo_error(f"{name}: {err}")

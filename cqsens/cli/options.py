@@ -58,7 +58,10 @@ def release_options(f: _Command) -> _Command:
 
 
 def dependency_options(f: _Command) -> _Command:
-    """--fd, --cd, --constraints, --neighbor."""
+    """--fd, --cd, --constraints, --neighbor, --public."""
+    f = click.option("--public", "public", multiple=True, metavar="TABLE[,TABLE...]",
+                     help="Public tables (reference data): their rows are the same in both "
+                          "neighbours, so they never play the added or removed row.")(f)
     f = click.option("--neighbor", type=click.Choice(list(NEIGHBORS)),
                      default="add-remove", show_default=True,
                      help="Neighbouring databases: one row added/removed, or one row changed.")(f)

@@ -56,6 +56,7 @@ def report_cmd(
     cds: tuple[str, ...],
     constraints: str | None,
     neighbor: str,
+    public: tuple[str, ...],
     value_bounds: tuple[str, ...],
     contributions: int,
     rows: int | None,
@@ -93,7 +94,8 @@ def report_cmd(
     options = dict(schema=shared, dialect=dialect, fds=list(fds),
                    cds=list(cds), constraints=constraints, neighbor=neighbor,
                    bounds=list(value_bounds), contributions=contributions, rows=rows,
-                   epsilon=epsilon, delta=delta, prove_lower=not no_lower)
+                   epsilon=epsilon, delta=delta, prove_lower=not no_lower,
+                   public=list(public))
     command = masked_command("cqsens", command_args())
     try:
         result = _run_batch(inputs, jobs, timeout, command, options)

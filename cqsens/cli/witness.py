@@ -10,6 +10,7 @@ from cqsens.cli.exits import fail
 from cqsens.cli.options import (
     db_file,
     dependency_options,
+    release_options,
     resolve_schema,
     schema_options,
     timeout_option,
@@ -28,6 +29,7 @@ __all__ = ["witness_cmd"]
 @click.option("--sql", "sql_text", default=None, metavar="TEXT", help="A SQL query.")
 @schema_options
 @dependency_options
+@release_options
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="Where to write: a .sql script, or a .sqlite/.db database.")
 @force_option
@@ -44,6 +46,12 @@ def witness_cmd(
     cds: tuple[str, ...],
     constraints: str | None,
     neighbor: str,
+    public: tuple[str, ...],
+    value_bounds: tuple[str, ...],
+    contributions: int,
+    rows: int | None,
+    epsilon: float | None,
+    delta: float | None,
     output: str,
     force: bool,
     witness_time: float,
@@ -76,7 +84,9 @@ def witness_cmd(
     schema_obj = resolve_schema(schema, db_url)
     try:
         result = analyze(source, schema=schema_obj, fds=fds, cds=cds, constraints=constraints,
-                         dialect=dialect, neighbor=neighbor, kind=kind,
+                         dialect=dialect, neighbor=neighbor, kind=kind, public=public,
+                         bounds=value_bounds, contributions=contributions, rows=rows,
+                         epsilon=epsilon, delta=delta,
                          witness_time=witness_time, timeout=timeout)
     except CqsensError as err:  # bad input, or over --timeout
         fail(err)

@@ -37,7 +37,9 @@ class CountBound:
     bound: UpperBound
 
 
-def count_bound(cq: CQ, sigma: Sigma, *, budget: int = CORE_BUDGET) -> CountBound:
+def count_bound(
+    cq: CQ, sigma: Sigma, *, budget: int = CORE_BUDGET, public: frozenset[str] = frozenset()
+) -> CountBound:
     """Chase ``cq`` with the FDs of Σ, take cores, and bound its add/remove sensitivity.
 
     Examples
@@ -51,12 +53,12 @@ def count_bound(cq: CQ, sigma: Sigma, *, budget: int = CORE_BUDGET) -> CountBoun
     """
     fds = sigma.fds()
     chased = core_result(chase(cq, fds), budget=budget)
-    bound = upper_bound(chased.cq, sigma)
+    bound = upper_bound(chased.cq, sigma, public=public)
     if not fds:
         return CountBound(chased.cq, chased.minimal, chased.cq, bound)
     plain = core_result(cq, budget=budget).cq
     if chased.cq.satisfiable:
-        unchased = upper_bound(plain, sigma)
+        unchased = upper_bound(plain, sigma, public=public)
         if unchased.value < bound.value:
             bound = unchased
     return CountBound(chased.cq, chased.minimal, plain, bound)

@@ -34,8 +34,9 @@ class Suggestion:
 class _Reach:
     """Reachability over the steps a set of dependencies makes finite."""
 
-    def __init__(self, cq: CQ) -> None:
+    def __init__(self, cq: CQ, public: frozenset[str] = frozenset()) -> None:
         self.atoms = cq.relation_atoms()
+        self.public = public
         self.free = set(cq.free)
         self.constants = list(cq.constants())
         self.steps: dict[tuple[str, int, int], list[tuple[Term, Term]]] = {}
@@ -51,7 +52,7 @@ class _Reach:
             for a, b in self.steps.get(key, ()):
                 edges.setdefault(a, set()).add(b)
         for atom in self.atoms:
-            if self.free <= set(atom.terms):
+            if self.free <= set(atom.terms) or atom.relation in self.public:
                 continue
             seen = set(atom.terms) | set(self.constants)
             stack = list(seen)
@@ -66,7 +67,10 @@ class _Reach:
         return True
 
 
-def suggest(cq: CQ, sigma: Sigma, *, max_size: int = 3, max_checks: int = 5_000) -> Suggestion:
+def suggest(
+    cq: CQ, sigma: Sigma, *, max_size: int = 3, max_checks: int = 5_000,
+    public: frozenset[str] = frozenset(),
+) -> Suggestion:
     """A smallest set of single-column dependencies that makes ``cq`` bounded.
 
     Parameters
@@ -96,7 +100,7 @@ def suggest(cq: CQ, sigma: Sigma, *, max_size: int = 3, max_checks: int = 5_000)
     [['Doc[3->1]'], ['PatDoc[1->2]'], ['Doc[2->1]']]
     """
     declared = [key for key in sigma.weights()]
-    reach = _Reach(cq)
+    reach = _Reach(cq, public)
     if reach.bounded(declared):
         return Suggestion(())
     candidates: list[tuple[str, int, int]] = []

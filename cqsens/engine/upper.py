@@ -168,7 +168,7 @@ def atom_bound(cq: CQ, sigma: Sigma, atom: Atom, graph: dict[Term, dict[Term, St
     return AtomBound(atom, product, method, routes, product, tree, steps, None)
 
 
-def upper_bound(cq: CQ, sigma: Sigma) -> UpperBound:
+def upper_bound(cq: CQ, sigma: Sigma, *, public: frozenset[str] = frozenset()) -> UpperBound:
     """The sound upper bound on the add/remove-one sensitivity of ``#cq`` on C_Σ.
 
     Parameters
@@ -178,6 +178,10 @@ def upper_bound(cq: CQ, sigma: Sigma) -> UpperBound:
         (the bound is sound on any equivalent query; these steps make it tighter).
     sigma : Sigma
         Functional and cardinality dependencies.
+
+    public : frozenset of str
+        Public tables: their rows are never the added or removed row, so their
+        atoms do not play t (docs/rules.md, rule public-tables).
 
     Returns
     -------
@@ -203,6 +207,8 @@ def upper_bound(cq: CQ, sigma: Sigma) -> UpperBound:
     by_relation: dict[str, list[AtomBound]] = {}
     for atom in cq.relation_atoms():
         checkpoint("upper bound")
+        if atom.relation in public:
+            continue  # a public table's rows are the same in both neighbours
         by_relation.setdefault(atom.relation, []).append(atom_bound(cq, sigma, atom, graph))
     relations: list[RelationBound] = []
     for relation, bounds in sorted(by_relation.items()):

@@ -89,6 +89,7 @@ class _Context:
     types: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     work_left: int = WORK_ROWS
     keys: Mapping[str, tuple[tuple[int, ...], ...]] = field(default_factory=dict)
+    public: frozenset[str] = frozenset()  # tables whose rows never change
 
 
 def find_witness(
@@ -105,6 +106,7 @@ def find_witness(
     finite_columns: Iterable[tuple[str, int]] = (),
     column_types: Mapping[str, tuple[str, ...]] | None = None,
     keys: Mapping[str, tuple[tuple[int, ...], ...]] | None = None,
+    public: frozenset[str] = frozenset(),
 ) -> Witness | None:
     """The best witness found for ``query`` on C_Σ, or None.
 
@@ -165,7 +167,7 @@ def find_witness(
     ctx = _Context(query, sigma, core_cq, cols, checks, scratch, bound, deadline,
                    column_checks=dict(column_checks or {}), finite=finite,
                    types={r: tuple(t) for r, t in (column_types or {}).items() if r in cols},
-                   keys=dict(keys or {}))
+                   keys=dict(keys or {}), public=public)
     try:
         found = _search(ctx, upper, time_budget, seed)
     finally:
@@ -191,7 +193,7 @@ def _search(ctx: _Context, upper: float, time_budget: float, seed: int) -> Witne
     # time) is spent; the rest is for the local search
     deadline = time.monotonic() + 0.6 * max(ctx.deadline - time.monotonic(), 0.0)
     trees = bound_trees(ctx.bound)
-    for relation in sorted(ctx.core.relations()):
+    for relation in sorted(set(ctx.core.relations()) - ctx.public):
         for players in player_sets(ctx.core, relation):
             if upper != math.inf and all(p in trees for p in players):
                 cap = max(1, MAX_ROWS // (len(ctx.core.relation_atoms()) * len(players)))
