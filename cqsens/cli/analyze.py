@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from cqsens.cli.config import config_option, uses_config
 from cqsens.cli.exits import EXIT_INPUT, EXIT_OK, echo_error
 from cqsens.cli.options import (
     dependency_options,
@@ -46,6 +47,7 @@ def _jobs(files: tuple[str, ...], cq_texts: tuple[str, ...],
 @click.option("--cq", "cq_texts", multiple=True, metavar="TEXT",
               help="A conjunctive query, e.g. \"Q(x) :- R(x,y), S(y,'c')\".")
 @click.option("--sql", "sql_texts", multiple=True, metavar="TEXT", help="A SQL query.")
+@config_option
 @schema_options
 @dependency_options
 @release_options
@@ -57,6 +59,7 @@ def _jobs(files: tuple[str, ...], cq_texts: tuple[str, ...],
               help="Skip the witness search (faster; the lower bound is then null).")
 @witness_time_option(0.5)
 @timeout_option(30.0, "Seconds each query's analysis may take")
+@uses_config(lambda kw: kw["files"][0] if kw.get("files") else None)
 def analyze_cmd(
     files: tuple[str, ...],
     cq_texts: tuple[str, ...],

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import click
 
+from cqsens.cli.config import config_option, uses_config
 from cqsens.cli.exits import EXIT_OK, fail
 from cqsens.cli.options import db_file
 from cqsens.cli.output import check_output, force_option, write_output
@@ -63,6 +64,7 @@ def _write_proposals(report: Profile, db: str, output: Path) -> None:
 
 
 @click.command("profile")
+@config_option
 @click.option("--db", "db", required=True, metavar="URL",
               help="sqlite:///path.db or postgresql://user:password@host:port/dbname.")
 @click.option("--schema", "schema_file", type=click.Path(dir_okay=False), default=None,
@@ -84,6 +86,7 @@ def _write_proposals(report: Profile, db: str, output: Path) -> None:
               help="Offending values shown per violated dependency.")
 @click.option("--strict", is_flag=True,
               help="Exit 1 when a declared dependency is violated (default: exit 0).")
+@uses_config(lambda kw: None)
 def profile(
     db: str,
     schema_file: str | None,

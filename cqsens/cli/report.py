@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from cqsens.cli.config import config_option, uses_config
 from cqsens.cli.exits import EXIT_INPUT, EXIT_OK, fail
 from cqsens.cli.masking import command_args, masked_command
 from cqsens.cli.options import (
@@ -33,6 +34,7 @@ _SUFFIX_FORMATS = {"htm": "html", "html": "html", "md": "md", "markdown": "md", 
 
 @click.command("report")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True))
+@config_option
 @schema_options
 @dependency_options
 @release_options
@@ -47,6 +49,7 @@ _SUFFIX_FORMATS = {"htm": "html", "html": "html", "md": "md", "markdown": "md", 
 @click.option("--strict", is_flag=True,
               help="Exit 1 if any file fails, times out, or is unbounded (for CI gates).")
 @click.option("--no-lower", is_flag=True, help="Skip the witness search (lower bounds null).")
+@uses_config(lambda kw: _config_near(kw.get("inputs") or ()))
 def report_cmd(
     inputs: tuple[str, ...],
     schema: str | None,
@@ -112,6 +115,15 @@ def report_cmd(
         if row["status"] != "ok":
             click.echo(f"  {row['status']}: {row['error']}", err=True)
     sys.exit(EXIT_INPUT if strict and (result.failed or result.unbounded) else EXIT_OK)
+
+
+def _config_near(inputs: tuple[str, ...]) -> str | None:
+    """A path whose folder may hold cqsens.toml: inside the first input folder, or beside
+    the first input file."""
+    if not inputs:
+        return None
+    first = Path(inputs[0])
+    return str(first / "cqsens.toml") if first.is_dir() else str(first)
 
 
 def _inputs(inputs: tuple[str, ...], schema: str | None, constraints: str | None,

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from cqsens.cli.config import config_option, uses_config
 from cqsens.cli.exits import fail
 from cqsens.cli.options import (
     db_file,
@@ -27,6 +28,7 @@ __all__ = ["witness_cmd"]
 @click.argument("query", type=click.Path(dir_okay=False), required=False)
 @click.option("--cq", "cq_text", default=None, metavar="TEXT", help="A conjunctive query.")
 @click.option("--sql", "sql_text", default=None, metavar="TEXT", help="A SQL query.")
+@config_option
 @schema_options
 @dependency_options
 @release_options
@@ -35,6 +37,7 @@ __all__ = ["witness_cmd"]
 @force_option
 @witness_time_option(1.0)
 @timeout_option(30.0, "Seconds the analysis may take")
+@uses_config(lambda kw: kw.get("query"))
 def witness_cmd(
     query: str | None,
     cq_text: str | None,
