@@ -25,7 +25,7 @@ from cqsens.db.connect import connect, mask_url
 from cqsens.db.reflect import reflect_schema
 from cqsens.errors import DependencyError, read_text
 from cqsens.frontend.parse_cq import parse_dependency
-from cqsens.ir.dependencies import Dependency
+from cqsens.ir.dependencies import AnyDependency, Dependency, MultiDependency
 from cqsens.ir.schema import Schema
 
 __all__ = [
@@ -414,7 +414,11 @@ def declared_dependencies(
     deps: list[Dependency] = []
     origins: dict[Dependency, str] = {}
 
-    def add(dep: Dependency, origin: str) -> None:
+    def add(dep: AnyDependency, origin: str) -> None:
+        if isinstance(dep, MultiDependency):
+            raise DependencyError(f"{dep} has several columns on the left of ->: cqsens profile "
+                                  "checks single-column dependencies only", source=origin,
+                                  construct="dependency")
         if dep not in origins:
             deps.append(dep)
             origins[dep] = origin

@@ -66,17 +66,19 @@ def chase(cq: CQ, fds: Sigma | Iterable[Dependency]) -> CQ:
     >>> chase(parse_cq("Q() :- R(z, 'a'), R(z, 'b')"), [Dependency("R", 0, 1)]).satisfiable
     False
     """
-    deps = [d for d in fds if d.k == 1]
+    deps = [(d.relation, (d.i,) if isinstance(d, Dependency) else d.sources, d.j)
+            for d in fds if d.k == 1]  # a composite key fires when all its columns agree
     current = cq
     while current.satisfiable:
         checkpoint("chase")
         merge: tuple[Term, Term] | None = None
-        for dep in sorted(deps):
-            groups: dict[Term, Term] = {}
+        for relation, sources, target in sorted(deps):
+            groups: dict[tuple[Term, ...], Term] = {}
             for atom in current.sorted_atoms():
-                if atom.relation != dep.relation or atom.arity <= max(dep.i, dep.j):
+                if atom.relation != relation or atom.arity <= max(*sources, target):
                     continue
-                key, value = atom.terms[dep.i], atom.terms[dep.j]
+                key = tuple(atom.terms[i] for i in sources)
+                value = atom.terms[target]
                 seen = groups.setdefault(key, value)
                 if seen != value:
                     if isinstance(seen, Const) and isinstance(value, Const):

@@ -48,6 +48,7 @@ __all__ = [
     "Route",
     "step_graph",
     "least_cardinalities",
+    "hyper_cardinalities",
     "arborescence_bound",
     "simple_path_cardinality",
     "simple_path_cardinalities",
@@ -67,12 +68,15 @@ class Step:
     source: Term
     target: Term
     weight: Weight
+    more: tuple[tuple[int, Term], ...] = ()  # further sources of a composite dependency
 
     def __str__(self) -> str:
         w = "∞" if self.weight == math.inf else str(self.weight)
+        sources = ", ".join(format_term(t) for t in (self.source, *(t for _, t in self.more)))
+        positions = ",".join(str(i + 1) for i in (self.i, *(i for i, _ in self.more)))
         return (
-            f"{format_term(self.source)} -> {format_term(self.target)} "
-            f"via {self.relation}[{self.i + 1}->{self.j + 1}] (×{w})"
+            f"{sources} -> {format_term(self.target)} "
+            f"via {self.relation}[{positions}->{self.j + 1}] (×{w})"
         )
 
 
@@ -148,6 +152,73 @@ def least_cardinalities(
                 total = card * step.weight
                 longer = Route(total, route.start, route.steps + (step,))
                 heapq.heappush(heap, (total, next(counter), nxt, longer))
+    return best
+
+
+def hyper_cardinalities(
+    cq: CQ, sigma: Sigma, graph: dict[Term, dict[Term, Step]], sources: Iterable[Term]
+) -> dict[Term, Route]:
+    """Least cardinalities when composite dependencies (several sources) are declared.
+
+    Knuth's generalisation of Dijkstra's algorithm to superior functions: a
+    step ``R[i1,i2->j]<=k`` fires once all its sources are settled, and gives
+    its target the cardinality ``k · Π card(sources)`` (at most k values of the
+    target per joint value of the sources, and at most the product of the
+    sources' counts of joint values).  The function is monotone and at least
+    each of its arguments, so settling elements in order of cardinality is
+    exact.  With single-source steps only it is :func:`least_cardinalities`.
+
+    References
+    ----------
+    .. [1] D. E. Knuth. A generalization of Dijkstra's algorithm. Information
+       Processing Letters 6(1), 1977.
+    """
+    hyper: list[tuple[tuple[Term, ...], Term, Step]] = []
+    for d in sorted(sigma.multi):
+        for atom in cq.relation_atoms():
+            if atom.relation != d.relation or max(*d.sources, d.j) >= atom.arity:
+                continue
+            src = tuple(atom.terms[i] for i in d.sources)
+            target = atom.terms[d.j]
+            if target in src:
+                continue
+            more = tuple((i, atom.terms[i]) for i in d.sources[1:])
+            hyper.append((src, target, Step(d.relation, d.sources[0], d.j, src[0], target,
+                                             d.k, more)))
+    for u, edges in graph.items():
+        for v, step in edges.items():
+            hyper.append(((u,), v, step))
+    waiting: dict[Term, list[int]] = {}
+    for n, (src, _, _) in enumerate(hyper):
+        for t in set(src):
+            waiting.setdefault(t, []).append(n)
+    left = [len(set(src)) for src, _, _ in hyper]
+    best: dict[Term, Route] = {}
+    counter = itertools.count()
+    heap: list[tuple[Weight, int, Term, Route]] = []
+    for s in dict.fromkeys(sources):
+        heapq.heappush(heap, (1, next(counter), s, Route(1, s)))
+    while heap:
+        checkpoint("walks")
+        card, _, node, route = heapq.heappop(heap)
+        if node in best:
+            continue
+        best[node] = route
+        for n in waiting.get(node, ()):
+            left[n] -= 1
+            if left[n]:
+                continue
+            src, target, step = hyper[n]
+            if target in best:
+                continue
+            total: Weight = step.weight
+            steps: dict[Step, None] = {}
+            for t in dict.fromkeys(src):
+                total = total * best[t].cardinality
+                steps.update(dict.fromkeys(best[t].steps))
+            steps[step] = None
+            heapq.heappush(heap, (total, next(counter), target,
+                                  Route(total, route.start, tuple(steps))))
     return best
 
 

@@ -34,6 +34,7 @@ from cqsens.engine.paths import (
     Step,
     Weight,
     arborescence_bound,
+    hyper_cardinalities,
     least_cardinalities,
     step_graph,
 )
@@ -154,7 +155,8 @@ def atom_bound(cq: CQ, sigma: Sigma, atom: Atom, graph: dict[Term, dict[Term, St
     pattern = _pattern(atom, free)
     constants = sorted(cq.constants(), key=lambda c: c.sort_key())
     sources = list(dict.fromkeys([*atom.terms, *constants]))
-    reach = least_cardinalities(graph, sources)
+    reach = (hyper_cardinalities(cq, sigma, graph, sources) if sigma.multi
+             else least_cardinalities(graph, sources))
     routes = tuple((v, reach.get(v)) for v in free)
     product: Weight = 1
     for _, route in routes:
@@ -162,6 +164,16 @@ def atom_bound(cq: CQ, sigma: Sigma, atom: Atom, graph: dict[Term, dict[Term, St
     if pattern is not None:
         return AtomBound(atom, 1, Method.HOLDS_FREE, routes, product, 1, (), pattern)
     tree, steps = arborescence_bound(graph, sources, free)
+    if sigma.multi and product < math.inf:
+        # Knuth's derivation gives each reached element one step: fixing the atom and
+        # firing the steps in order, the joint values number at most their product
+        derivation = tuple(dict.fromkeys(
+            step for _, route in routes if route is not None for step in route.steps))
+        joint: Weight = 1
+        for step in derivation:
+            joint = joint * step.weight
+        if joint < tree:
+            tree, steps = joint, derivation
     if tree < product:
         return AtomBound(atom, tree, Method.JOINT_TREE, routes, product, tree, steps, None)
     method = Method.WALKS if product < math.inf else Method.UNBOUNDED

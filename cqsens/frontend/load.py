@@ -15,7 +15,7 @@ from cqsens.errors import DependencyError, SchemaError, read_text
 from cqsens.frontend.parse_cq import parse_cq, parse_dependencies, parse_dependency
 from cqsens.frontend.parse_sql import parse_sql
 from cqsens.ir.cq import CQ, AggregateQuery
-from cqsens.ir.dependencies import Dependency, Sigma
+from cqsens.ir.dependencies import AnyDependency, Dependency, Sigma
 from cqsens.ir.schema import Schema
 
 __all__ = ["load_query", "resolve_sigma"]
@@ -111,11 +111,13 @@ def resolve_sigma(
     """Σ from the schema's keys, ``--fd``/``--cd`` flags and a constraints file."""
     notes: list[str] = []
     arities = query.cq.relations()
-    deps: list[Dependency] = []
+    deps: list[AnyDependency] = []
     if schema is not None:
         deps.extend(schema.key_dependencies())
+        deps.extend(schema.composite_key_dependencies())
 
-    def check(dep: Dependency, text: str, *, strict: bool, source: str) -> Dependency | None:
+    def check(dep: AnyDependency, text: str, *, strict: bool,
+              source: str) -> AnyDependency | None:
         if schema is None and dep.relation not in arities:
             if strict:
                 raise DependencyError(

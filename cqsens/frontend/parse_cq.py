@@ -29,7 +29,7 @@ from cqsens.frontend.limits import (
     over_limit,
 )
 from cqsens.ir.cq import CQ, Atom, Const, Term, Var
-from cqsens.ir.dependencies import Dependency
+from cqsens.ir.dependencies import AnyDependency, Dependency, MultiDependency
 
 if TYPE_CHECKING:
     from cqsens.ir.schema import Schema
@@ -273,7 +273,7 @@ def parse_dependency(
     source: str = "<dependency>",
     line: int | None = None,
     column: int = 1,
-) -> Dependency:
+) -> AnyDependency:
     """Parse ``R[i->j]`` (FD) or ``R[i->j]<=k`` (CD), by position or column name.
 
     Parameters
@@ -342,7 +342,7 @@ class _Dependency:
                                line=self.line, column=self.column + offset,
                                construct="dependency")
 
-    def read(self, tree: Tree, kind: str) -> Dependency:  # type: ignore[type-arg]
+    def read(self, tree: Tree, kind: str) -> AnyDependency:  # type: ignore[type-arg]
         name_tok = tree.children[0]
         assert isinstance(name_tok, Token)
         self.relation = str(name_tok)
@@ -357,14 +357,16 @@ class _Dependency:
             match = {r.lower(): r for r in self.arities}.get(self.relation.lower())
             if match is not None:
                 self.relation, self.arity = match, self.arities[match]
-        source = tree.children[1]
-        if isinstance(source, Tree) and source.data == "pos_rows":
+        parts = list(tree.children[1:])
+        bound = parts.pop() if parts and isinstance(parts[-1], Tree) \
+            and parts[-1].data == "bound" else None
+        *sources, target = parts
+        if any(isinstance(s, Tree) and s.data == "pos_rows" for s in sources):
             raise self.fail("* (one row) determines every column already: write it on the "
                             "right, R[col->*]<=k, to bound the rows that share a value")
-        i = self.position(source)
-        j = self.position(tree.children[2])
+        positions = [self.position(s) for s in sources]
+        j = self.position(target)
         k = 1
-        bound = tree.children[3] if len(tree.children) > 3 else None
         if bound is not None:
             assert isinstance(bound, Tree)
             tok = bound.children[0]
@@ -376,9 +378,13 @@ class _Dependency:
             raise self.fail("--fd takes a functional dependency R[i->j]; use --cd for R[i->j]<=k")
         if kind == "cd" and bound is None:
             raise self.fail("--cd needs a bound: R[i->j]<=k")
-        if i == j:
+        if j in positions:
             raise self.fail("a dependency between a position and itself says nothing")
-        return Dependency(self.relation, i, j, k)
+        if len(set(positions)) != len(positions):
+            raise self.fail("a position is named twice on the left of ->")
+        if len(positions) > 1:
+            return MultiDependency(self.relation, tuple(positions), j, k)
+        return Dependency(self.relation, positions[0], j, k)
 
     def rows_position(self) -> int:
         """``*``: the hidden row identity of a table whose rows may repeat (after its columns)."""
@@ -435,13 +441,13 @@ def parse_dependencies(
     schema: Schema | None = None,
     arities: dict[str, int] | None = None,
     source: str = "<constraints>",
-) -> list[Dependency]:
+) -> list[AnyDependency]:
     """Parse a constraints file: one dependency per line, ``#`` starts a comment.
 
     >>> [str(d) for d in parse_dependencies(["# keys", "R[1->2]", "", "S[2->1]<=4  # fan-out"])]
     ['R[1->2]', 'S[2->1]<=4']
     """
-    out: list[Dependency] = []
+    out: list[AnyDependency] = []
     for number, raw in enumerate(lines, start=1):
         text = raw.split("#", 1)[0].strip()
         if text:

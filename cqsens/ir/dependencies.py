@@ -15,10 +15,13 @@ References
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Dependency", "Sigma", "satisfies", "violations"]
+__all__ = [
+    "AnyDependency", "Dependency", "MultiDependency", "Sigma", "multi_violations", "satisfies",
+    "violations",
+]
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -40,6 +43,29 @@ class Dependency:
         return text if self.k == 1 else f"{text}<={self.k}"
 
 
+@dataclass(frozen=True, slots=True, order=True)
+class MultiDependency:
+    """``R[i1,i2,...->j]<=k``: the values at several positions together have at most
+    ``k`` values at ``j`` (a composite key gives the FDs ``k = 1``).  0-based positions."""
+
+    relation: str
+    sources: tuple[int, ...]
+    j: int
+    k: int = 1
+
+    @property
+    def is_fd(self) -> bool:
+        """True for a functional dependency (k = 1)."""
+        return self.k == 1
+
+    def __str__(self) -> str:
+        text = f"{self.relation}[{','.join(str(i + 1) for i in self.sources)}->{self.j + 1}]"
+        return text if self.k == 1 else f"{text}<={self.k}"
+
+
+AnyDependency = Dependency | MultiDependency
+
+
 @dataclass(frozen=True, slots=True)
 class Sigma:
     """A set of dependencies with the ``#Σ R[i->j]`` lookup.
@@ -50,11 +76,15 @@ class Sigma:
     """
 
     deps: frozenset[Dependency]
+    multi: frozenset[MultiDependency] = frozenset()
 
     @staticmethod
-    def of(deps: Iterable[Dependency] = ()) -> Sigma:
-        """Build from any iterable of dependencies."""
-        return Sigma(frozenset(deps))
+    def of(deps: Iterable[AnyDependency] = ()) -> Sigma:
+        """Build from any iterable of dependencies (one source or several)."""
+        items = list(deps)
+        single = [d for d in items if isinstance(d, Dependency)]
+        multi = [d for d in items if isinstance(d, MultiDependency)]
+        return Sigma(frozenset(single), frozenset(multi))
 
     def weight(self, relation: str, i: int, j: int) -> float:
         """``#Σ R[i->j]``: the least declared k, 1 when i == j, else ∞."""
@@ -77,19 +107,21 @@ class Sigma:
 
     def fds(self) -> Sigma:
         """The k = 1 part."""
-        return Sigma(frozenset(d for d in self.deps if d.is_fd))
+        return Sigma(frozenset(d for d in self.deps if d.is_fd),
+                     frozenset(d for d in self.multi if d.is_fd))
 
     def __bool__(self) -> bool:
-        return bool(self.deps)
+        return bool(self.deps) or bool(self.multi)
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
-        return iter(sorted(self.deps))
+    def __iter__(self) -> Iterator[AnyDependency]:
+        yield from sorted(self.deps)
+        yield from sorted(self.multi)
 
     def __len__(self) -> int:
-        return len(self.deps)
+        return len(self.deps) + len(self.multi)
 
     def __str__(self) -> str:
-        return "{" + ", ".join(str(d) for d in sorted(self.deps)) + "}"
+        return "{" + ", ".join(str(d) for d in self) + "}"
 
 
 def violations(
@@ -111,6 +143,25 @@ def violations(
     return out
 
 
+def multi_violations(
+    db: Mapping[str, Iterable[Sequence[object]]], sigma: Sigma
+) -> list[tuple[MultiDependency, tuple[object, ...], int]]:
+    """The several-source dependencies a database breaks: ``(dep, key values, #targets)``.
+
+    >>> multi_violations({"R": [(1, 2, 3), (1, 2, 4)]}, Sigma.of([MultiDependency("R", (0, 1), 2)]))
+    [(MultiDependency(relation='R', sources=(0, 1), j=2, k=1), (1, 2), 2)]
+    """
+    out: list[tuple[MultiDependency, tuple[object, ...], int]] = []
+    for dep in sorted(sigma.multi):
+        groups: dict[tuple[object, ...], set[object]] = {}
+        for row in db.get(dep.relation, ()):
+            groups.setdefault(tuple(row[i] for i in dep.sources), set()).add(row[dep.j])
+        for value, targets in groups.items():
+            if len(targets) > dep.k:
+                out.append((dep, value, len(targets)))
+    return out
+
+
 def satisfies(db: Mapping[str, Iterable[Sequence[object]]], sigma: Sigma) -> bool:
     """True when the database (relation → rows) satisfies every dependency of ``sigma``."""
-    return not violations(db, sigma)
+    return not violations(db, sigma) and not multi_violations(db, sigma)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cqsens.ir.dependencies import Dependency
+from cqsens.ir.dependencies import Dependency, MultiDependency
 from cqsens.ir.exact import Exact
 
 __all__ = ["Relation", "Schema"]
@@ -64,6 +64,15 @@ class Relation:
             if j != k
         ]
 
+    def composite_key_dependencies(self) -> list[MultiDependency]:
+        """The FDs a composite key (PRIMARY KEY or UNIQUE over several columns) implies:
+        the key's columns together determine every other column."""
+        keys = {tuple(k) for k in self.composite_keys}
+        if len(self.primary_key) > 1:
+            keys.add(tuple(self.primary_key))
+        return [MultiDependency(self.name, key, j, 1)
+                for key in sorted(keys) for j in range(len(self.columns)) if j not in key]
+
     def bound(self, column: int) -> tuple[Exact, Exact] | None:
         """``(low, high)`` from CHECK constraints (±inf where open), or None."""
         for c, low, high in self.bounds:
@@ -94,3 +103,7 @@ class Schema:
     def key_dependencies(self) -> list[Dependency]:
         """Every FD implied by single-column PRIMARY KEY / UNIQUE constraints."""
         return [d for r in self.relations for d in r.key_dependencies()]
+
+    def composite_key_dependencies(self) -> list[MultiDependency]:
+        """Every FD implied by composite PRIMARY KEY / UNIQUE constraints."""
+        return [d for r in self.relations for d in r.composite_key_dependencies()]
