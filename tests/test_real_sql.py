@@ -27,7 +27,8 @@ from cqsens.release.values import aggregate_bound, expression_bound, expression_
 DDL = """
 CREATE TABLE r (k INTEGER PRIMARY KEY, a INTEGER NOT NULL CHECK (a BETWEEN 0 AND 3),
                 b INTEGER NOT NULL CHECK (b BETWEEN -2 AND 2));
-CREATE TABLE s (k INTEGER PRIMARY KEY, r INTEGER NOT NULL, c INTEGER NOT NULL CHECK (c BETWEEN 1 AND 4));
+CREATE TABLE s (k INTEGER PRIMARY KEY, r INTEGER NOT NULL,
+                c INTEGER NOT NULL CHECK (c BETWEEN 1 AND 4));
 """
 SCHEMA = schema_from_ddl(DDL)
 CDS = ["s[r->k]<=2"]
@@ -47,7 +48,10 @@ def _ok(db: dict[str, set[tuple[int, ...]]]) -> bool:
     return all(n <= 2 for n in per_r.values())
 
 
-def _result(sql: str, db: dict[str, set[tuple[int, ...]]]) -> dict[tuple[object, ...], list[float]]:
+Result = dict[tuple[object, ...], list[float]]
+
+
+def _result(sql: str, db: dict[str, set[tuple[int, ...]]]) -> Result:
     conn = sqlite3.connect(":memory:")
     conn.executescript(DDL)
     for name, rows in db.items():
@@ -61,7 +65,7 @@ def _result(sql: str, db: dict[str, set[tuple[int, ...]]]) -> dict[tuple[object,
     return out
 
 
-def _l1(x: dict[tuple[object, ...], list[float]], y: dict[tuple[object, ...], list[float]]) -> float:
+def _l1(x: Result, y: Result) -> float:
     width = max((len(v) for v in [*x.values(), *y.values()]), default=0)
     zero = [0.0] * width
     return sum(abs(a - b) for g in set(x) | set(y)
@@ -180,7 +184,8 @@ def test_interval_arithmetic_is_exact() -> None:
 
 
 @pytest.mark.parametrize(("dialect", "sql", "word"), [
-    (None, "SELECT r.a, COUNT(*) FROM r GROUP BY r.a ORDER BY 2 DESC LIMIT 1", "ORDER BY and LIMIT"),
+    (None, "SELECT r.a, COUNT(*) FROM r GROUP BY r.a ORDER BY 2 DESC LIMIT 1",
+     "ORDER BY and LIMIT"),
     ("postgres", "SELECT r.a, COUNT(*) FROM r GROUP BY r.a OFFSET 1 ROWS FETCH FIRST 1 ROWS ONLY",
      "FETCH and OFFSET"),
     ("tsql", "SELECT TOP 1 r.a, COUNT(*) FROM r GROUP BY r.a", "TOP"),
