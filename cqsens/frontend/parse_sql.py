@@ -37,6 +37,7 @@ from cqsens.frontend.limits import (
     check_sql_tokens,
 )
 from cqsens.frontend.sql_expr import ExprReader, node_position, text_start
+from cqsens.frontend.subqueries import inline_semijoins
 from cqsens.ir.cq import CQ, Aggregate, AggregateQuery, Atom, Const, Term, Var
 from cqsens.ir.expr import Expr, Slot
 from cqsens.ir.schema import Schema
@@ -514,6 +515,7 @@ class _Query:
     def translate(self) -> AggregateQuery:
         tr, tree = self.tr, self.tree
         released_sql = self._post_processing()
+        existential = {a.lower() for a in inline_semijoins(tree, tr.schema, tr.unsupported)}
         tr.reject_constructs(tree)
         instances, join_conditions = tr.instances(tree)
         conditions = list(join_conditions)
@@ -529,8 +531,15 @@ class _Query:
             Atom(inst.relation, tuple(self.final(v) for v in inst.variables)) for inst in instances
         ]
         atoms += [self._filter_atom(cond) for cond in filters]
+        counted = {self.final(v) for inst in instances if inst.alias.lower() not in existential
+                   for v in inst.variables}  # a semi-join's own variables are existential
         all_vars = tuple(dict.fromkeys(
-            t for a in atoms if not a.is_filter for t in a.terms if isinstance(t, Var)))
+            t for a in atoms if not a.is_filter for t in a.terms
+            if isinstance(t, Var) and t in counted))
+        if existential:
+            tr.notes.append(
+                f"EXISTS / IN (subquery) read as a semi-join: {', '.join(sorted(existential))} "
+                "join the query with existential variables, so each outer row counts once")
         group_terms = self._group_terms(group)
         aggregates: list[Aggregate] = []
         heads: list[tuple[Term, ...]] = []
