@@ -37,6 +37,7 @@ from cqsens.frontend.limits import (
     check_sql_tokens,
 )
 from cqsens.frontend.sql_expr import ExprReader, node_position, text_start
+from cqsens.frontend.subqueries import inline_semijoins
 from cqsens.ir.cq import CQ, Aggregate, AggregateQuery, Atom, Const, Term, Var
 from cqsens.ir.expr import Expr, Slot
 from cqsens.ir.schema import Schema
@@ -92,8 +93,6 @@ class _Translator:
              "it writes a table; cqsens analyses queries that only read"),
             ("having", "HAVING",
              "it filters on aggregate values, which is not a conjunctive query"),
-            ("limit", "LIMIT", "it cuts the answer set, so the count is not a CQ count"),
-            ("offset", "OFFSET", "it cuts the answer set, so the count is not a CQ count"),
             ("qualify", "QUALIFY", "it filters on window functions"),
             ("with_", "WITH (common table expression)",
              "subqueries are not conjunctive queries; inline the tables"),
@@ -515,6 +514,8 @@ class _Query:
 
     def translate(self) -> AggregateQuery:
         tr, tree = self.tr, self.tree
+        released_sql = self._post_processing()
+        existential = {a.lower() for a in inline_semijoins(tree, tr.schema, tr.unsupported)}
         tr.reject_constructs(tree)
         instances, join_conditions = tr.instances(tree)
         conditions = list(join_conditions)
@@ -530,8 +531,15 @@ class _Query:
             Atom(inst.relation, tuple(self.final(v) for v in inst.variables)) for inst in instances
         ]
         atoms += [self._filter_atom(cond) for cond in filters]
+        counted = {self.final(v) for inst in instances if inst.alias.lower() not in existential
+                   for v in inst.variables}  # a semi-join's own variables are existential
         all_vars = tuple(dict.fromkeys(
-            t for a in atoms if not a.is_filter for t in a.terms if isinstance(t, Var)))
+            t for a in atoms if not a.is_filter for t in a.terms
+            if isinstance(t, Var) and t in counted))
+        if existential:
+            tr.notes.append(
+                f"EXISTS / IN (subquery) read as a semi-join: {', '.join(sorted(existential))} "
+                "join the query with existential variables, so each outer row counts once")
         group_terms = self._group_terms(group)
         aggregates: list[Aggregate] = []
         heads: list[tuple[Term, ...]] = []
@@ -550,7 +558,7 @@ class _Query:
             cq=CQ(heads[0], frozenset(atoms), "Q", satisfiable),
             aggregates=tuple(aggregates),
             group_by=group_terms,
-            sql=tr.sql,
+            sql=released_sql,
             dialect=self.dialect,
             notes=tuple(tr.notes),
             columns={inst.relation: tuple(inst.columns) for inst in instances},
@@ -559,6 +567,26 @@ class _Query:
             heads=tuple(heads),
             body=CQ(all_vars, frozenset(atoms), "Q", satisfiable),
         )
+
+    def _post_processing(self) -> str:
+        """Take ORDER BY, LIMIT, FETCH, TOP and OFFSET off the statement (with a note).
+
+        They choose rows of the released result; the full result is what is
+        analysed (and what a witness evaluates).  Returns the SQL of that full result.
+        """
+        tree = self.tree
+        cut = [key for key in ("order", "limit", "offset") if tree.args.get(key) is not None]
+        if not cut:
+            return self.tr.sql
+        names = {"order": "ORDER BY", "offset": "OFFSET"}
+        shown = [names.get(key) or _limit_name(tree.args[key], self.dialect) for key in cut]
+        self.tr.notes.append(
+            f"{' and '.join(shown)} {'acts' if len(shown) == 1 else 'act'} on the released "
+            "result: cqsens analyses the full result (every group), and they must be applied "
+            "to the noisy result, because choosing groups by their true values is not private")
+        for key in cut:
+            tree.set(key, None)
+        return tree.sql(dialect=self.dialect)
 
     def _resolve(self, instances: list[_Instance], nodes: list[exp.Expr]) -> None:
         """Resolve every column reference first, so that (without a schema) each
@@ -716,6 +744,13 @@ class _Query:
         return _aggregate(self, node, label, all_vars)
 
 
+def _limit_name(node: exp.Expr, dialect: str | None) -> str:
+    """LIMIT, FETCH or TOP, as the statement spells it."""
+    if isinstance(node, exp.Fetch):
+        return "FETCH"
+    return "TOP" if dialect in ("tsql", "teradata") else "LIMIT"
+
+
 _VALUE_AGGREGATES: dict[type[exp.Expr], str] = {
     exp.Sum: "sum", exp.Avg: "avg", exp.Median: "median", exp.Min: "min", exp.Max: "max",
 }
@@ -737,7 +772,34 @@ def _count(
     if isinstance(arg, exp.Column):
         column = q.final(q.term_of(arg))
         return Aggregate("count", label, column=column, column_name=q._column_name(arg)), all_vars
-    raise q.tr.unsupported(node, "COUNT(expression)", "count rows, a column or DISTINCT columns")
+    # COUNT(CASE WHEN p THEN 1 END) counts the rows where the expression is not NULL: a
+    # subset of the rows, which one tuple changes by at most as much as COUNT(*).
+    _expression_aggregate(q, "count", arg, label)  # checks the expression is one cqsens reads
+    q.tr.notes.append(f"{label} counts the rows where its expression is not NULL, a subset of "
+                      "the rows: it is bounded as COUNT(*)")
+    return Aggregate("count", label), all_vars
+
+
+def _expression_aggregate(q: _Query, kind: str, arg: exp.Expr, label: str) -> Aggregate:
+    """A value aggregate over an expression: the typed expression over the row's terms."""
+    terms: list[Term] = []
+    names: list[str] = []
+    index: dict[Term, int] = {}
+
+    def column(col: exp.Column) -> Expr:
+        t = q.final(q.term_of(col))
+        if t not in index:
+            index[t] = len(terms)
+            terms.append(t)
+            names.append(q._column_name(col))
+        return Slot(index[t])
+
+    def reject(node: exp.Expr, construct: str, why: str) -> Exception:
+        return q.tr.unsupported(node, construct, why)
+
+    expression = ExprReader(column, reject).expr(arg)
+    return Aggregate(kind, label, expression=expression, terms=tuple(terms),
+                     term_columns=tuple(names))
 
 
 def _aggregate(
@@ -753,7 +815,7 @@ def _aggregate(
         if isinstance(arg, exp.Distinct):
             raise tr.unsupported(node, f"{kind.upper()}(DISTINCT ...)", "aggregate every row")
         if not isinstance(arg, exp.Column):
-            raise tr.unsupported(node, f"{kind.upper()}(expression)", "aggregate a plain column")
+            return _expression_aggregate(q, kind, arg, label), all_vars
         column = q.final(q.term_of(arg))
         return Aggregate(kind, label, column=column, column_name=q._column_name(arg)), all_vars
     if isinstance(node, exp.WithinGroup) and isinstance(node.this, exp.PercentileCont):

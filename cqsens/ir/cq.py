@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from cqsens.ir.expr import Predicate, render
+from cqsens.ir.expr import Expr, Predicate, render
 
 __all__ = [
     "position_classes",
@@ -289,6 +289,11 @@ class Aggregate:
     ``sum``/``avg``/``median``/``min``/``max``, and the column of ``COUNT(col)``);
     ``columns`` lists the counted columns of ``COUNT(DISTINCT c1, ...)``;
     ``column_name`` is ``table.column`` for value bounds.
+
+    A value aggregate over an expression (``SUM(l_extendedprice * (1 - l_discount))``)
+    has ``column`` and ``column_name`` None and holds the typed ``expression``
+    instead: its slot ``i`` is the term ``terms[i]``, a value of the column
+    ``term_columns[i]`` (``table.column``).
     """
 
     kind: str
@@ -296,6 +301,9 @@ class Aggregate:
     column: Term | None = None
     columns: tuple[Term, ...] = ()
     column_name: str | None = None
+    expression: Expr | None = None
+    terms: tuple[Term, ...] = ()
+    term_columns: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,11 +17,13 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, is_dataclass
 
 from cqsens.errors import InputError
-from cqsens.ir.cq import CQ, Aggregate, AggregateQuery, Var
+from cqsens.ir.cq import CQ, Aggregate, AggregateQuery, Const, Var
 from cqsens.ir.exact import Exact, exact, text
+from cqsens.ir.expr import Case, render
+from cqsens.ir.expr import Literal as ExprLiteral
 from cqsens.ir.schema import Schema
 from cqsens.ir.semantics import slot_ranges
 from cqsens.release.aggregates import (
@@ -34,12 +36,15 @@ from cqsens.release.aggregates import (
     sum_bound,
     vector_bound,
 )
+from cqsens.release.intervals import Interval, Unbounded, expression_range
 
 __all__ = [
     "VALUE_KINDS",
     "ValueBound",
     "aggregate_bound",
     "check_value_bounds",
+    "expression_bound",
+    "expression_nullable",
     "parse_value_bounds",
     "value_bound",
     "where_ranges",
@@ -201,6 +206,97 @@ def value_bound(
             source=query.source, construct=f"bounds of {column}",
         )
     return ValueBound(column, low, high, low_src, high_src)  # low > high: no row qualifies
+
+
+def expression_bound(
+    aggregate: Aggregate,
+    *,
+    cli: Mapping[str, tuple[Exact, Exact]],
+    schema: Schema | None,
+    query: AggregateQuery,
+) -> ValueBound:
+    """``[low, high]`` of an aggregated expression, by exact interval arithmetic
+    (:mod:`cqsens.release.intervals`) from the bounds of its columns (:func:`value_bound`).
+
+    Each column of the expression contributes its tightest range (``--bounds``,
+    CHECK, WHERE filters on that alias's column); a term the WHERE clause fixes
+    to a number contributes that number.
+
+    Raises
+    ------
+    InputError
+        A column without bounds on both sides (named, with how to bound it), or
+        an expression whose range is unbounded: a divisor that can be 0, a text
+        value, a function cqsens cannot bound (the reason is in the message).
+    """
+    expression = aggregate.expression
+    assert expression is not None, "expression_bound is for aggregates over an expression"
+    names = list(aggregate.term_columns)
+    ranges: list[Interval] = []
+    used: list[ValueBound] = []
+    missing: list[str] = []
+    for term, column in zip(aggregate.terms, aggregate.term_columns, strict=True):
+        if isinstance(term, Const) and isinstance(term.value, (int, float)) \
+                and not isinstance(term.value, bool):
+            v = exact(term.value)
+            ranges.append(Interval(v, v))
+            continue
+        try:
+            b = value_bound(column, cli=cli, schema=schema, query=query,
+                            variable=term.name if isinstance(term, Var) else None)
+        except InputError:
+            missing.append(column)
+            ranges.append(Interval(-math.inf, math.inf))
+            continue
+        used.append(b)
+        ranges.append(Interval(b.low, b.high))
+    shown = render(expression, names)
+    what = f"{aggregate.kind.upper()}({shown})"
+    try:
+        found = expression_range(expression, ranges, names)
+    except Unbounded as exc:
+        raise InputError(f"{what} is unbounded: {exc.reason}", source=query.source,
+                         construct=f"bounds of {shown}") from None
+    if found is None:  # always NULL: no value is ever aggregated
+        found = Interval(1, 0)
+    if math.isinf(found.low) or math.isinf(found.high):
+        columns = ", ".join(dict.fromkeys(missing)) or shown
+        first = missing[0] if missing else "Table.column"
+        raise InputError(
+            f"{what} needs value bounds on both sides: bound {columns} with --bounds "
+            f"'{first}=low:high', a CHECK in the schema, or a range filter in the WHERE clause",
+            source=query.source, construct=f"bounds of {shown}")
+    sources = "interval arithmetic from " + (
+        "; ".join(dict.fromkeys(b.describe() for b in used)) or "constants")
+    return ValueBound(shown, found.low, found.high, sources, sources)
+
+
+def expression_nullable(aggregate: Aggregate, schema: Schema | None) -> bool:
+    """Whether the aggregated expression may be NULL: a column that may hold NULL
+    (True without a schema that says otherwise), a NULL constant or a CASE without ELSE."""
+    expression = aggregate.expression
+    if expression is None:
+        return False
+    for column in aggregate.term_columns:
+        table, _, name = column.partition(".")
+        rel = schema.find(table) if schema is not None else None
+        position = rel.index(name) if rel is not None else None
+        if rel is None or position is None or rel.nullable(position):
+            return True
+    return _null_inside(expression)
+
+
+def _null_inside(node: object) -> bool:
+    """A NULL literal or a CASE without ELSE anywhere in a typed expression."""
+    if isinstance(node, ExprLiteral):
+        return node.value is None
+    if isinstance(node, Case) and node.default is None:
+        return True
+    if isinstance(node, tuple):
+        return any(_null_inside(part) for part in node)
+    if is_dataclass(node):
+        return any(_null_inside(getattr(node, f.name)) for f in fields(node))
+    return False
 
 
 def aggregate_bound(
