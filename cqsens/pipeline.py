@@ -48,6 +48,8 @@ from cqsens.release.values import (
     aggregate_bound,
     check_value_bounds,
     combine,
+    expression_bound,
+    expression_nullable,
     parse_value_bounds,
     value_bound,
 )
@@ -215,7 +217,10 @@ def stage_release(state: State) -> State:
     for index, agg in enumerate(query.aggregates):
         count_delta = _count_upper(state, query.cq_for(index))
         values = None
-        if agg.kind in VALUE_KINDS:
+        if agg.kind in VALUE_KINDS and agg.expression is not None:
+            values = expression_bound(agg, cli=options.value_bounds, schema=options.schema,
+                                      query=query)
+        elif agg.kind in VALUE_KINDS:
             assert agg.column_name is not None
             values = value_bound(agg.column_name, cli=options.value_bounds, schema=options.schema,
                                  query=query,
@@ -223,9 +228,11 @@ def stage_release(state: State) -> State:
         # A NULL is skipped by SUM and MEDIAN: changing it to a value is like adding a
         # row, so the rules that assume every row counts hold only for NOT NULL columns
         # (docs/rules.md, rule nulls).
-        nullable = agg.column_name is not None and _nullable(options.schema, agg.column_name)
+        nullable = (expression_nullable(agg, options.schema) if agg.expression is not None
+                    else agg.column_name is not None
+                    and _nullable(options.schema, agg.column_name))
         if nullable and options.rows is not None and agg.kind == "median" and single:
-            notes += (f"--rows not used for {agg.label}: {agg.column_name} may hold NULL, "
+            notes += (f"--rows not used for {agg.label}: it may hold NULL, "
                       "which MEDIAN skips, so the number of values it takes is unknown "
                       "(declare the column NOT NULL)",)
         b = aggregate_bound(agg, count_delta, grouped=bool(query.group_by),
