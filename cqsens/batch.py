@@ -25,7 +25,7 @@ from cqsens.errors import InputError, TimeLimitError
 from cqsens.ir.schema import Schema
 from cqsens.pipeline import Analysis, analyze
 
-__all__ = ["BatchResult", "collect_files", "analyze_paths", "summarise"]
+__all__ = ["BatchResult", "collect_files", "analyze_paths", "inputs_for", "row_for", "summarise"]
 
 #: A per-query limit above this many seconds (about 31 years) is no limit at all.
 NO_LIMIT_SECONDS = 1e9
@@ -146,14 +146,56 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def row_for(path: Path, analysis: Analysis) -> dict[str, Any]:
-    """A report row for an analysed file."""
+def _source_name(value: Any) -> str | None:
+    """Where a schema or constraints option came from: a file name, a database, or inline text."""
+    if value is None:
+        return None
+    if isinstance(value, Schema):
+        return value.source
+    if isinstance(value, Path):
+        return str(value)
+    text = str(value)
+    return text if "\n" not in text and Path(text).is_file() else "(inline text)"
+
+
+def inputs_for(path: Path, options: dict[str, Any]) -> dict[str, Any]:
+    """The schema and constraints a query file is analysed with, as the report names them.
+
+    Parameters
+    ----------
+    path : Path
+        The query file.
+    options : dict
+        The batch's options (``schema``, ``constraints``, ``fds``, ``cds``).
+
+    Returns
+    -------
+    dict
+        ``schema`` and ``constraints``: the file (or database) that supplied
+        them, or None; ``dependencies``: the ``--fd``/``--cd`` texts given as
+        options.
+    """
+    opts = _options_for(path, options)
+    declared = [*(opts.get("fds") or []), *(opts.get("cds") or [])]
+    return {"schema": _source_name(opts.get("schema")),
+            "constraints": _source_name(opts.get("constraints")),
+            "dependencies": [str(d) for d in declared]}
+
+
+_NO_INPUTS: dict[str, Any] = {"schema": None, "constraints": None, "dependencies": []}
+
+
+def row_for(path: Path, analysis: Analysis,
+            inputs: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A report row for an analysed file (``inputs``: see :func:`inputs_for`)."""
     d = analysis.to_dict()
     s = d["sensitivity"]
     return {
         "file": str(path),
         "status": "ok",
         "error": None,
+        "query": d.get("query"),
+        "inputs": dict(inputs if inputs is not None else _NO_INPUTS),
         "aggregate": d["aggregate"],
         "upper": s["upper"],
         "lower": s["lower"],
@@ -165,8 +207,11 @@ def row_for(path: Path, analysis: Analysis) -> dict[str, Any]:
     }
 
 
-def _error_row(path: Path, status: str, message: str) -> dict[str, Any]:
-    return {"file": str(path), "status": status, "error": message, "aggregate": None,
+def _error_row(path: Path, status: str, message: str,
+               inputs: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"file": str(path), "status": status, "error": message,
+            "query": _head(path) or None,
+            "inputs": dict(inputs if inputs is not None else _NO_INPUTS), "aggregate": None,
             "upper": None, "lower": None, "tight": False, "reason": message, "suggestion": None,
             "noise": None, "analysis": None}
 
@@ -196,6 +241,7 @@ def _run_one(task: tuple[str, dict[str, Any], float | None]) -> dict[str, Any]:
     name, options, timeout = task
     path = Path(name)
     alarm = _alarm_seconds(timeout)
+    inputs = inputs_for(path, options)
     previous = signal.signal(signal.SIGALRM, _alarm) if alarm is not None else None
     try:
         try:
@@ -205,17 +251,18 @@ def _run_one(task: tuple[str, dict[str, Any], float | None]) -> dict[str, Any]:
         finally:  # an alarm due before this line is a _Timeout caught below
             if alarm is not None:
                 signal.setitimer(signal.ITIMER_REAL, 0)
-        return row_for(path, analysis)
+        return row_for(path, analysis, inputs)
     except (_Timeout, TimeLimitError):
         limit = "its limit" if timeout is None else f"{timeout:g} s"
-        return _error_row(path, "timeout", f"{path}: timed out after {limit}")
+        return _error_row(path, "timeout", f"{path}: timed out after {limit}", inputs)
     except InputError as err:
-        return _error_row(path, "error", _one_line(str(err)))
+        return _error_row(path, "error", _one_line(str(err)), inputs)
     except RecursionError:
-        return _error_row(path, "error", f"{path}: the query is too deeply nested to analyse")
+        return _error_row(path, "error", f"{path}: the query is too deeply nested to analyse",
+                          inputs)
     except Exception as exc:  # noqa: BLE001 - a bug must not stop the batch; it is shown, not hidden
         return _error_row(path, "error", f"{path}: internal error ({type(exc).__name__}: {exc}); "
-                                         "please report it")
+                                         "please report it", inputs)
     finally:
         if alarm is not None:
             signal.signal(signal.SIGALRM, previous)

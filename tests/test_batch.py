@@ -151,3 +151,38 @@ def test_collecting_never_opens_a_fifo(tmp_path: Path) -> None:
     assert files == [tmp_path / "q.sql", tmp_path / "pipe.sql"] and skipped == []
     row = analyze_paths([tmp_path / "pipe.sql"]).rows[0]
     assert row["status"] == "error" and "named pipe" in row["error"]
+
+
+def test_rows_record_query_text_and_input_files(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    hospital = EXAMPLES / "hospital"
+    result = CliRunner().invoke(cli, ["report", str(hospital / "oncology.sql"),
+                                      str(EXAMPLES / "social" / "path2.sql"), "-o", str(out)])
+    assert result.exit_code == 0, result.stderr
+    rows = json.loads(out.read_text())["rows"]
+    assert rows[0]["query"] == (hospital / "oncology.sql").read_text().strip()
+    assert rows[0]["inputs"] == {"schema": str(hospital / "schema.sql"),
+                                 "constraints": str(hospital / "constraints.txt"),
+                                 "dependencies": []}
+    social = EXAMPLES / "social"
+    assert rows[1]["inputs"]["schema"] == str(social / "schema.sql")
+    assert rows[1]["inputs"]["constraints"] == str(social / "constraints.txt")
+    # --schema and --cd replace the files beside the query: the row says so
+    result = CliRunner().invoke(cli, ["report", str(hospital / "oncology.sql"), "-o", str(out),
+                                      "--force", "--schema", str(hospital / "schema.sql"),
+                                      "--cd", "PatDoc[pat->doc]<=2"])
+    assert result.exit_code == 0, result.stderr
+    row = json.loads(out.read_text())["rows"][0]
+    assert row["inputs"] == {"schema": str(hospital / "schema.sql"), "constraints": None,
+                             "dependencies": ["PatDoc[pat->doc]<=2"]}
+    assert row["upper"] == 2
+
+
+def test_error_rows_keep_their_text_and_inputs(tmp_path: Path) -> None:
+    (tmp_path / "schema.sql").write_text("CREATE TABLE R (a INT PRIMARY KEY, b INT);\n")
+    (tmp_path / "bad.sql").write_text("SELECT COUNT(*) FROM R WHERE a IN (SELECT b FROM R)\n")
+    rows = analyze_paths([tmp_path], timeout=None).rows
+    assert [r["status"] for r in rows] == ["error"]
+    assert rows[0]["query"].startswith("SELECT COUNT(*) FROM R WHERE a IN (SELECT")
+    assert rows[0]["inputs"] == {"schema": str(tmp_path / "schema.sql"), "constraints": None,
+                                 "dependencies": []}

@@ -462,3 +462,154 @@ def test_browser_screenshot(chromium: str, page: str, tmp_path: Path) -> None:
     width, height = struct.unpack(">II", data[16:24])
     assert (width, height) == (1280, 2000)
     assert len(data) > 50_000  # text, table and drawings, not a blank page
+
+
+# ----------------------------------------------------------------------------- inputs
+
+
+@pytest.fixture(scope="module")
+def hospital_batch() -> dict[str, Any]:
+    """``cqsens report examples/hospital``: each query uses the schema and constraints beside it."""
+    from cqsens.batch import analyze_paths
+
+    folder = str(HOSPITAL.relative_to(ROOT))
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        return analyze_paths([folder], timeout=None, schema=None, constraints=None,
+                             fds=[], cds=[]).as_dict()
+    finally:
+        os.chdir(cwd)
+
+
+def test_report_header_lists_the_files_used_per_folder(hospital_batch: dict[str, Any]) -> None:
+    page = to_html(hospital_batch)
+    assert "schema</b>: per folder (see Inputs)" in page
+    assert "constraints</b>: per folder (see Inputs)" in page
+    inputs = re.search(r'<table class="inputs" id="inputs">.*?</table>', page, re.S)
+    assert inputs is not None
+    assert ("<tr><td><code>examples/hospital</code></td>"
+            "<td><code>examples/hospital/schema.sql</code></td>"
+            "<td><code>examples/hospital/constraints.txt</code></td></tr>") in inputs.group()
+    md = to_markdown(hospital_batch)
+    assert "schema = `per folder (see Inputs)`" in md
+    assert ("| `examples/hospital` | `examples/hospital/schema.sql` | "
+            "`examples/hospital/constraints.txt` |") in md
+
+
+def test_report_without_files_says_none(tmp_path: Path) -> None:
+    from cqsens.batch import analyze_paths
+
+    query = tmp_path / "q.sql"
+    query.write_text("SELECT COUNT(*) FROM R JOIN S ON R.b = S.b\n")
+    batch = analyze_paths([tmp_path], timeout=None, schema=None, constraints=None,
+                          fds=[], cds=["S[b->*]<=2"]).as_dict()
+    assert batch["rows"][0]["inputs"] == {"schema": None, "constraints": None,
+                                          "dependencies": ["S[b->*]<=2"]}
+    page = to_html(batch)
+    assert "schema</b>: none" in page and "constraints</b>: none" in page
+    assert "<dt>options</dt><dd><code>S[b-&gt;*]&lt;=2</code></dd>" in page
+    md = to_markdown(batch)
+    assert "Inputs: schema `none`, constraints `none`, options `S[b->*]<=2`." in md
+
+
+def _unspan(text: str) -> str:
+    import html as html_module
+
+    return html_module.unescape(re.sub(r"</?span[^>]*>", "", text))
+
+
+def test_report_details_show_the_users_sql(hospital_batch: dict[str, Any]) -> None:
+    page = to_html(hospital_batch)
+    rows = hospital_batch["rows"]
+    shown = re.findall(r'<pre class="sql">(.*?)</pre>', page, re.S)
+    sql_rows = [r for r in rows if r["file"].endswith(".sql")]
+    assert len(shown) == len(sql_rows) >= 6
+    for text, row in zip(shown, sql_rows, strict=True):
+        source = (ROOT / row["file"]).read_text().strip()
+        assert _unspan(text) == source
+        assert '<span class="kw">SELECT</span>' in text
+        assert '<span class="com">--' in text  # every example opens with a comment
+    oncology = shown[[r["file"] for r in sql_rows].index("examples/hospital/oncology.sql")]
+    assert "Doc.specialty = <span class=\"str\">&#x27;O&#x27;</span>" in oncology
+    cq_files = [r for r in rows if r["file"].endswith(".cq")]
+    assert len(re.findall(r'<pre class="query">', page)) == len(cq_files) >= 1
+    # each section names its schema and constraints, beside the CQ and the core
+    for i in range(1, len(rows) + 1):
+        section = re.search(rf'<section class="query [a-z]+" id="q-{i}".*?</section>', page, re.S)
+        assert section is not None
+        body = section.group()
+        assert "<dt>schema</dt><dd><code>examples/hospital/schema.sql</code></dd>" in body
+        assert ("<dt>constraints</dt><dd><code>examples/hospital/constraints.txt</code></dd>"
+                in body)
+        assert body.index("<h3>") < body.index('<pre class="cq">')
+    md = to_markdown(hospital_batch)
+    for row in sql_rows:
+        source = (ROOT / row["file"]).read_text().strip()
+        assert f"```sql\n{source}\n```" in md
+    assert md.count("Inputs: schema `examples/hospital/schema.sql`, constraints "
+                    "`examples/hospital/constraints.txt`.") == len(rows)
+
+
+def test_sql_highlighting_escapes_and_round_trips() -> None:
+    from cqsens.report.html import highlight_sql
+
+    nasty = ("SELECT COUNT(*) FROM t -- </pre><script>x</script>\n"
+             "WHERE a = 'it''s <b>' AND \"select\" < 3.5 OR b IS NULL")
+    out = highlight_sql(nasty)
+    assert "<script>" not in out and "<b>" not in out and "</pre>" not in out
+    assert _unspan(out) == nasty
+    # SELECT COUNT FROM WHERE AND OR IS NULL; the quoted "select" is a name, not a keyword
+    assert out.count('<span class="kw">') == 8
+    assert '<span class="str">&#x27;it&#x27;&#x27;s &lt;b&gt;&#x27;</span>' in out
+    assert '<span class="num">3.5</span>' in out
+
+
+def test_error_row_shows_its_query(tmp_path: Path) -> None:
+    from cqsens.batch import analyze_paths
+
+    (tmp_path / "bad.sql").write_text("SELECT COUNT(*) FROM R UNION SELECT COUNT(*) FROM S\n")
+    batch = analyze_paths([tmp_path], timeout=None, schema=None, constraints=None,
+                          fds=[], cds=[]).as_dict()
+    assert batch["rows"][0]["status"] == "error"
+    page = to_html(batch)
+    assert '<span class="kw">UNION</span>' in page
+    assert "```sql\nSELECT COUNT(*) FROM R UNION SELECT COUNT(*) FROM S" in to_markdown(batch)
+
+
+_PROBE_SQL = """<script>
+(function () {
+  var out = {sql: [], kw: 0, inputs: 0};
+  document.querySelectorAll("pre.sql").forEach(function (p) {
+    out.sql.push({text: p.textContent, height: p.getBoundingClientRect().height,
+                  color: getComputedStyle(p.querySelector(".kw")).color});
+  });
+  out.kw = document.querySelectorAll("pre.sql .kw").length;
+  out.inputs = document.querySelectorAll("#inputs tbody tr").length;
+  var pre = document.createElement("pre");
+  pre.id = "sql-probe";
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+})();
+</script>"""
+
+
+def test_browser_shows_highlighted_sql(
+    chromium: str, hospital_batch: dict[str, Any], tmp_path: Path
+) -> None:
+    page = to_html(hospital_batch).replace("</body>", _PROBE_SQL + "</body>", 1)
+    target = tmp_path / "report.html"
+    target.write_text(page, encoding="utf-8")
+    done = _run_chromium(chromium, tmp_path / "profile", "--window-size=1280,2000",
+                         "--virtual-time-budget=3000", "--dump-dom", target.as_uri())
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = re.search(r'<pre id="sql-probe">(.*?)</pre>', done.stdout, re.S)
+    assert found, done.stdout[-2000:]
+    out = json.loads(found.group(1).replace("&quot;", '"').replace("&lt;", "<")
+                     .replace("&gt;", ">").replace("&amp;", "&"))
+    sql_rows = [r for r in hospital_batch["rows"] if r["file"].endswith(".sql")]
+    assert [s["text"] for s in out["sql"]] == [(ROOT / r["file"]).read_text().strip()
+                                               for r in sql_rows]
+    assert all(s["height"] > 20 and s["color"] == "rgb(29, 78, 216)" for s in out["sql"])
+    assert out["kw"] >= 3 * len(sql_rows)
+    assert out["inputs"] == 1

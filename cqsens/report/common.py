@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
+from pathlib import PurePath
 from typing import Any
 
 from cqsens.ir.exact import exact, text
@@ -27,11 +28,15 @@ __all__ = [
     "COUNTS",
     "VERDICT_TEXT",
     "batch_summary",
+    "folder_inputs",
     "format_number",
+    "input_phrases",
     "is_inf",
     "noise_parts",
     "noise_text",
     "option_text",
+    "option_pairs",
+    "query_language",
     "row_text",
     "row_verdict",
 ]
@@ -152,3 +157,70 @@ def option_text(value: Any) -> str:
     if isinstance(value, list | tuple):
         return ", ".join(option_text(v) for v in value) or "—"
     return json.dumps(value, ensure_ascii=False)
+
+
+def input_phrases(row: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """What supplied a row's schema and constraints: (label, source) pairs.
+
+    A row without a record of its inputs (older batches) gives no pairs; a
+    missing schema or constraints file is ``none``.
+    """
+    inputs = row.get("inputs")
+    if not isinstance(inputs, Mapping):
+        return []
+    pairs = [("schema", str(inputs.get("schema") or "none")),
+             ("constraints", str(inputs.get("constraints") or "none"))]
+    declared = inputs.get("dependencies") or []
+    if declared:
+        pairs.append(("options", ", ".join(str(d) for d in declared)))
+    return pairs
+
+
+def folder_inputs(rows: Sequence[Mapping[str, Any]]) -> list[tuple[str, str, str]]:
+    """The schema and constraints used per folder of query files, in first-seen order.
+
+    Returns
+    -------
+    list of (folder, schemas, constraints)
+        ``schemas`` and ``constraints`` are the distinct sources of that
+        folder's rows joined with commas, ``none`` when no row used one.
+        Rows without a record of their inputs are left out.
+    """
+    seen: dict[str, tuple[list[str], list[str]]] = {}
+    for row in rows:
+        inputs = row.get("inputs")
+        if not isinstance(inputs, Mapping):
+            continue
+        folder = str(PurePath(str(row.get("file", ""))).parent)
+        schemas, constraints = seen.setdefault(folder, ([], []))
+        for found, key in ((schemas, "schema"), (constraints, "constraints")):
+            value = inputs.get(key)
+            if value and str(value) not in found:
+                found.append(str(value))
+    return [(folder, ", ".join(s) or "none", ", ".join(c) or "none")
+            for folder, (s, c) in seen.items()]
+
+
+def option_pairs(batch: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The batch's options as (name, text); an unset schema or constraints says what was used.
+
+    Without ``--schema``/``--constraints`` each query uses the ``schema.sql`` /
+    ``constraints.txt`` beside it: the option then reads "per folder (see
+    Inputs)" when some row used one, and "none" otherwise.
+    """
+    rows: Sequence[Mapping[str, Any]] = batch.get("rows") or []
+    used = {key: any(isinstance(r.get("inputs"), Mapping) and r["inputs"].get(key)
+                     for r in rows)
+            for key in ("schema", "constraints")}
+    pairs = []
+    for key, value in (batch.get("options") or {}).items():
+        if key in used and value is None:
+            pairs.append((str(key), "per folder (see Inputs)" if used[key] else "none"))
+        else:
+            pairs.append((str(key), option_text(value)))
+    return pairs
+
+
+def query_language(row: Mapping[str, Any]) -> str:
+    """``cq`` for a ``.cq`` file, else ``sql``."""
+    return "cq" if str(row.get("file", "")).lower().endswith(".cq") else "sql"

@@ -11,6 +11,7 @@ batch is :func:`cqsens.report.markdown.to_markdown`, also importable from here.
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -20,18 +21,70 @@ from cqsens.report.common import (
     COUNTS,
     VERDICT_TEXT,
     batch_summary,
+    folder_inputs,
     format_number,
+    input_phrases,
     is_inf,
     noise_parts,
     noise_text,
-    option_text,
+    option_pairs,
+    query_language,
     row_text,
     row_verdict,
 )
 from cqsens.report.drawing import COLORS, draw_structure
 from cqsens.report.markdown import to_markdown
 
-__all__ = ["to_html", "to_markdown", "BOUND_BUCKETS"]
+__all__ = ["to_html", "to_markdown", "highlight_sql", "BOUND_BUCKETS"]
+
+_SQL_KEYWORDS = frozenset("""
+    all and as asc avg between by case cast coalesce count cross desc distinct else end
+    exists from full group having ilike in inner is join left like limit max median min
+    not null on or order outer right select sum then union using when where with
+""".split())
+
+_SQL_TOKEN = re.compile(
+    r"(?P<comment>--[^\n]*)|(?P<string>'(?:[^']|'')*'?)|(?P<ident>\"[^\"]*\"?)"
+    r"|(?P<number>\b\d+(?:\.\d+)?\b)|(?P<word>[A-Za-z_][A-Za-z_0-9]*)"
+)
+
+
+def highlight_sql(text: str) -> str:
+    """SQL text as escaped HTML, keywords, strings, numbers and comments in spans.
+
+    Parameters
+    ----------
+    text : str
+        Any text; it need not be valid SQL.
+
+    Returns
+    -------
+    str
+        The text HTML-escaped, with ``<span class="kw">`` around keywords
+        (any casing), ``"str"`` around quoted strings, ``"num"`` around
+        numbers and ``"com"`` around ``--`` comments.  Removing the spans and
+        unescaping gives ``text`` back.
+
+    Examples
+    --------
+    >>> highlight_sql("SELECT a<1 -- x")
+    '<span class="kw">SELECT</span> a&lt;<span class="num">1</span> <span class="com">-- x</span>'
+    """
+    out: list[str] = []
+    last = 0
+    for match in _SQL_TOKEN.finditer(text):
+        kind = match.lastgroup
+        piece = match.group()
+        css = {"comment": "com", "string": "str", "number": "num"}.get(kind or "")
+        if kind == "word" and piece.lower() in _SQL_KEYWORDS:
+            css = "kw"
+        if css is None:
+            continue
+        out.append(_e(text[last:match.start()]))
+        out.append(f'<span class="{css}">{_e(piece)}</span>')
+        last = match.end()
+    out.append(_e(text[last:]))
+    return "".join(out)
 
 
 _PAPER_NAMES: dict[str, str] = {
@@ -134,6 +187,11 @@ ul.explanation { margin: 4px 0 10px; padding-left: 20px; }
 ul.explanation li { margin: 2px 0; }
 .suggest { color: #1e3a8a; }
 .back { font-size: 12px; }
+pre.sql .kw { color: #1d4ed8; font-weight: 600; } pre.sql .str { color: #047857; }
+pre.sql .num { color: #9a3412; } pre.sql .com { color: #64748b; font-style: italic; }
+table.inputs { border-collapse: collapse; font-size: 12.5px; margin: 8px 0 0; background: #fff; }
+table.inputs td, table.inputs th { border: 1px solid var(--line); padding: 3px 8px;
+  text-align: left; }
 footer { color: var(--muted); font-size: 12px; margin-top: 30px; }
 """
 
@@ -288,8 +346,8 @@ def _kv(pairs: Sequence[tuple[str, str]]) -> str:
 
 def _analysis_html(row: Mapping[str, Any], analysis: Mapping[str, Any]) -> str:
     sens = analysis.get("sensitivity") or {}
-    facts: list[str] = []
-    facts.append("<h3>Query</h3>")
+    facts: list[str] = _query_html(row)
+    facts.append("<h3>Conjunctive query</h3>")
     facts.append(f'<pre class="cq">{_e(analysis.get("cq", ""))}</pre>')
     if analysis.get("core") and analysis.get("core") != analysis.get("cq"):
         minimal = "" if analysis.get("core_minimal", True) else " (may not be minimal)"
@@ -356,6 +414,38 @@ def _analysis_html(row: Mapping[str, Any], analysis: Mapping[str, Any]) -> str:
     return f'<div class="query-body">{drawing}<div class="facts">{"".join(facts)}</div></div>'
 
 
+def _query_html(row: Mapping[str, Any]) -> list[str]:
+    """The user's query (SQL highlighted) and the files that supplied its schema and constraints."""
+    out: list[str] = []
+    query = row.get("query")
+    if isinstance(query, str) and query:
+        if query_language(row) == "sql":
+            out += ["<h3>SQL</h3>", f'<pre class="sql">{highlight_sql(query)}</pre>']
+        else:
+            out += ["<h3>Query (CQ file)</h3>", f'<pre class="query">{_e(query)}</pre>']
+    inputs = input_phrases(row)
+    if inputs:
+        out.append('<dl class="kv inputs">' + "".join(
+            f"<dt>{_e(label)}</dt><dd><code>{_e(source)}</code></dd>"
+            for label, source in inputs) + "</dl>")
+    return out
+
+
+def _inputs_html(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The table of schema and constraints files used per folder (empty when none recorded)."""
+    found = folder_inputs(rows)
+    if not found:
+        return ""
+    lines = "".join(
+        f"<tr><td><code>{_e(folder)}</code></td><td><code>{_e(schema)}</code></td>"
+        f"<td><code>{_e(constraints)}</code></td></tr>"
+        for folder, schema, constraints in found
+    )
+    return ('<table class="inputs" id="inputs"><caption class="meta">Inputs</caption>'
+            '<thead><tr><th scope="col">folder</th><th scope="col">schema</th>'
+            f'<th scope="col">constraints</th></tr></thead><tbody>{lines}</tbody></table>')
+
+
 def _section_html(i: int, row: Mapping[str, Any]) -> str:
     verdict = row_verdict(row)
     file = str(row.get("file", ""))
@@ -365,11 +455,11 @@ def _section_html(i: int, row: Mapping[str, Any]) -> str:
     )
     analysis = row.get("analysis")
     if verdict in ("error", "timeout"):
-        body = f'<pre class="error-text">{_e(row_text(row))}</pre>'
+        body = f'<pre class="error-text">{_e(row_text(row))}</pre>' + "".join(_query_html(row))
     elif isinstance(analysis, Mapping):
         body = f'<p class="reason">{_e(row_text(row))}</p>' + _analysis_html(row, analysis)
     else:
-        body = f'<p class="reason">{_e(row_text(row))}</p>'
+        body = f'<p class="reason">{_e(row_text(row))}</p>' + "".join(_query_html(row))
     return (
         f'<section class="query {verdict}" id="q-{i}" data-index="{i}" '
         f'data-status="{_e(row.get("status", "ok"))}"><details open>{head}{body}'
@@ -413,9 +503,8 @@ def to_html(batch: Mapping[str, Any]) -> str:
         meta.append(f"Generated {_e(batch['generated'])}")
     if batch.get("command"):
         meta.append(f"by <code>{_e(batch['command'])}</code>")
-    options = batch.get("options") or {}
     option_items = "".join(
-        f"<li><b>{_e(k)}</b>: {_e(option_text(v))}</li>" for k, v in options.items()
+        f"<li><b>{_e(k)}</b>: {_e(v)}</li>" for k, v in option_pairs(batch)
     )
     sections = "\n".join(_section_html(i, row) for i, row in enumerate(rows, start=1))
     return "\n".join([
@@ -433,6 +522,7 @@ def to_html(batch: Mapping[str, Any]) -> str:
         f"<h1>{_e(title)}</h1>",
         f'<p class="meta">{" ".join(meta)}</p>' if meta else "",
         f'<ul class="options">{option_items}</ul>' if option_items else "",
+        _inputs_html(rows),
         "<h2>Summary</h2>",
         _summary_html(summary),
         "<h2>Queries</h2>",

@@ -17,9 +17,12 @@ from cqsens.report.common import (
     COUNTS,
     VERDICT_TEXT,
     batch_summary,
+    folder_inputs,
     format_number,
+    input_phrases,
     noise_text,
-    option_text,
+    option_pairs,
+    query_language,
     row_text,
     row_verdict,
 )
@@ -54,14 +57,14 @@ def _md_code(text: object, *, in_table: bool = False) -> str:
     return out.replace("|", "\\|") if in_table else out
 
 
-def _md_block(text: object) -> str:
+def _md_block(text: object, language: str = "text") -> str:
     s = str(text)
     longest = run = 0
     for ch in s:
         run = run + 1 if ch == "`" else 0
         longest = max(longest, run)
     fence = "`" * max(3, longest + 1)
-    return f"{fence}text\n{s}\n{fence}"
+    return f"{fence}{language}\n{s}\n{fence}"
 
 
 def to_markdown(batch: Mapping[str, Any]) -> str:
@@ -107,11 +110,30 @@ def _md_heading(batch: Mapping[str, Any]) -> list[str]:
         meta.append(f"by {_md_code(batch['command'])}")
     if meta:
         out += [" ".join(meta) + ".", ""]
-    options = batch.get("options") or {}
+    options = option_pairs(batch)
     if options:
         out.append("Options: " + ", ".join(
-            f"{_md_text(k)} = {_md_code(option_text(v))}" for k, v in options.items()) + ".")
+            f"{_md_text(k)} = {_md_code(v)}" for k, v in options) + ".")
         out.append("")
+    found = folder_inputs(batch.get("rows") or [])
+    if found:
+        out += ["Inputs:", "", "| folder | schema | constraints |", "|---|---|---|"]
+        out += ["| " + " | ".join(_md_code(cell, in_table=True) for cell in cells) + " |"
+                for cells in found]
+        out.append("")
+    return out
+
+
+def _md_query(row: Mapping[str, Any]) -> list[str]:
+    """The user's query in a fenced block, and the files behind its schema and constraints."""
+    out: list[str] = []
+    query = row.get("query")
+    if isinstance(query, str) and query:
+        out += [_md_block(query, "sql" if query_language(row) == "sql" else "text"), ""]
+    inputs = input_phrases(row)
+    if inputs:
+        out += ["Inputs: " + ", ".join(f"{_md_text(label)} {_md_code(source)}"
+                                       for label, source in inputs) + ".", ""]
     return out
 
 
@@ -160,18 +182,21 @@ def _md_details(i: int, row: Mapping[str, Any]) -> list[str]:
     verdict = row_verdict(row)
     out = [f"### {i}. {_md_code(row.get('file', ''))} ({VERDICT_TEXT[verdict]})", ""]
     if verdict in ("error", "timeout"):
-        return out + [_md_block(row_text(row)), ""]
+        return out + [_md_block(row_text(row)), ""] + _md_query(row)
     out.append(
         f"Upper bound {format_number(row.get('upper'))}, "
         f"lower bound {format_number(row.get('lower'))}"
         f"{' (tight)' if row.get('tight') else ''}. {_md_text(row_text(row))}"
     )
     out.append("")
+    out += _md_query(row)
     if row.get("suggestion"):
         out += [f"Suggestion: {_md_text(row['suggestion'])}", ""]
     if row.get("noise"):
         out += [f"Noise: {_md_text(noise_text(row['noise']))}.", ""]
     analysis = row.get("analysis")
-    if isinstance(analysis, Mapping) and analysis.get("core"):
-        out += [_md_block(analysis["core"]), ""]
+    if isinstance(analysis, Mapping) and analysis.get("cq"):
+        out += ["Conjunctive query:", "", _md_block(analysis["cq"]), ""]
+        if analysis.get("core") and analysis["core"] != analysis["cq"]:
+            out += ["Core:", "", _md_block(analysis["core"]), ""]
     return out
