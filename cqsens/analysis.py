@@ -18,9 +18,10 @@ from cqsens.explain import jsonable, reason, structure
 from cqsens.ir.cq import CQ, AggregateQuery
 from cqsens.ir.dependencies import Sigma
 from cqsens.ir.exact import Exact, text
+from cqsens.release.noise import NoiseCalibration
 from cqsens.witness.model import Witness
 
-__all__ = ["AggregateRecord", "Analysis", "NoiseRecord"]
+__all__ = ["AggregateRecord", "Analysis", "noise_dict"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,31 +43,18 @@ class AggregateRecord:
                 "values": self.values}
 
 
-@dataclass(frozen=True, slots=True)
-class NoiseRecord:
-    """Laplace and analytic-Gaussian calibration for the release at (ε, δ)."""
-
-    epsilon: float
-    delta: float | None
-    laplace_scale: float
-    laplace_halfwidth_95: float
-    gaussian_sigma: float | None
-    gaussian_method: str | None
-    gaussian_classical_sigma: float | None
-    gaussian_halfwidth_95: float | None
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON object of the noise calibration (∞ as ``"inf"``)."""
-        return {
-            "epsilon": self.epsilon,
-            "delta": self.delta,
-            "laplace_scale": jsonable(self.laplace_scale),
-            "laplace_halfwidth_95": jsonable(self.laplace_halfwidth_95),
-            "gaussian_sigma": jsonable(self.gaussian_sigma),
-            "gaussian_method": self.gaussian_method,
-            "gaussian_classical_sigma": jsonable(self.gaussian_classical_sigma),
-            "gaussian_halfwidth_95": jsonable(self.gaussian_halfwidth_95),
-        }
+def noise_dict(noise: NoiseCalibration) -> dict[str, Any]:
+    """The JSON object of a noise calibration (∞ as ``"inf"``)."""
+    return {
+        "epsilon": noise.epsilon,
+        "delta": noise.delta,
+        "laplace_scale": jsonable(noise.laplace_scale),
+        "laplace_halfwidth_95": jsonable(noise.laplace_halfwidth_95),
+        "gaussian_sigma": jsonable(noise.gaussian_sigma),
+        "gaussian_method": noise.gaussian_method,
+        "gaussian_classical_sigma": jsonable(noise.gaussian_classical_sigma),
+        "gaussian_halfwidth_95": jsonable(noise.gaussian_halfwidth_95),
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +85,7 @@ class Analysis:
     lower_note: str = ""
     aggregates: tuple[AggregateRecord, ...] = ()
     contributions: int = 1
-    noise: NoiseRecord | None = None
+    noise: NoiseCalibration | None = None
 
     @property
     def free(self) -> tuple[str, ...]:
@@ -169,5 +157,5 @@ class Analysis:
         out["aggregates"] = [a.to_dict() for a in self.aggregates]
         out["contributions"] = self.contributions
         if self.noise is not None:
-            out["noise"] = self.noise.to_dict()
+            out["noise"] = noise_dict(self.noise)
         return out

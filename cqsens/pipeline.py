@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from cqsens.analysis import AggregateRecord, Analysis, NoiseRecord
+from cqsens.analysis import AggregateRecord, Analysis
 from cqsens.budget import deadline
 from cqsens.engine.core import in_cq_core
 from cqsens.engine.count import CORE_BUDGET, CountBound, count_bound
@@ -42,7 +42,7 @@ from cqsens.ir.dependencies import Dependency, Sigma
 from cqsens.ir.exact import Exact, display
 from cqsens.ir.schema import Schema
 from cqsens.release.aggregates import NEIGHBORS, AggregateBound
-from cqsens.release.noise import calibrate
+from cqsens.release.noise import NoiseCalibration, calibrate
 from cqsens.release.values import (
     VALUE_KINDS,
     aggregate_bound,
@@ -129,7 +129,7 @@ class State:
     witness: Witness | None = None
     lower: Weight | None = None
     lower_note: str = ""
-    noise: NoiseRecord | None = None
+    noise: NoiseCalibration | None = None
 
     @property
     def count(self) -> CountBound:
@@ -327,11 +327,8 @@ def stage_noise(state: State) -> State:
     if epsilon is None or release is None:
         return state
     # the calibration works in floats: the sensitivities enter rounded up
-    cal = calibrate(display(release.l1), display(release.l2), epsilon=epsilon,
-                    delta=state.options.delta)
-    noise = NoiseRecord(epsilon, state.options.delta, cal.laplace_scale, cal.laplace_halfwidth_95,
-                        cal.gaussian_sigma, cal.gaussian_method, cal.gaussian_classical_sigma,
-                        cal.gaussian_halfwidth_95)
+    noise = calibrate(display(release.l1), display(release.l2), epsilon=epsilon,
+                      delta=state.options.delta)
     return replace(state, noise=noise)
 
 

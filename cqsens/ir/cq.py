@@ -24,7 +24,10 @@ from dataclasses import dataclass, field
 from cqsens.ir.expr import Expr, Predicate, render
 
 __all__ = [
+    "Classes",
     "position_classes",
+    "unit_classes",
+    "with_atom",
     "Var",
     "Const",
     "Term",
@@ -158,6 +161,43 @@ class Atom:
         return f"{self.relation}({', '.join(format_term(t) for t in self.terms)})"
 
 
+Classes = tuple[tuple[int, ...], tuple[tuple[int, Const], ...]]
+"""Position classes of atoms sent onto one row: each position's parent (union-find),
+and the constant each class is bound to."""
+
+
+def unit_classes(arity: int) -> Classes:
+    """The classes of no atom yet: every position alone, no constant."""
+    return tuple(range(arity)), ()
+
+
+def with_atom(classes: Classes, atom: Atom) -> Classes | None:
+    """The classes once ``atom`` is also sent onto the row, or None when two different
+    constants meet; linear in the arity, so atoms can be added one at a time."""
+    parent = list(classes[0])
+
+    def find(p: int) -> int:
+        while parent[p] != p:
+            p = parent[p]
+        return p
+
+    first: dict[Term, int] = {}
+    for p, term in enumerate(atom.terms):
+        if isinstance(term, Var):
+            if term in first:
+                a, b = find(p), find(first[term])
+                parent[max(a, b)] = min(a, b)
+            else:
+                first[term] = p
+    consts: dict[int, Const] = {}
+    pinned = [*classes[1], *((p, t) for p, t in enumerate(atom.terms) if isinstance(t, Const))]
+    for p, const in pinned:
+        root = find(p)
+        if consts.setdefault(root, const) != const:
+            return None
+    return tuple(parent), tuple(sorted(consts.items(), key=lambda kv: kv[0]))
+
+
 def position_classes(atoms: Iterable[Atom]) -> tuple[list[int], dict[int, Const]] | None:
     """Unify atoms of one relation position-wise, as when all are sent onto one tuple.
 
@@ -171,31 +211,21 @@ def position_classes(atoms: Iterable[Atom]) -> tuple[list[int], dict[int, Const]
     atoms = list(atoms)
     if not atoms:
         return [], {}
-    parent = list(range(atoms[0].arity))
+    classes: Classes | None = unit_classes(atoms[0].arity)
+    for atom in atoms:
+        assert classes is not None
+        classes = with_atom(classes, atom)
+        if classes is None:
+            return None
+    assert classes is not None
+    parent = list(classes[0])
 
-    def find(p: int) -> int:
+    def root(p: int) -> int:
         while parent[p] != p:
             p = parent[p]
         return p
 
-    for atom in atoms:
-        first: dict[Term, int] = {}
-        for p, term in enumerate(atom.terms):
-            if isinstance(term, Var):
-                if term in first:
-                    a, b = find(p), find(first[term])
-                    parent[max(a, b)] = min(a, b)
-                else:
-                    first[term] = p
-    consts: dict[int, Const] = {}
-    for atom in atoms:
-        for p, term in enumerate(atom.terms):
-            if isinstance(term, Const):
-                root = find(p)
-                if root in consts and consts[root] != term:
-                    return None
-                consts[root] = term
-    return [find(p) for p in range(len(parent))], consts
+    return [root(p) for p in range(len(parent))], dict(classes[1])
 
 
 @dataclass(frozen=True, slots=True)

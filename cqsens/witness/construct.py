@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from cqsens.engine.upper import UpperBound, explaining_steps
-from cqsens.ir.cq import CQ, Atom, Const, Term, Var, position_classes
+from cqsens.ir.cq import CQ, Atom, Const, Term, Var, position_classes, unit_classes, with_atom
 from cqsens.ir.dependencies import Sigma
 
 __all__ = [
@@ -306,36 +306,6 @@ def copy_counts(upper: float) -> list[int]:
     return sorted({n for n in base if n <= max(upper, 1)})
 
 
-_Classes = tuple[tuple[int, ...], tuple[tuple[int, Const], ...]]
-
-
-def _with_atom(classes: _Classes, atom: Atom) -> _Classes | None:
-    """The position classes of a group plus ``atom`` (as :func:`position_classes`), or None
-    when two different constants meet; linear in the arity."""
-    parent = list(classes[0])
-
-    def find(p: int) -> int:
-        while parent[p] != p:
-            p = parent[p]
-        return p
-
-    first: dict[Term, int] = {}
-    for p, term in enumerate(atom.terms):
-        if isinstance(term, Var):
-            if term in first:
-                a, b = find(p), find(first[term])
-                parent[max(a, b)] = min(a, b)
-            else:
-                first[term] = p
-    consts: dict[int, Const] = {}
-    pinned = [*classes[1], *((p, t) for p, t in enumerate(atom.terms) if isinstance(t, Const))]
-    for p, const in pinned:
-        root = find(p)
-        if consts.setdefault(root, const) != const:
-            return None
-    return tuple(parent), tuple(sorted(consts.items(), key=lambda kv: kv[0]))
-
-
 def player_sets(core_cq: CQ, relation: str) -> list[list[Atom]]:
     """The atoms of ``relation`` that can play t: each alone, and greedy groups that unify.
 
@@ -346,15 +316,15 @@ def player_sets(core_cq: CQ, relation: str) -> list[list[Atom]]:
     out: list[list[Atom]] = [[a] for a in atoms]
     if len(atoms) > 1:
         seen: set[tuple[Atom, ...]] = set()
-        empty: _Classes = (tuple(range(atoms[0].arity)), ())
+        empty = unit_classes(atoms[0].arity)
         for anchor in atoms:
             group = [anchor]
-            classes = _with_atom(empty, anchor)
+            classes = with_atom(empty, anchor)
             assert classes is not None  # an atom alone always unifies with itself
             for other in atoms:
                 if other is anchor:
                     continue
-                grown = _with_atom(classes, other)
+                grown = with_atom(classes, other)
                 if grown is not None:
                     group.append(other)
                     classes = grown
