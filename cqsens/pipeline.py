@@ -40,6 +40,7 @@ from cqsens.frontend.load import load_query, resolve_sigma
 from cqsens.ir.cq import CQ, AggregateQuery, Var
 from cqsens.ir.dependencies import Dependency, Sigma
 from cqsens.ir.exact import Exact, display
+from cqsens.ir.expr import Predicate
 from cqsens.ir.schema import Schema
 from cqsens.release.aggregates import NEIGHBORS, AggregateBound
 from cqsens.release.noise import calibrate
@@ -51,7 +52,6 @@ from cqsens.release.values import (
     parse_value_bounds,
     value_bound,
 )
-from cqsens.ir.expr import Predicate
 from cqsens.witness import Witness, find_witness
 from cqsens.witness.aggregate_search import find_aggregate_witness
 from cqsens.witness.certificate import declared_hold
@@ -256,9 +256,9 @@ def _nullable(schema: Schema | None, column: str) -> bool:
 
 
 def stage_witness(state: State) -> State:
-    """Two databases proving a lower bound: for a single COUNT under add/remove the COUNT
-    witness; for every other aggregate, GROUP BY and substitution a pair of neighbours on
-    which the user's SQL is run (docs/rules.md, rule aggregate-witness)."""
+    """Two databases proving a lower bound: for a single COUNT (or histogram) under
+    add/remove the COUNT witness; for every other aggregate and under substitution a pair
+    of neighbours on which the user's SQL is run (docs/rules.md, rule aggregate-witness)."""
     query, options, counted = state.query, state.options, state.count
     if not options.prove_lower:
         return replace(state, lower_note="not searched (--no-lower)")
@@ -266,7 +266,7 @@ def stage_witness(state: State) -> State:
     if blocker is not None:
         return replace(state, lower_note=f"not searched: {blocker}")
     simple = len(query.aggregates) == 1 and query.aggregate in ("count", "count_distinct") \
-        and not query.group_by and options.neighbor == "add-remove"
+        and options.neighbor == "add-remove"
     schema = options.schema
     checks = column_checks(schema, value_bounds=options.value_bounds, columns=query.columns)
     keys = witness_keys(schema)

@@ -5,9 +5,11 @@ neighbouring databases ``B`` and ``B'`` — one row added (add-remove) or one ro
 changed (substitution) — both satisfying everything declared, on which the
 user's own SQL is run in SQLite; the lower bound is the ℓ1 norm of the change of
 the released vector (one entry per aggregate, per group for GROUP BY), and its
-ℓ2 norm is reported beside it.  SQLite has no MEDIAN: a Python aggregate
-function computing :func:`statistics.median` of the values it receives is
-registered on the connection, so the user's SQL still runs unchanged.
+ℓ2 norm is reported beside it.  SQLite has no MEDIAN (in SQLite syntax the
+user's MEDIAN reads ``PERCENTILE_CONT(x, 0.5)``): Python aggregate functions
+``median`` and ``percentile_cont`` computing :func:`statistics.median` of the
+values the query selects are registered on the connection, so the user's SQL
+still runs unchanged.
 
 The construction starts from the COUNT witness ``(A, t)`` of the query's body
 (:func:`cqsens.witness.search.find_witness`) and tries a few variants:
@@ -30,7 +32,6 @@ the best kept.  See docs/rules.md, rule ``aggregate-witness``.
 from __future__ import annotations
 
 import math
-import sqlite3
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -41,7 +42,7 @@ from cqsens.frontend.sqlgen import sqlite_query
 from cqsens.ir.cq import CQ, AggregateQuery, Var
 from cqsens.ir.exact import Exact
 from cqsens.ir.expr import Predicate
-from cqsens.witness.evaluate import Database, Value, connect, cq_sql, quote_ident
+from cqsens.witness.evaluate import Database, Value, connect, cq_sql
 from cqsens.witness.model import Witness
 
 __all__ = [
@@ -70,6 +71,30 @@ class _Median:
 
     def finalize(self) -> float | int | None:
         return statistics.median(self.values) if self.values else None
+
+
+class _Percentile(_Median):
+    """SQLite aggregate ``PERCENTILE_CONT(x, q)`` (linear interpolation; the median at
+    ``q = 0.5``), the form MEDIAN takes in SQLite syntax."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.q = 0.5
+
+    def step(self, value: Any, q: Any = 0.5) -> None:
+        super().step(value)
+        self.q = float(q)
+
+    def finalize(self) -> float | int | None:
+        if not self.values:
+            return None
+        xs = sorted(self.values)
+        if self.q == 0.5:
+            return statistics.median(xs)
+        pos = self.q * (len(xs) - 1)
+        low = int(pos)
+        high = min(low + 1, len(xs) - 1)
+        return xs[low] + (xs[high] - xs[low]) * (pos - low)
 
 
 def aggregate_sql(query: AggregateQuery, columns: Mapping[str, tuple[str, ...]]) -> str | None:
@@ -102,6 +127,7 @@ def released_values(query: AggregateQuery, db: Database, sql: str) -> Released |
     read as one row per group (GROUP BY columns not shown by name)."""
     conn = connect(db)
     conn.create_aggregate("median", 1, _Median)  # type: ignore[arg-type]
+    conn.create_aggregate("percentile_cont", 2, _Percentile)  # type: ignore[arg-type]
     try:
         cursor = conn.execute(sql)
         rows = cursor.fetchall()
