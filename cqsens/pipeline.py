@@ -37,9 +37,11 @@ from cqsens.errors import InputError
 from cqsens.explain import explanation, jsonable, suggestion
 from cqsens.frontend.ddl import load_schema
 from cqsens.frontend.load import load_query, resolve_sigma
+from cqsens.frontend.sqlgen import sqlite_query
 from cqsens.ir.cq import CQ, AggregateQuery, Var
 from cqsens.ir.dependencies import Dependency, Sigma
 from cqsens.ir.exact import Exact, display
+from cqsens.ir.expr import Predicate
 from cqsens.ir.schema import Schema
 from cqsens.release.aggregates import NEIGHBORS, AggregateBound
 from cqsens.release.noise import NoiseCalibration, calibrate
@@ -54,6 +56,9 @@ from cqsens.release.values import (
     value_bound,
 )
 from cqsens.witness import Witness, find_witness
+from cqsens.witness.aggregate_search import find_aggregate_witness
+from cqsens.witness.certificate import declared_hold
+from cqsens.witness.evaluate import Database, Value
 from cqsens.witness.schema_checks import column_checks, finite_columns
 from cqsens.witness.schema_checks import keys as witness_keys
 
@@ -283,42 +288,84 @@ def _nullable(schema: Schema | None, column: str) -> bool:
 
 
 def stage_witness(state: State) -> State:
-    """Two databases proving a lower bound, for a single COUNT under add/remove."""
+    """Two databases proving a lower bound: for a single COUNT (or histogram) under
+    add/remove the COUNT witness; for every other aggregate and under substitution a pair
+    of neighbours on which the user's SQL is run (docs/rules.md, rule aggregate-witness)."""
     query, options, counted = state.query, state.options, state.count
-    counts_only = all(a.kind in ("count", "count_distinct") for a in query.aggregates)
     if not options.prove_lower:
         return replace(state, lower_note="not searched (--no-lower)")
-    if not (counts_only and len(query.aggregates) == 1):
-        return replace(state, lower_note="not searched (witnesses are built for a single COUNT)")
-    if options.neighbor != "add-remove":
-        return replace(state, lower_note="not searched under substitution (witnesses add or "
-                                         "remove a row)")
     blocker = _sqlite_cannot_evaluate(query, counted.core)
     if blocker is not None:
         return replace(state, lower_note=f"not searched: {blocker}")
+    simple = len(query.aggregates) == 1 and query.aggregate in ("count", "count_distinct") \
+        and options.neighbor == "add-remove"
     schema = options.schema
+    checks = column_checks(schema, value_bounds=options.value_bounds, columns=query.columns)
+    keys = witness_keys(schema)
+    base_query = query if simple else AggregateQuery(
+        cq=query.cq, columns=query.columns, row_positions=query.row_positions)
+    share = 1.0 if simple else 0.5
     witness = find_witness(
-        query, state.sigma, counted.core, upper=counted.bound.value, columns=query.columns,
-        time_budget=options.witness_time, seed=options.seed,
-        column_checks=column_checks(schema, value_bounds=options.value_bounds,
-                                    columns=query.columns),
-        bound=counted.bound,
+        base_query, state.sigma, counted.core, upper=counted.bound.value, columns=query.columns,
+        time_budget=share * options.witness_time, seed=options.seed,
+        column_checks=checks, bound=counted.bound,
         finite_columns=finite_columns(schema, value_bounds=options.value_bounds,
                                       columns=query.columns),
-        keys=witness_keys(schema),
+        keys=keys,
         public=options.public,
         column_types={r.name: r.types for r in schema.relations} if schema is not None else None,
     )
+    if witness is not None and not simple:
+        witness = _aggregate_witness(state, witness, checks, keys)
+        if witness is not None:  # the user's own query, for replaying the two databases
+            own = sqlite_query(query.sql, query.dialect) if query.sql else None
+            witness = replace(witness, query_sql=own or "")
     if witness is None:
         return replace(state, lower_note=(
             f"none proven (no witness found within {options.witness_time:g} s; "
             "raise --witness-time to search longer)"))
-    if witness.lower > counted.bound.value:  # a real pair of databases beats the bound: a bug
+    upper = state.release.l1 if state.release is not None and not simple else counted.bound.value
+    if witness.lower > upper:  # a real pair of databases beats the bound: a bug
         raise AssertionError(
             f"internal error: witness difference {witness.lower} exceeds the upper bound "
-            f"{counted.bound.value} for {query.cq}; please report it"
+            f"{upper} for {query.cq}; please report it"
         )
     return replace(state, witness=witness, lower=witness.lower)
+
+
+def _aggregate_witness(
+    state: State, base: Witness, checks: Mapping[tuple[str, int], Sequence[Predicate]],
+    keys: Mapping[str, tuple[tuple[int, ...], ...]],
+) -> Witness | None:
+    """The aggregate witness built from the COUNT witness ``base`` (see stage_witness)."""
+    query, options = state.query, state.options
+    if options.rows is not None and any(a.kind == "median" for a in query.aggregates):
+        return None  # the parity rule fixes the number of rows: not constructed
+    ranges: dict[Var, tuple[Exact, Exact]] = {}
+    for agg in query.aggregates:
+        if agg.kind in VALUE_KINDS and isinstance(agg.column, Var):
+            assert agg.column_name is not None
+            vb = value_bound(agg.column_name, cli=options.value_bounds, schema=options.schema,
+                             query=query, variable=agg.column.name)
+            if vb.low > vb.high or vb.low == -math.inf or vb.high == math.inf:
+                return None
+            ranges[agg.column] = (vb.low, vb.high)
+    constants = {c.value for c in query.cq.constants()}
+    checked = set(checks)
+    aggregated = {(a.relation, p) for a in query.cq.relation_atoms()
+                  for p, x in enumerate(a.terms) if x in ranges}
+
+    def keep(relation: str, position: int, value: Value) -> bool:
+        return value in constants or ((relation, position) in checked
+                                      and (relation, position) not in aggregated)
+
+    def valid(db: Database) -> bool:
+        return declared_hold(db, state.sigma, column_checks=checks, keys=keys)
+
+    upper = state.release.l1 if state.release is not None else math.inf
+    return find_aggregate_witness(query, base, neighbor=options.neighbor, ranges=ranges,
+                                  valid=valid, keep=keep, upper=upper,
+                                  time_budget=max(options.witness_time, 0.5))
 
 
 def stage_noise(state: State) -> State:

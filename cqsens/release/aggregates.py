@@ -488,7 +488,9 @@ def avg_bound(
     Returns
     -------
     AggregateBound
-        ``l1 = l2 = M − m`` (0 when ``count_delta == 0``).
+        Substitution (or Δ = ∞): ``l1 = l2 = M − m``; add-remove with a finite
+        Δ: ``D/(D + 1)·(M − m)`` with ``D = kΔ`` (``(M − m)/2`` on a single table);
+        0 when ``count_delta == 0``.
 
     Raises
     ------
@@ -501,28 +503,45 @@ def avg_bound(
     We assume the average is defined (at least one row) on both neighbours; the
     empty-set result (SQL NULL) is outside the model. An average of values in
     ``[m, M]`` lies in ``[m, M]``, so two averages differ by at most ``M − m``,
-    whatever the neighbour model, the number of rows changed or the query. The
-    bound is reached (single table, substitution from ``{m}`` to ``{M}``); for
-    add-remove on a single table ``(M − m)/2`` would do, but it is kept simple
-    (docs/rules.md, rule ``avg``).
+    whatever the neighbour model; this is reached under substitution (``{m}`` to
+    ``{M}``). Under add-remove the query is monotone, so the smaller neighbour has
+    ``n ≥ 1`` averaged rows with mean ``μ`` and the larger ``d ≤ D = kΔ`` more,
+    ``x_1..x_d``; the mean moves by ``|Σ(x_i − μ)|/(n + d) ≤ d(M − m)/(n + d) ≤
+    D(M − m)/(D + 1)``, reached by ``{m}`` plus ``D`` rows at ``M`` (docs/rules.md,
+    rule ``avg``).
 
     Examples
     --------
     >>> avg_bound(1, 0, 10).l1
+    5
+    >>> avg_bound(1, 0, 10, neighbor="substitute").l1
     10
+    >>> avg_bound(3, 0, 10).l1
+    Fraction(15, 2)
     >>> avg_bound(0, 0, 10).l1
     0
     """
     neighbor = _check_neighbor(neighbor)
     delta = _check_count_delta(count_delta)
-    _check_contributions(contributions)
+    k = _check_contributions(contributions)
     low, high = _check_range(low, high)
-    value = 0 if delta == 0 else _span(low, high)
-    rule = (
-        f"AVG over [{_fmt(low)}, {_fmt(high)}]: assuming it is defined (at least one "
-        f"row) on both neighbours, any two averages differ by at most M − m = "
-        f"{_fmt(value)} (range bound; docs/rules.md, rule avg)."
-    )
+    rng = f"[{_fmt(low)}, {_fmt(high)}]"
+    if delta == 0 or neighbor == "substitute" or delta == math.inf or _span(low, high) == 0:
+        value = 0 if delta == 0 else _span(low, high)
+        rule = (
+            f"AVG over {rng}: assuming it is defined (at least one "
+            f"row) on both neighbours, any two averages differ by at most M − m = "
+            f"{_fmt(value)} (range bound; docs/rules.md, rule avg)."
+        )
+    else:
+        rows = _mul(k, delta)
+        value = _mul(Fraction(rows) / (Fraction(rows) + 1), _span(low, high))
+        rule = (
+            f"AVG over {rng}, tuples added or removed: assuming it is defined on both "
+            f"neighbours, the smaller one has n ≥ 1 "
+            f"rows and the other at most D = {_fmt(rows)} more, so the average moves by at "
+            f"most D/(D + 1)·(M − m) = {_fmt(value)} (docs/rules.md, rule avg)."
+        )
     return AggregateBound(value, value, neighbor, rule)
 
 

@@ -2,20 +2,29 @@
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Mapping, Sequence
+
 from cqsens.ir.cq import CQ, AggregateQuery
 from cqsens.ir.dependencies import Sigma, satisfies
-from cqsens.witness.evaluate import count_answers
+from cqsens.ir.expr import Predicate
+from cqsens.witness.aggregate import AggregateWitness, released_change, released_values
+from cqsens.witness.evaluate import Database, count_answers
 from cqsens.witness.model import Witness
+from cqsens.witness.values import Values
 
-__all__ = ["is_witness"]
+__all__ = ["declared_hold", "is_aggregate_witness", "is_witness"]
 
 
 def is_witness(query: AggregateQuery | CQ, sigma: Sigma, witness: Witness) -> bool:
     """Certificate check: re-evaluate the witness from scratch.
 
     Both databases satisfy Σ, they are one row apart (t is not in A), and the
-    counts are the ones claimed.
+    counts are the ones claimed.  An :class:`AggregateWitness` is checked by
+    :func:`is_aggregate_witness`.
     """
+    if isinstance(witness, AggregateWitness):
+        return isinstance(query, AggregateQuery) and is_aggregate_witness(query, sigma, witness)
     a = witness.database
     if witness.row in a.rows.get(witness.relation, frozenset()):
         return False
@@ -26,3 +35,71 @@ def is_witness(query: AggregateQuery | CQ, sigma: Sigma, witness: Witness) -> bo
         count_answers(query, a) == witness.count_without
         and count_answers(query, full) == witness.count_with
     )
+
+
+def declared_hold(
+    db: Database,
+    sigma: Sigma,
+    *,
+    column_checks: Mapping[tuple[str, int], Sequence[Predicate]] | None = None,
+    keys: Mapping[str, tuple[tuple[int, ...], ...]] | None = None,
+) -> bool:
+    """Whether ``db`` satisfies Σ, every key (no two rows agree on one) and every
+    CHECK or ``--bounds`` range (``column_checks``, predicates over ``Slot(0)``)."""
+    if not satisfies(db.rows, sigma):
+        return False
+    for relation, ks in (keys or {}).items():
+        rows = db.rows.get(relation, frozenset())
+        if any(len({tuple(r[p] for p in key) for r in rows}) != len(rows) for key in ks):
+            return False
+    if column_checks:
+        conn = sqlite3.connect(":memory:")
+        try:
+            probe = Values(CQ((), frozenset()), conn)
+            for (rel, pos), checks in column_checks.items():
+                for value in {r[pos] for r in db.rows.get(rel, ()) if pos < len(r)}:
+                    if not all(probe.holds(c, value) for c in checks):
+                        return False
+        finally:
+            conn.close()
+    return True
+
+
+def is_aggregate_witness(
+    query: AggregateQuery,
+    sigma: Sigma,
+    witness: AggregateWitness,
+    *,
+    column_checks: Mapping[tuple[str, int], Sequence[Predicate]] | None = None,
+    keys: Mapping[str, tuple[tuple[int, ...], ...]] | None = None,
+) -> bool:
+    """Certificate check of an aggregate witness, from scratch.
+
+    ``B`` and ``B'`` are neighbours under the witness's model (one row added, or
+    one row replaced by another), both satisfy everything declared, and running the
+    query's SQL in SQLite on each gives the released values and the ℓ1/ℓ2 change
+    claimed.
+    """
+    before, after, rel = witness.database, witness.after, witness.relation
+    if set(before.columns) != set(after.columns):
+        return False
+    for r in before.columns:
+        b, a = before.rows.get(r, frozenset()), after.rows.get(r, frozenset())
+        if r != rel and b != a:
+            return False
+    b, a = before.rows.get(rel, frozenset()), after.rows.get(rel, frozenset())
+    if witness.replacement is None:
+        if witness.neighbor != "add-remove" or witness.row in b or a != b | {witness.row}:
+            return False
+    elif witness.neighbor != "substitute" or witness.row not in b \
+            or witness.replacement in b or a != (b - {witness.row}) | {witness.replacement}:
+        return False
+    if not all(declared_hold(d, sigma, column_checks=column_checks, keys=keys)
+               for d in (before, after)):
+        return False
+    rb = released_values(query, before, witness.query_sql)
+    ra = released_values(query, after, witness.query_sql)
+    if rb != witness.released_before or ra != witness.released_after or rb is None or ra is None:
+        return False
+    change = released_change(query, rb, ra)
+    return change is not None and change[0] == witness.l1

@@ -10,6 +10,7 @@ from pathlib import Path
 from cqsens.errors import InputError
 from cqsens.files import write_atomically, write_text_atomically
 from cqsens.frontend.sqlgen import ColumnRef, predicate_sql
+from cqsens.witness.aggregate import AggregateWitness
 from cqsens.witness.evaluate import Database, Value, quote_ident, sql_literal
 from cqsens.witness.model import Witness
 
@@ -27,6 +28,26 @@ def _column_defs(witness: Witness, relation: str) -> list[str]:
     return defs
 
 
+def _aggregate_script(witness: AggregateWitness, title: str) -> str:
+    """B, the query, then B' in place of B, the query again: both released values."""
+    lines = [f"-- cqsens witness: {title}" if title else "-- cqsens witness"]
+    lines.append(f"-- {witness.summary()}")
+    for rel in sorted(witness.database.columns):
+        lines.append(f"CREATE TABLE {quote_ident(rel)} ({', '.join(_column_defs(witness, rel))});")
+    query = witness.query_sql.strip().rstrip(";")
+    for name, db in (("B", witness.database), ("B' (the neighbour)", witness.after)):
+        shown = replace(witness, database=db)
+        if name != "B":
+            lines.append(f"-- {name}: the same tables, one row apart")
+            lines += [f"DELETE FROM {quote_ident(rel)};" for rel in sorted(db.columns)]
+        for rel, rows in shown.shown_tables().items():
+            lines += [_insert(rel, row) for row in rows]
+        if query:
+            lines.append(f"-- the query on {name.split(' ')[0]}:")
+            lines.append(f"{query};")
+    return "\n".join(lines) + "\n"
+
+
 def to_sql_script(witness: Witness, *, title: str = "") -> str:
     """A runnable SQL script: the tables, the rows of A, the query, the row t, the query again.
 
@@ -34,6 +55,8 @@ def to_sql_script(witness: Witness, *, title: str = "") -> str:
     without a key hold their rows as a bag: equal rows are inserted as often as
     they occur.
     """
+    if isinstance(witness, AggregateWitness):
+        return _aggregate_script(witness, title)
     lines = [f"-- cqsens witness{': ' + title if title else ''}"]
     lines.append(f"-- #Q(A) = {witness.count_without}")
     lines.append(f"-- #Q(A ∪ {{t}}) = {witness.count_with}   (difference {witness.difference})")
@@ -90,7 +113,8 @@ def write_witness(witness: Witness, path: str | Path, *, title: str = "") -> Non
     """
     target = Path(path)
     if is_database_path(target):
-        full = witness.database.with_row(witness.relation, witness.row)
+        full = (witness.after if isinstance(witness, AggregateWitness)
+                else witness.database.with_row(witness.relation, witness.row))
         write_atomically(target, lambda tmp: _write_sqlite(witness, witness.database, tmp,
                                                            str(target)))
         second = companion_path(target)

@@ -1,0 +1,195 @@
+"""Find an aggregate witness: variants of the COUNT witness with extreme values.
+
+See :mod:`cqsens.witness.aggregate` for the construction and docs/rules.md, rule
+``aggregate-witness``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import sqlite3
+import time
+from collections.abc import Callable, Iterator, Mapping
+from fractions import Fraction
+
+from cqsens.ir.cq import AggregateQuery, Var
+from cqsens.ir.exact import Exact
+from cqsens.witness.aggregate import (
+    AggregateWitness,
+    aggregate_sql,
+    concrete,
+    joined_values,
+    released_change,
+    released_values,
+    renamed,
+)
+from cqsens.witness.evaluate import Database, Value
+from cqsens.witness.model import Witness
+
+__all__ = ["find_aggregate_witness"]
+
+_PLACEHOLDER = 9_999_999  # the changed aggregated value of t', before values are assigned
+_LARGE = 5_000  # rows above which the copying variants are skipped
+
+
+def _positions(query: AggregateQuery, var: Var) -> set[tuple[str, int]]:
+    return {(a.relation, p) for a in query.cq.relation_atoms() for p, x in enumerate(a.terms)
+            if x == var}
+
+
+def _candidates(
+    base: Witness, neighbor: str, keep: Callable[[str, int, Value], bool],
+    agg_positions: set[tuple[str, int]],
+) -> Iterator[tuple[Database, Database, tuple[Value, ...] | None, str]]:
+    """(B, B', t' or None, description) of every structural variant."""
+    a, rel, t = base.database, base.relation, base.row
+    ren1, ren2 = renamed(a, keep, 1), renamed(a, keep, 2)
+    copy_rows = [(r, ren1(r, row)) for r, rows in a.rows.items() for row in rows]
+    small = a.size() <= _LARGE
+    plain_copy = a
+    for r, row in copy_rows:
+        plain_copy = plain_copy.with_row(r, row)
+    full_copy = plain_copy.with_row(rel, ren1(rel, t))
+    bases = [(a, "A")] + ([(full_copy, "A plus a fresh copy of A ∪ {t}")] if small else [])
+    if neighbor == "add-remove":
+        for b, name in bases:
+            if t not in b.rows.get(rel, frozenset()):
+                yield b, b.with_row(rel, t), None, f"B = {name}, B' = B ∪ {{t}}"
+        return
+    if small:
+        bases.append((plain_copy, "A plus a fresh copy of A"))
+    changed = tuple(_PLACEHOLDER if (rel, p) in agg_positions else v for p, v in enumerate(t))
+    for c, name in bases:
+        for t2, how in ((ren2(rel, t), "a fresh copy of t"), (ren1(rel, t), "t's copy"),
+                        (changed, "t with its aggregated value changed")):
+            present = c.rows.get(rel, frozenset())
+            if t2 == t or t in present or t2 in present:
+                continue
+            yield (c.with_row(rel, t), c.with_row(rel, t2), t2,
+                   f"C = {name}, t replaced by {how}")
+
+
+def _assign(db: Database, positions: set[tuple[str, int]], mapping: Mapping[Value, Value]) -> \
+        Database:
+    rows = {rel: frozenset(tuple(mapping.get(v, v) if (rel, p) in positions else v
+                                 for p, v in enumerate(row)) for row in rs)
+            for rel, rs in db.rows.items()}
+    return Database(db.columns, rows, db.types)
+
+
+def _value_maps(
+    query: AggregateQuery, before: Database, after: Database,
+    ranges: Mapping[Var, tuple[Exact, Exact]],
+) -> Iterator[tuple[Database, Database, str]]:
+    """The eight assignments of m or M to the aggregated values joined only in B,
+    only in B', in both (the rest get m)."""
+    body = query.body or query.cq
+    parts = []
+    for var, (lo, hi) in ranges.items():
+        pos = _positions(query, var)
+        jb, ja = joined_values(body, var, before), joined_values(body, var, after)
+        every = {row[p] for rel, p in pos for db in (before, after)
+                 for row in db.rows.get(rel, ())}
+        parts.append((pos, jb - ja, ja - jb, jb & ja, every - jb - ja,
+                      concrete(lo), concrete(hi)))
+    if not parts:
+        yield before, after, ""
+        return
+    for combo in itertools.product((0, 1), repeat=3):
+        b, a = before, after
+        for pos, only_b, only_a, both, rest, lo, hi in parts:
+            ends = (lo, hi)
+            mapping: dict[Value, Value] = {v: lo for v in rest}
+            for group, choice in zip((only_b, only_a, both), combo, strict=True):
+                mapping.update({v: ends[choice] for v in group})
+            b, a = _assign(b, pos, mapping), _assign(a, pos, mapping)
+        names = "/".join("mM"[c] for c in combo)
+        yield b, a, f"values joined only in B / only in B' / in both set to {names}"
+
+
+def find_aggregate_witness(
+    query: AggregateQuery,
+    base: Witness,
+    *,
+    neighbor: str,
+    ranges: Mapping[Var, tuple[Exact, Exact]],
+    valid: Callable[[Database], bool],
+    keep: Callable[[str, int, Value], bool],
+    upper: Exact = math.inf,
+    time_budget: float = 1.0,
+) -> AggregateWitness | None:
+    """The best aggregate witness built from the COUNT witness ``base``, or None.
+
+    Parameters
+    ----------
+    query : AggregateQuery
+        The query as the user wrote it; its SQL is run in SQLite on both databases.
+    base : Witness
+        A COUNT witness ``(A, t)`` of the query's body.
+    neighbor : {"add-remove", "substitute"}
+        The neighbour model.
+    ranges : mapping
+        Aggregated variable → its value range ``[m, M]`` (finite).
+    valid : callable
+        Whether a database satisfies everything declared (Σ, keys, CHECKs).
+    keep : callable
+        ``(relation, position, value) → bool``: the values a fresh copy keeps
+        (constants of the query, values of checked columns).
+    upper : number
+        The upper bound: the search stops once a witness reaches it.
+    time_budget : float
+        Seconds the search may take.
+    """
+    sql = aggregate_sql(query, base.database.columns)
+    if sql is None:
+        return None
+    stop = time.monotonic() + max(time_budget, 0.0)
+    agg_positions = set().union(*(_positions(query, v) for v in ranges)) if ranges else set()
+    best: AggregateWitness | None = None
+    for before0, after0, t2, shape in _candidates(base, neighbor, keep, agg_positions):
+        for before, after, values in _value_maps(query, before0, after0, ranges):
+            if time.monotonic() > stop:
+                return best
+            found = _try(query, sql, base, before, after, t2, neighbor,
+                         f"{shape}; {values}" if values else shape, valid)
+            if found is not None and (best is None or found.l1 > best.l1):
+                best = found
+                if upper != math.inf and Fraction(concrete(upper)) <= best.l1:
+                    return best
+    return best
+
+
+def _try(
+    query: AggregateQuery, sql: str, base: Witness, before: Database, after: Database,
+    t2: tuple[Value, ...] | None, neighbor: str, construction: str,
+    valid: Callable[[Database], bool],
+) -> AggregateWitness | None:
+    rel = base.relation
+    removed = before.rows.get(rel, frozenset()) - after.rows.get(rel, frozenset())
+    added = after.rows.get(rel, frozenset()) - before.rows.get(rel, frozenset())
+    if neighbor == "add-remove":
+        if removed or len(added) != 1:
+            return None
+        (row,) = added
+        database, replacement = before, None
+    else:
+        if len(removed) != 1 or len(added) != 1 or t2 is None:
+            return None
+        (row,), (replacement,) = removed, added
+        database = before
+    if not valid(before) or not valid(after):
+        return None
+    try:
+        rb, ra = released_values(query, before, sql), released_values(query, after, sql)
+    except sqlite3.Error:
+        return None
+    if rb is None or ra is None:
+        return None
+    change = released_change(query, rb, ra)
+    if change is None or change[0] == 0:
+        return None
+    return AggregateWitness(
+        database, rel, row, 0, 0, construction, hidden=base.hidden, checks=base.checks,
+        query_sql=sql, after=after, neighbor=neighbor, replacement=replacement,
+        released_before=rb, released_after=ra, l1=change[0], l2=change[1])
