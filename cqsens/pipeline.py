@@ -294,11 +294,14 @@ def stage_witness(state: State) -> State:
     query, options, counted = state.query, state.options, state.count
     if not options.prove_lower:
         return replace(state, lower_note="not searched (--no-lower)")
+    simple = len(query.aggregates) == 1 and query.aggregate in ("count", "count_distinct") \
+        and options.neighbor == "add-remove"
+    if not simple and state.release is not None and state.release.l1 == 0:
+        # nothing can change the released value: 0 is its sensitivity, lower and upper
+        return replace(state, lower=0, lower_note="")
     blocker = _sqlite_cannot_evaluate(query, counted.core)
     if blocker is not None:
         return replace(state, lower_note=f"not searched: {blocker}")
-    simple = len(query.aggregates) == 1 and query.aggregate in ("count", "count_distinct") \
-        and options.neighbor == "add-remove"
     schema = options.schema
     checks = column_checks(schema, value_bounds=options.value_bounds, columns=query.columns)
     keys = witness_keys(schema)

@@ -139,3 +139,20 @@ def test_grouped_median_rejects_rows() -> None:
         analyze(sql, bounds=["T.v=0:10"], neighbor="substitute", rows=4)
     assert info.value.construct == "--rows"
     assert analyze(sql, bounds=["T.v=0:10"], neighbor="substitute").l2 >= 10
+
+
+def test_count_star_of_one_table_under_substitution_is_zero() -> None:
+    """Changing a row in place keeps the number of rows; COUNT(col) can still move (NULL)."""
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE T (id INTEGER PRIMARY KEY, v INTEGER)")
+    conn.executemany("INSERT INTO T VALUES (?, ?)", [(1, None), (2, 5)])
+    before = conn.execute("SELECT COUNT(*), COUNT(v) FROM T").fetchone()
+    conn.execute("UPDATE T SET v = 7 WHERE id = 1")
+    after = conn.execute("SELECT COUNT(*), COUNT(v) FROM T").fetchone()
+    assert before[0] == after[0] and after[1] - before[1] == 1
+    ddl = "CREATE TABLE T (id INTEGER PRIMARY KEY, v INTEGER);"
+    star = analyze("SELECT COUNT(*) FROM T", schema=ddl, neighbor="substitute")
+    assert star.upper == 0 and star.tight
+    assert analyze("SELECT COUNT(v) FROM T", schema=ddl, neighbor="substitute").upper == 1
+    assert analyze("SELECT COUNT(*) FROM T WHERE T.v > 3", schema=ddl,
+                   neighbor="substitute").upper == 1

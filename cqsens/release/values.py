@@ -328,6 +328,11 @@ def aggregate_bound(
     if kind in ("count", "count_distinct"):
         if grouped:
             return histogram_bound(count_delta, neighbor=neighbor, contributions=k)
+        if kind == "count" and aggregate.column is None and neighbor == "substitute" \
+                and single_table_unfiltered:
+            return AggregateBound(0, 0, neighbor, (
+                "COUNT(*) of a single table with no filter under substitution: changing rows "
+                "in place keeps their number (docs/rules.md, rule count-substitution)."))
         return count_bound(count_delta, neighbor=neighbor, contributions=k)
     assert values is not None
     lo, hi = values.low, values.high
