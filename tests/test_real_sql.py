@@ -125,6 +125,8 @@ CASES = [
      "(SELECT 1 FROM s s2 WHERE s2.r = r.k AND s2.k <> s.k))", ""),
     ("SELECT COUNT(*) FROM s WHERE EXISTS (SELECT * FROM r WHERE r.k = s.r AND r.a = 3 AND "
      "EXISTS (SELECT 1 FROM s WHERE s.r = r.k AND s.c = 4))", ""),
+    ("SELECT COUNT(*) FROM r, s WHERE (s.r = r.k AND s.c = 1) OR (r.k = s.r AND r.a = 3) "
+     "OR (s.r = r.k AND r.b = 2 AND s.c = 4)", ""),
 ]
 
 
@@ -243,3 +245,16 @@ def test_small_domain_is_exhaustive() -> None:
     assert _ok(db)
     assert _brute_force("SELECT SUM(r.a * r.b) FROM r", db) == 6  # add (k, 3, 2) or remove it
     assert len(list(itertools.product(range(3), (0, 3), (-2, 1, 2)))) == len(R_ROWS)
+
+
+def test_or_with_a_common_conjunct_joins() -> None:
+    sql = ("SELECT COUNT(*) FROM r, s WHERE (s.r = r.k AND s.c = 1 AND r.b = 2) "
+           "OR (s.r = r.k AND r.a = 3 AND r.b = 2)")
+    q = parse_sql(sql, schema=SCHEMA)
+    s_atom = next(a for a in q.cq.relation_atoms() if a.relation == "s")
+    assert s_atom.terms[1].name == "r_k"  # the shared equality unifies s.r with r.k
+    assert str(q.cq).count("OR") == 1 and "r_b = 2" not in str(q.cq)  # r.b = 2 left the OR
+    assert cqsens.analyze(sql, schema=DDL, cds=CDS).upper == 2  # one r row, its two s rows
+    whole = parse_sql("SELECT COUNT(*) FROM r, s WHERE (s.r = r.k AND s.c = 1) OR (s.r = r.k)",
+                      schema=SCHEMA)
+    assert not any(a.is_filter for a in whole.cq.atoms)  # a branch left empty: the OR holds

@@ -30,6 +30,7 @@ from sqlglot.errors import TokenError
 from sqlglot.tokenizer_core import Token
 
 from cqsens.errors import ParseError, SchemaError, UnsupportedQueryError
+from cqsens.frontend.common_conjuncts import factor_common_conjuncts
 from cqsens.frontend.limits import (
     MAX_ATOMS,
     check_count,
@@ -521,7 +522,7 @@ class _Query:
         conditions = list(join_conditions)
         if tree.args.get("where") is not None:
             conditions.append(tree.args["where"].this)
-        conjuncts = [c for cond in conditions for c in _conjuncts(cond)]
+        conjuncts = factor_common_conjuncts([c for cond in conditions for c in _conjuncts(cond)])
         group = tree.args.get("group")
         grouped = group.expressions if group else []
         self._resolve(instances, [*tree.expressions, *conjuncts, *grouped])
