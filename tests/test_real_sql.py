@@ -127,6 +127,20 @@ CASES = [
      "EXISTS (SELECT 1 FROM s WHERE s.r = r.k AND s.c = 4))", ""),
     ("SELECT COUNT(*) FROM r, s WHERE (s.r = r.k AND s.c = 1) OR (r.k = s.r AND r.a = 3) "
      "OR (s.r = r.k AND r.b = 2 AND s.c = 4)", ""),
+    # derived tables and WITH, inlined; GROUP BY expressions grouped by their columns
+    ("SELECT t.g AS g, SUM(t.v) FROM (SELECT r.a AS g, r.b * s.c AS v FROM r, s "
+     "WHERE s.r = r.k AND s.c > 1) AS t GROUP BY t.g", ""),
+    ("SELECT COUNT(*) FROM (SELECT x.k, x.a FROM (SELECT k, a FROM r WHERE b >= 1) AS x "
+     "JOIN s ON s.r = x.k) AS y WHERE y.a = 3", ""),
+    ("WITH big AS (SELECT k, a + b AS ab FROM r WHERE a > 0), pair AS (SELECT big.ab, s.c "
+     "FROM big, s WHERE s.r = big.k) SELECT pair.c AS g, SUM(pair.ab), COUNT(*) FROM pair "
+     "GROUP BY pair.c", ""),
+    ("SELECT r.a % 2 AS g, COUNT(*), SUM(r.b) FROM r JOIN s ON s.r = r.k GROUP BY r.a % 2", ""),
+    ("SELECT ABS(r.b) + r.a AS g, COUNT(DISTINCT s.c) FROM r JOIN s ON s.r = r.k "
+     "GROUP BY ABS(r.b) + r.a", ""),
+    ("SELECT CASE WHEN t.c > 2 THEN 1 ELSE 0 END AS g, SUM(t.c), COUNT(*) FROM "
+     "(SELECT s.c AS c FROM s) AS t GROUP BY CASE WHEN t.c > 2 THEN 1 ELSE 0 END", ""),
+    ("SELECT SUM(t.c), COUNT(*) FROM (SELECT s.c AS c FROM s WHERE s.c > 1) AS t", ""),
 ]
 
 
@@ -279,3 +293,39 @@ def test_arithmetic_over_aggregates_releases_each(combined: str, released: str,
     assert any("post-processing of the noisy values" in n for n in a.notes)
     assert not any(op in (a.query_obj.sql or "") for op in ("/", "2 *"))  # witnesses see each
     assert _brute_force(released, db) <= a.l1
+
+
+def test_derived_table_is_inlined() -> None:
+    sql = ("SELECT t.g, SUM(t.v) AS total FROM (SELECT r.a AS g, r.b * s.c AS v FROM r, s "
+           "WHERE s.r = r.k) AS t GROUP BY t.g ORDER BY t.g")
+    q = parse_sql(sql, schema=SCHEMA)
+    assert {a.relation for a in q.cq.relation_atoms()} == {"r", "s"}
+    agg = q.aggregates[0]
+    assert agg.label == "SUM(t.v) AS total" and agg.term_columns == ("r.b", "s.c")
+    assert [t.name for t in q.group_by] == ["r_a"]
+    assert "(SELECT" in (q.sql or "")  # a witness evaluates the statement as written
+    w = parse_sql("WITH x AS (SELECT k FROM r), y AS (SELECT x.k FROM x) "
+                  "SELECT COUNT(*) FROM y, x WHERE y.k = x.k", schema=SCHEMA)
+    assert sorted(a.relation for a in w.cq.relation_atoms()) == ["r", "r"]
+
+
+def test_group_by_expression_groups_by_its_columns() -> None:
+    q = parse_sql("SELECT r.a + r.b AS g, COUNT(*) FROM r GROUP BY r.a + r.b", schema=SCHEMA)
+    assert [t.name for t in q.group_by] == ["r_a", "r_b"] and len(q.aggregates) == 1
+    assert any("each group of the expression is a union" in n for n in q.notes)
+    with pytest.raises(UnsupportedQueryError, match="GROUP BY expression"):
+        parse_sql("SELECT COUNT(*) FROM r GROUP BY 1 + 1", schema=SCHEMA)
+
+
+@pytest.mark.parametrize(("sql", "construct"), [
+    ("SELECT SUM(t.n) FROM (SELECT r.a, COUNT(*) AS n FROM r GROUP BY r.a) AS t",
+     "aggregating subquery"),
+    ("WITH t AS (SELECT MAX(r.a) AS m FROM r) SELECT COUNT(*) FROM t", "aggregating WITH"),
+    ("WITH RECURSIVE t AS (SELECT k FROM r) SELECT COUNT(*) FROM t", "WITH RECURSIVE"),
+    ("SELECT COUNT(*) FROM (SELECT DISTINCT r.a FROM r) AS t", "SELECT DISTINCT"),
+    ("SELECT COUNT(*) FROM (SELECT r.a FROM r LIMIT 2) AS t", "LIMIT"),
+])
+def test_derived_tables_that_cannot_be_inlined_are_named(sql: str, construct: str) -> None:
+    with pytest.raises(UnsupportedQueryError, match=construct) as info:
+        parse_sql(sql, schema=SCHEMA)
+    assert info.value.construct is not None and construct in info.value.construct

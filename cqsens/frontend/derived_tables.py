@@ -150,8 +150,8 @@ class _Inliner:
         item.replace(tables[0])
         from_ = _from(outer)
         assert from_ is not None
-        for table in tables[1:]:
-            from_.append("expressions", table)
+        for added in tables[1:]:
+            from_.append("expressions", added)
         others = [i for i in _items(outer) if isinstance(i, exp.Table) and i not in tables]
         for col in list(outer.find_all(exp.Column)):
             table = col.table.lower()
