@@ -30,12 +30,15 @@ from sqlglot.errors import TokenError
 from sqlglot.tokenizer_core import Token
 
 from cqsens.errors import ParseError, SchemaError, UnsupportedQueryError
+from cqsens.frontend.common_conjuncts import factor_common_conjuncts
+from cqsens.frontend.derived_tables import inline_derived_tables
 from cqsens.frontend.limits import (
     MAX_ATOMS,
     check_count,
     check_expression_tree,
     check_sql_tokens,
 )
+from cqsens.frontend.select_items import aggregates_in
 from cqsens.frontend.sql_expr import ExprReader, node_position, text_start
 from cqsens.frontend.subqueries import inline_semijoins
 from cqsens.ir.cq import CQ, Aggregate, AggregateQuery, Atom, Const, Term, Var
@@ -511,17 +514,23 @@ class _Query:
         self.order: dict[Var, int] = {}
         self.row_positions: dict[str, int] = {}
         self.uf = _UnionFind(self.order)
+        self.split = False
+        self.labels: dict[int, str] = {}  # an aggregate taken out of an arithmetic combination
 
     def translate(self) -> AggregateQuery:
         tr, tree = self.tr, self.tree
+        self._split_combinations()
+        for item in tree.expressions:  # the labels as written, before any inlining
+            self.labels.setdefault(id(item), item.sql(dialect=self.dialect))
         released_sql = self._post_processing()
+        inline_derived_tables(tree, tr.schema, tr.unsupported)
         existential = {a.lower() for a in inline_semijoins(tree, tr.schema, tr.unsupported)}
         tr.reject_constructs(tree)
         instances, join_conditions = tr.instances(tree)
         conditions = list(join_conditions)
         if tree.args.get("where") is not None:
             conditions.append(tree.args["where"].this)
-        conjuncts = [c for cond in conditions for c in _conjuncts(cond)]
+        conjuncts = factor_common_conjuncts([c for cond in conditions for c in _conjuncts(cond)])
         group = tree.args.get("group")
         grouped = group.expressions if group else []
         self._resolve(instances, [*tree.expressions, *conjuncts, *grouped])
@@ -545,10 +554,10 @@ class _Query:
         heads: list[tuple[Term, ...]] = []
         for item in tree.expressions:
             node = item.this if isinstance(item, exp.Alias) else item
-            if isinstance(node, exp.Column) and group is not None \
-                    and self.final(self.term_of(node)) in group_terms:
+            if group is not None and self._repeats_group_key(node, group_terms):
                 continue  # the group key itself, printed next to each count
-            agg, head = self._aggregate(node, item.sql(dialect=self.dialect), all_vars)
+            label = self.labels.get(id(item)) or item.sql(dialect=self.dialect)
+            agg, head = self._aggregate(node, label, all_vars)
             aggregates.append(agg)
             heads.append(tuple(dict.fromkeys((*group_terms, *head))))
         if not aggregates:
@@ -576,8 +585,8 @@ class _Query:
         """
         tree = self.tree
         cut = [key for key in ("order", "limit", "offset") if tree.args.get(key) is not None]
-        if not cut:
-            return self.tr.sql
+        if not cut:  # the statement as written, unless its aggregates were taken apart
+            return tree.sql(dialect=self.dialect) if self.split else self.tr.sql
         names = {"order": "ORDER BY", "offset": "OFFSET"}
         shown = [names.get(key) or _limit_name(tree.args[key], self.dialect) for key in cut]
         self.tr.notes.append(
@@ -724,14 +733,46 @@ class _Query:
         predicate = ExprReader(column, reject).predicate(cond)
         return Atom.filter(predicate, terms)
 
+    def _repeats_group_key(self, node: exp.Expr, group_terms: tuple[Term, ...]) -> bool:
+        """A SELECT item without aggregate that reads only group columns (``o_year``)."""
+        if isinstance(node, exp.Column):
+            return self.final(self.term_of(node)) in group_terms
+        if aggregates_in(node) is not None or any(True for _ in node.find_all(exp.AggFunc)):
+            return False
+        columns = list(node.find_all(exp.Column))
+        return bool(columns) and all(self.final(self.term_of(c)) in group_terms for c in columns)
+
     def _group_terms(self, group: exp.Group | None) -> tuple[Term, ...]:
+        """The group key's terms; an expression is grouped by the columns it reads.
+
+        Grouping by the columns an expression reads (``o_orderdate`` for
+        ``EXTRACT(YEAR FROM o_orderdate)``) gives groups that each lie inside one
+        group of the expression: every expression group is a union of column
+        groups.  The histogram and value-aggregate rules bound the change of the
+        released vector through Δ, the number of counted rows one tuple adds or
+        removes, which does not depend on the grouping: the ℓ1 change of a union
+        of groups is at most the sum of theirs (triangle inequality), at most Δ
+        groups are touched either way, and a COUNT(DISTINCT c) gains no more
+        distinct (expression, c) pairs than (columns, c) pairs.  So the bounds
+        hold for the expression's groups (docs/rules.md, rule group-by-expression).
+        """
         if group is None:
             return ()
         out: list[Term] = []
         for g in group.expressions:
-            if not isinstance(g, exp.Column):
-                raise self.tr.unsupported(g, "GROUP BY expression", "group by plain columns")
-            out.append(self.final(self.term_of(g)))
+            if isinstance(g, exp.Column):
+                out.append(self.final(self.term_of(g)))
+                continue
+            columns = list(g.find_all(exp.Column))
+            if any(True for _ in g.find_all(exp.AggFunc, exp.Window, exp.Select)) or not columns:
+                raise self.tr.unsupported(g, "GROUP BY expression",
+                                          "group by columns or by expressions over columns")
+            out.extend(self.final(self.term_of(c)) for c in columns)
+            names = ", ".join(dict.fromkeys(self._column_name(c) for c in columns))
+            self.tr.notes.append(
+                f"GROUP BY {g.sql(dialect=self.dialect)} is analysed as grouping by {names}: "
+                "each group of the expression is a union of their groups, and the bounds, "
+                "which depend only on how many rows one tuple changes, hold for it")
         return tuple(dict.fromkeys(out))
 
     def _column_name(self, col: exp.Column) -> str:
@@ -743,6 +784,31 @@ class _Query:
     ) -> tuple[Aggregate, tuple[Term, ...]]:
         return _aggregate(self, node, label, all_vars)
 
+    def _split_combinations(self) -> None:
+        """Replace each arithmetic combination of aggregates in SELECT by its aggregates.
+
+        ``100 * SUM(a) / SUM(b)`` releases SUM(a) and SUM(b), each with its own
+        sensitivity; the arithmetic is post-processing of the noisy values.  The
+        statement (and so the SQL a witness evaluates) lists the aggregates.
+        """
+        items: list[exp.Expr] = []
+        for item in self.tree.expressions:
+            node = item.this if isinstance(item, exp.Alias) else item
+            parts = aggregates_in(node)
+            if parts is None or parts == [node]:
+                items.append(item)
+                continue
+            name = item.alias if isinstance(item, exp.Alias) else item.sql(dialect=self.dialect)
+            plural = "s: each is" if len(parts) > 1 else ": it is"
+            self.tr.notes.append(
+                f"{name} is arithmetic over {len(parts)} aggregate{plural} released with its "
+                "own sensitivity, and the arithmetic is post-processing of the noisy values")
+            for part in parts:
+                copy = part.copy()
+                self.labels[id(copy)] = f"{part.sql(dialect=self.dialect)} (in {name})"
+                self.split = True
+                items.append(copy)
+        self.tree.set("expressions", items)
 
 def _limit_name(node: exp.Expr, dialect: str | None) -> str:
     """LIMIT, FETCH or TOP, as the statement spells it."""
