@@ -23,6 +23,10 @@ from cqsens.ir.schema import Schema
 __all__ = ["explanation", "fmt_weight", "jsonable", "reason", "structure", "suggestion"]
 
 
+ADVICE_MAX_ATOMS = 40
+"""The largest query (relation atoms) for which advice is computed and confirmed."""
+
+
 def jsonable(value: Exact | None) -> int | float | str | None:
     """∞ as the string ``"inf"``; integral values as ints; a Fraction as the nearest
     float not below it (a bound is never shown smaller than proven)."""
@@ -213,6 +217,10 @@ def _bound_with(query: AggregateQuery, sigma: Sigma, extra: Sequence[Dependency]
 def suggestion(query: AggregateQuery, sigma: Sigma, core: CQ, schema: Schema | None, *,
                public: frozenset[str] = frozenset()) -> list[str]:
     """The fewest dependencies that bound the query, confirmed by re-analysis."""
+    atoms = len(core.relation_atoms())
+    if atoms > ADVICE_MAX_ATOMS:  # each option is confirmed by two more analyses
+        return [f"No advice computed: the query joins {atoms} tables; advice is computed "
+                f"for at most {ADVICE_MAX_ATOMS}."]
     advice = suggest(core, sigma, public=public)
     if not advice.dependencies:
         return [f"No dependency helps: {advice.reason}."] if advice.reason else []
