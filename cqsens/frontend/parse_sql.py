@@ -40,6 +40,7 @@ from cqsens.frontend.limits import (
 )
 from cqsens.frontend.select_items import aggregates_in
 from cqsens.frontend.sql_expr import ExprReader, node_position, text_start
+from cqsens.frontend.sql_expr import conjuncts as and_parts
 from cqsens.frontend.subqueries import inline_semijoins
 from cqsens.ir.cq import CQ, Aggregate, AggregateQuery, Atom, Const, Term, Var
 from cqsens.ir.expr import Expr, Slot
@@ -330,21 +331,6 @@ def _literal(node: exp.Expr) -> Const | None:
     return None
 
 
-def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
-    """The parts of an AND chain, left to right (without recursion: chains can be long)."""
-    out: list[exp.Expr] = []
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, exp.Paren):
-            stack.append(current.this)
-        elif isinstance(current, exp.And):
-            stack.extend((current.expression, current.this))
-        else:
-            out.append(current)
-    return out
-
-
 _SAFE = re.compile(r"[^A-Za-z0-9_]")
 
 
@@ -530,7 +516,7 @@ class _Query:
         conditions = list(join_conditions)
         if tree.args.get("where") is not None:
             conditions.append(tree.args["where"].this)
-        conjuncts = factor_common_conjuncts([c for cond in conditions for c in _conjuncts(cond)])
+        conjuncts = factor_common_conjuncts([c for cond in conditions for c in and_parts(cond)])
         group = tree.args.get("group")
         grouped = group.expressions if group else []
         self._resolve(instances, [*tree.expressions, *conjuncts, *grouped])

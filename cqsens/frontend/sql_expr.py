@@ -41,7 +41,7 @@ from cqsens.ir.expr import (
     Truth,
 )
 
-__all__ = ["ExprReader", "node_position", "text_start"]
+__all__ = ["ExprReader", "conjuncts", "node_position", "text_start"]
 
 Reject = Callable[[exp.Expr, str, str], Exception]
 
@@ -255,3 +255,18 @@ def text_start(text: str) -> tuple[int, int]:
     before = text[: len(text) - len(stripped)]
     line = before.count("\n") + 1
     return line, len(before) - (before.rfind("\n") + 1) + 1
+
+
+def conjuncts(node: exp.Expr) -> list[exp.Expr]:
+    """The parts of an AND chain, left to right (without recursion: chains can be long)."""
+    out: list[exp.Expr] = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, exp.Paren):
+            stack.append(current.this)
+        elif isinstance(current, exp.And):
+            stack.extend((current.expression, current.this))
+        else:
+            out.append(current)
+    return out

@@ -22,25 +22,12 @@ from collections.abc import Callable
 
 from sqlglot import exp
 
+from cqsens.frontend.sql_expr import conjuncts
 from cqsens.ir.schema import Schema
 
 __all__ = ["inline_semijoins"]
 
 Reject = Callable[[exp.Expr, str, str], Exception]
-
-
-def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
-    out: list[exp.Expr] = []
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, exp.Paren):
-            stack.append(current.this)
-        elif isinstance(current, exp.And):
-            stack.extend((current.expression, current.this))
-        else:
-            out.append(current)
-    return out
 
 
 def _select_of(node: exp.Expr | None) -> exp.Select | None:
@@ -93,7 +80,7 @@ class _Inliner:
         if where is None:
             return
         kept: list[exp.Expr] = []
-        for cond in _conjuncts(where.this):
+        for cond in conjuncts(where.this):
             added = self._conjunct(select, cond)
             kept.extend([cond] if added is None else added)
         select.set("where", exp.Where(this=exp.and_(*kept)) if kept else None)
