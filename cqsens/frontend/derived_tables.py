@@ -22,6 +22,7 @@ from collections.abc import Callable
 
 from sqlglot import exp
 
+from cqsens.frontend.sql_expr import fresh_alias
 from cqsens.ir.schema import Schema
 
 __all__ = ["inline_derived_tables"]
@@ -173,15 +174,7 @@ class _Inliner:
             outer.set("where", exp.Where(this=exp.and_(*parts)))
 
     def _fresh(self, alias: str) -> str:
-        key = alias.lower()
-        if self.counts.get(key, 0) <= 1 and key not in self.claimed:
-            self.claimed.add(key)
-            return alias
-        n = 2
-        while f"{key}_{n}" in self.counts or f"{key}_{n}" in self.claimed:
-            n += 1
-        self.claimed.add(f"{key}_{n}")
-        return f"{alias}_{n}"
+        return fresh_alias(alias, self.counts, self.claimed)
 
     def _rename(self, inner: exp.Select) -> None:
         """Give the inner tables aliases that no other table of the statement uses."""

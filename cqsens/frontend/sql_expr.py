@@ -41,7 +41,7 @@ from cqsens.ir.expr import (
     Truth,
 )
 
-__all__ = ["ExprReader", "conjuncts", "node_position", "text_start"]
+__all__ = ["ExprReader", "conjuncts", "fresh_alias", "node_position", "text_start"]
 
 Reject = Callable[[exp.Expr, str, str], Exception]
 
@@ -270,3 +270,20 @@ def conjuncts(node: exp.Expr) -> list[exp.Expr]:
         else:
             out.append(current)
     return out
+
+
+def fresh_alias(alias: str, counts: dict[str, int], claimed: set[str]) -> str:
+    """``alias`` if no other table of the statement uses it, else ``alias_2``, ``alias_3``...
+
+    ``counts`` says how often each (lower-case) alias occurs in the statement;
+    ``claimed`` collects the aliases handed out (and is updated).
+    """
+    key = alias.lower()
+    if counts.get(key, 0) <= 1 and key not in claimed:
+        claimed.add(key)
+        return alias
+    n = 2
+    while f"{key}_{n}" in counts or f"{key}_{n}" in claimed:
+        n += 1
+    claimed.add(f"{key}_{n}")
+    return f"{alias}_{n}"

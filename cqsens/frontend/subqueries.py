@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 from sqlglot import exp
 
-from cqsens.frontend.sql_expr import conjuncts
+from cqsens.frontend.sql_expr import conjuncts, fresh_alias
 from cqsens.ir.schema import Schema
 
 __all__ = ["inline_semijoins"]
@@ -64,15 +64,7 @@ class _Inliner:
         self.claimed = {a.lower() for a in _aliases(root)}
 
     def _fresh(self, alias: str) -> str:
-        key = alias.lower()
-        if self.counts.get(key, 0) <= 1 and key not in self.claimed:
-            self.claimed.add(key)
-            return alias
-        n = 2
-        while f"{key}_{n}" in self.counts or f"{key}_{n}" in self.claimed:
-            n += 1
-        self.claimed.add(f"{key}_{n}")
-        return f"{alias}_{n}"
+        return fresh_alias(alias, self.counts, self.claimed)
 
     def inline(self, select: exp.Select) -> None:
         """Inline the positive subquery conjuncts of ``select``'s WHERE (in place)."""
