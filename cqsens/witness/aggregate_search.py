@@ -11,6 +11,7 @@ import math
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Set as AbstractSet
 from fractions import Fraction
 
 from cqsens.ir.cq import AggregateQuery, Var
@@ -38,11 +39,56 @@ def _positions(query: AggregateQuery, var: Var) -> set[tuple[str, int]]:
             if x == var}
 
 
+def _grouped_candidates(
+    base: Witness, neighbor: str, keep: Callable[[str, int, Value], bool],
+    agg_positions: set[tuple[str, int]], group_positions: set[tuple[str, int]],
+) -> Iterator[tuple[Database, Database, tuple[Value, ...] | None, str]]:
+    """Variants for GROUP BY: t's group exists on both sides (a copy of A ∪ {t} that
+    shares the group values), or t moves to another existing group (substitution)."""
+    a, rel, t = base.database, base.relation, base.row
+    if not group_positions or a.size() > _LARGE:
+        return
+    group_values = {row[p] for r, p in group_positions
+                    for row in (*a.rows.get(r, ()), *((t,) if r == rel else ()))}
+    shared = renamed(a, lambda r, p, v: keep(r, p, v) or v in group_values, 3)
+    copy = a
+    for r, rows in a.rows.items():
+        for row in rows:
+            if r != rel and any(v in group_values for v in row):
+                continue  # the original row serves both (a copy would repeat its key)
+            copy = copy.with_row(r, shared(r, row))
+    copy = copy.with_row(rel, shared(rel, t))
+    if neighbor == "add-remove":
+        if t not in copy.rows.get(rel, frozenset()):
+            yield (copy, copy.with_row(rel, t), None,
+                   "B = A plus a copy of A ∪ {t} in the same groups, B' = B ∪ {t}")
+        return
+    ren1 = renamed(a, keep, 1)
+    fresh_groups = a
+    for r, rows in a.rows.items():
+        for row in rows:
+            fresh_groups = fresh_groups.with_row(r, ren1(r, row))
+    fresh_groups = fresh_groups.with_row(rel, ren1(rel, t))
+    moved = tuple(ren1(rel, t)[p] if (rel, p) in group_positions else v for p, v in enumerate(t))
+    moved_changed = tuple(_PLACEHOLDER if (rel, p) in agg_positions else v
+                          for p, v in enumerate(moved))
+    for c, name in ((fresh_groups, "A plus a fresh copy of A ∪ {t}"),
+                    (copy, "A plus a copy of A ∪ {t} in the same groups")):
+        present = c.rows.get(rel, frozenset())
+        for t2, how in ((moved, "t moved to the copy's group"),
+                        (moved_changed, "t moved to the copy's group, value changed")):
+            if t2 != t and t not in present and t2 not in present:
+                yield (c.with_row(rel, t), c.with_row(rel, t2), t2,
+                       f"C = {name}, t replaced by {how}")
+
+
 def _candidates(
     base: Witness, neighbor: str, keep: Callable[[str, int, Value], bool],
     agg_positions: set[tuple[str, int]],
+    group_positions: AbstractSet[tuple[str, int]] = frozenset(),
 ) -> Iterator[tuple[Database, Database, tuple[Value, ...] | None, str]]:
     """(B, B', t' or None, description) of every structural variant."""
+    yield from _grouped_candidates(base, neighbor, keep, agg_positions, set(group_positions))
     a, rel, t = base.database, base.relation, base.row
     ren1, ren2 = renamed(a, keep, 1), renamed(a, keep, 2)
     copy_rows = [(r, ren1(r, row)) for r, rows in a.rows.items() for row in rows]
@@ -146,8 +192,11 @@ def find_aggregate_witness(
         return None
     stop = time.monotonic() + max(time_budget, 0.0)
     agg_positions = set().union(*(_positions(query, v) for v in ranges)) if ranges else set()
+    group_positions: set[tuple[str, int]] = set().union(
+        *(_positions(query, g) for g in query.group_by if isinstance(g, Var)))
     best: AggregateWitness | None = None
-    for before0, after0, t2, shape in _candidates(base, neighbor, keep, agg_positions):
+    for before0, after0, t2, shape in _candidates(base, neighbor, keep, agg_positions,
+                                                  group_positions):
         for before, after, values in _value_maps(query, before0, after0, ranges):
             if time.monotonic() > stop:
                 return best
