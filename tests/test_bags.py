@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import sqlite3
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -93,3 +94,18 @@ def test_keys_keep_set_semantics() -> None:
     assert not analyze(JOIN, schema=ddl).query_obj.row_positions
     assert analyze("SELECT COUNT(DISTINCT r.a) FROM R r, S s WHERE r.b = s.b", schema=DDL) \
         .query_obj.row_positions == {}
+
+
+def test_rows_per_value_needs_a_row_identity(tmp_path: Path) -> None:
+    """``R[col->*]`` names the row identity the query gave R; where there is none (CQ text,
+    COUNT(DISTINCT ...) only) it is ignored with a note, never read as the last column."""
+    cq = analyze("Q(x) :- R(x, y), S(y, z)", kind="cq", cds=["S[1->*]<=2"])
+    assert len(cq.sigma) == 0 and any("S[1->*]<=2 ignored" in n for n in cq.notes)
+    constraints = tmp_path / "c.txt"
+    constraints.write_text("S[b->*]<=2\n")
+    distinct = analyze("SELECT COUNT(DISTINCT r.a) FROM R r, S s WHERE r.b = s.c", schema=DDL,
+                       constraints=str(constraints))
+    assert not any("S" == d.relation for d in distinct.sigma)
+    assert any("S[1->*]<=2 ignored" in n for n in distinct.notes)
+    counted = analyze(JOIN, schema=DDL, constraints=str(constraints), prove_lower=False)
+    assert "S[1->3]<=2" in {str(d) for d in counted.sigma}  # S(b, c, row): row is position 3

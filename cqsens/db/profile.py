@@ -24,7 +24,7 @@ from cqsens.db.check import PLAIN_NAME, ConstraintCheck, check_constraints, depe
 from cqsens.db.connect import connect, mask_url
 from cqsens.db.reflect import reflect_schema
 from cqsens.errors import DependencyError, read_text
-from cqsens.frontend.parse_cq import parse_dependency
+from cqsens.frontend.parse_cq import ROWS, parse_dependency
 from cqsens.ir.dependencies import AnyDependency, Dependency, MultiDependency
 from cqsens.ir.schema import Schema
 
@@ -415,6 +415,10 @@ def declared_dependencies(
     origins: dict[Dependency, str] = {}
 
     def add(dep: AnyDependency, origin: str) -> None:
+        if dep.j == ROWS:
+            raise DependencyError(f"{dep.relation}[...->*] bounds the copies of a row, which "
+                                  "cqsens profile does not check", source=origin,
+                                  construct="dependency")
         if isinstance(dep, MultiDependency):
             raise DependencyError(f"{dep} has several columns on the left of ->: cqsens profile "
                                   "checks single-column dependencies only", source=origin,

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from cqsens.errors import DependencyError, SchemaError, read_text
-from cqsens.frontend.parse_cq import parse_cq, parse_dependencies, parse_dependency
+from cqsens.frontend.parse_cq import ROWS, parse_cq, parse_dependencies, parse_dependency
 from cqsens.frontend.parse_sql import parse_sql
 from cqsens.ir.cq import CQ, AggregateQuery
 from cqsens.ir.dependencies import AnyDependency, Dependency, Sigma
@@ -118,6 +118,13 @@ def resolve_sigma(
 
     def check(dep: AnyDependency, text: str, *, strict: bool,
               source: str) -> AnyDependency | None:
+        if dep.j == ROWS:
+            row = query.row_positions.get(dep.relation)
+            if row is None:
+                notes.append(f"dependency {text} ignored: this query does not count the rows "
+                             f"of {dep.relation} (it has no repeated rows to bound)")
+                return None
+            dep = replace(dep, j=row)
         if schema is None and dep.relation not in arities:
             if strict:
                 raise DependencyError(

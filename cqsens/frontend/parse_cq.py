@@ -34,7 +34,7 @@ from cqsens.ir.dependencies import AnyDependency, Dependency, MultiDependency
 if TYPE_CHECKING:
     from cqsens.ir.schema import Schema
 
-__all__ = ["parse_cq", "parse_dependency", "parse_dependencies", "grammar_text"]
+__all__ = ["ROWS", "grammar_text", "parse_cq", "parse_dependencies", "parse_dependency"]
 
 
 def grammar_text() -> str:
@@ -325,6 +325,10 @@ def _shown(text: str) -> str:
     return text if len(text) <= 80 else f"{text[:40]}...{text[-20:]}"
 
 
+ROWS = -1
+"""The position a parsed ``R[col->*]`` names: the row identity, placed by the query."""
+
+
 class _Dependency:
     """Resolves a parsed dependency against the schema (or the query's arities)."""
 
@@ -378,7 +382,7 @@ class _Dependency:
             raise self.fail("--fd takes a functional dependency R[i->j]; use --cd for R[i->j]<=k")
         if kind == "cd" and bound is None:
             raise self.fail("--cd needs a bound: R[i->j]<=k")
-        if j in positions:
+        if j in positions and j != ROWS:
             raise self.fail("a dependency between a position and itself says nothing")
         if len(set(positions)) != len(positions):
             raise self.fail("a position is named twice on the left of ->")
@@ -387,17 +391,17 @@ class _Dependency:
         return Dependency(self.relation, positions[0], j, k)
 
     def rows_position(self) -> int:
-        """``*``: the hidden row identity of a table whose rows may repeat (after its columns)."""
+        """``*``: the hidden row identity of a table whose rows may repeat.
+
+        Returns :data:`ROWS`; where the row identity stands is the query's
+        business (``AggregateQuery.row_positions``), see
+        :func:`cqsens.frontend.load.resolve_sigma`.
+        """
         relation = self.schema.find(self.relation) if self.schema is not None else None
-        if relation is not None:
-            if relation.distinct_rows:
-                raise self.fail(f"{relation.name} has a key, so its rows are distinct: bound "
-                                f"the rows per value with a column of the key instead of *")
-            return len(relation.columns)
-        if self.arity is None:
-            raise self.fail(f"* needs the table's columns: pass --schema, or use {self.relation} "
-                            "in the query")
-        return self.arity - 1  # without a schema the row identity is the last column
+        if relation is not None and relation.distinct_rows:
+            raise self.fail(f"{relation.name} has a key, so its rows are distinct: bound "
+                            f"the rows per value with a column of the key instead of *")
+        return ROWS
 
     def integer(self, tok: Token, limit: int, what: str) -> int:
         try:

@@ -39,7 +39,8 @@ class Dependency:
         return self.k == 1
 
     def __str__(self) -> str:
-        text = f"{self.relation}[{self.i + 1}->{self.j + 1}]"
+        target = "*" if self.j < 0 else str(self.j + 1)  # -1: the row identity, not yet placed
+        text = f"{self.relation}[{self.i + 1}->{target}]"
         return text if self.k == 1 else f"{text}<={self.k}"
 
 
@@ -59,7 +60,8 @@ class MultiDependency:
         return self.k == 1
 
     def __str__(self) -> str:
-        text = f"{self.relation}[{','.join(str(i + 1) for i in self.sources)}->{self.j + 1}]"
+        target = "*" if self.j < 0 else str(self.j + 1)
+        text = f"{self.relation}[{','.join(str(i + 1) for i in self.sources)}->{target}]"
         return text if self.k == 1 else f"{text}<={self.k}"
 
 
