@@ -86,6 +86,8 @@ class Analysis:
     aggregates: tuple[AggregateRecord, ...] = ()
     contributions: int = 1
     noise: NoiseCalibration | None = None
+    unit: str | None = None  # the privacy unit, users(id); None: one row
+    unit_reason: str = ""
 
     @property
     def free(self) -> tuple[str, ...]:
@@ -109,7 +111,7 @@ class Analysis:
 
     def reason(self) -> str:
         """The one-line reason for the bound, in terms of the released statistic."""
-        base = reason(self.core, self.bound, self.satisfiable)
+        base = self.unit_reason or reason(self.core, self.bound, self.satisfiable)
         first = self.aggregates[0] if self.aggregates else None
         if first is None or first.kind in ("count", "count_distinct") or not self.satisfiable:
             return base
@@ -156,6 +158,7 @@ class Analysis:
             out["witness"] = self.witness.to_dict()
         out["aggregates"] = [a.to_dict() for a in self.aggregates]
         out["contributions"] = self.contributions
+        out["unit"] = self.unit
         if self.noise is not None:
             out["noise"] = noise_dict(self.noise)
         return out

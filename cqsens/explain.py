@@ -13,8 +13,9 @@ from typing import Any
 
 from cqsens.engine.count import CountBound, count_bound
 from cqsens.engine.paths import Weight
+from cqsens.engine.person import PersonBound, PersonGroup, chains, person_bound
 from cqsens.engine.suggest import suggest
-from cqsens.engine.upper import Method, UpperBound, explaining_steps
+from cqsens.engine.upper import Method, References, UpperBound, explaining_steps, referencing_atom
 from cqsens.ir.cq import CQ, AggregateQuery, Const, Var, format_term
 from cqsens.ir.dependencies import Dependency, Sigma
 from cqsens.ir.exact import Exact, display, text
@@ -160,7 +161,11 @@ def explanation(query: AggregateQuery, counted: CountBound) -> list[str]:
     for rel in counted.bound.relations:
         parts = []
         for ab in rel.atoms:
-            if not ab.counted:
+            if ab.method is Method.REFERENCED:
+                parts.append(f"{ab.atom} is joined on a foreign key to {ab.reference}: a row "
+                             "added or removed there is referenced by no row of the other "
+                             "database, so it gives no answer (0)")
+            elif not ab.counted:
                 parts.append(f"{ab.atom} gives the same answer as an earlier {rel.relation} "
                              "atom (0 more)")
             elif ab.pattern is not None:
@@ -210,18 +215,21 @@ def _column_name(query: AggregateQuery, schema: Schema | None, relation: str, i:
 
 
 def _bound_with(query: AggregateQuery, sigma: Sigma, extra: Sequence[Dependency],
-                public: frozenset[str]) -> Weight:
-    return count_bound(query.cq, Sigma.of([*sigma, *extra]), public=public).bound.value
+                public: frozenset[str], references: References) -> Weight:
+    return count_bound(query.cq, Sigma.of([*sigma, *extra]), public=public,
+                       references=references).bound.value
 
 
 def suggestion(query: AggregateQuery, sigma: Sigma, core: CQ, schema: Schema | None, *,
-               public: frozenset[str] = frozenset()) -> list[str]:
+               public: frozenset[str] = frozenset(), references: References = ()) -> list[str]:
     """The fewest dependencies that bound the query, confirmed by re-analysis."""
     atoms = len(core.relation_atoms())
     if atoms > ADVICE_MAX_ATOMS:  # each option is confirmed by two more analyses
         return [f"No advice computed: the query joins {atoms} tables; advice is computed "
                 f"for at most {ADVICE_MAX_ATOMS}."]
-    advice = suggest(core, sigma, public=public)
+    skip = frozenset(a for a in core.relation_atoms()
+                     if references and referencing_atom(core, a, references) is not None)
+    advice = suggest(core, sigma, public=public, skip=skip)
     if not advice.dependencies:
         return [f"No dependency helps: {advice.reason}."] if advice.reason else []
 
@@ -233,9 +241,9 @@ def suggestion(query: AggregateQuery, sigma: Sigma, core: CQ, schema: Schema | N
 
     lines: list[str] = []
     for n, option in enumerate((advice.dependencies, *advice.alternatives)):
-        fd_bound = _bound_with(query, sigma, option, public)
+        fd_bound = _bound_with(query, sigma, option, public, references)
         cd_bound = _bound_with(query, sigma, [Dependency(d.relation, d.i, d.j, 3) for d in option],
-                               public)
+                               public, references)
         if fd_bound == math.inf:
             continue  # not confirmed: never suggest what does not work
         fds = " and ".join(named(d) for d in option)
@@ -245,3 +253,91 @@ def suggestion(query: AggregateQuery, sigma: Sigma, core: CQ, schema: Schema | N
                        "bound k works too)")
         lines.append(("To bound it, " if n == 0 else "Or instead, ") + advice_text + ".")
     return lines
+
+
+def _person_steps(group: PersonGroup) -> str:
+    return "; ".join(str(s) for s in group.steps) or "the key alone"
+
+
+def person_reason(person: PersonBound) -> str:
+    """The one-line reason for a bound on one person (the group of rows that gives it)."""
+    unit = person.unit
+    worst = max(person.groups, key=lambda g: g.value, default=None)
+    if worst is None:
+        return (f"no table of the query holds rows of one {unit.table}: one person changes "
+                "the count by at most 0")
+    key = ", ".join(format_term(t) for t in worst.key)
+    if worst.value == math.inf:
+        return (f"one {unit.table} person can create unboundedly many answers: no bounded "
+                f"route from the person's key ({key}) to every counted column")
+    return (f"one person ({unit.text} and the rows that reference it) changes the count by at "
+            f"most {fmt_weight(person.value)}: with the key {key} fixed, "
+            f"{fmt_weight(worst.value)} via {_person_steps(worst)}")
+
+
+def person_explanation(query: AggregateQuery, counted: CountBound, person: PersonBound,
+                       schema: Schema | None) -> list[str]:
+    """The explanation of the bound for one person (the privacy unit)."""
+    del schema
+    unit = person.unit
+    lines = [_what_is_counted(query, counted.core),
+             f"Privacy unit: one person is a row of {unit.table} (key {unit.text}) with every "
+             "row that references it through foreign keys; neighbouring databases differ by "
+             "one whole person (docs/rules.md, rule privacy-unit)."]
+    if not counted.core.satisfiable:
+        lines.append("The query is unsatisfiable: its count is 0 on every database.")
+        return lines
+    if not person.groups:
+        lines.append(f"No table of the query references {unit.table}: one person's rows are "
+                     "not read, so the count does not change (0).")
+    for group in person.groups:
+        key = ", ".join(format_term(t) for t in group.key)
+        how = (f"at most {plural(group.value, 'answer')} via {_person_steps(group)}"
+               if group.value != math.inf else
+               "unboundedly many answers: no bounded route of dependencies leads from the key "
+               "to every counted column")
+        lines.append(f"A person's rows meet the query at {'; '.join(group.chains)}; with the "
+                     f"person's key fixed at {key}: {how}.")
+    total = fmt_weight(person.value)
+    lines.append(f"One person changes the count by at most {total}"
+                 + (" (a Boolean count is 0 or 1)." if person.boolean_cap else "."))
+    if person.value == math.inf:
+        lines.append("Unbounded: no noise calibrated to a finite sensitivity makes this release "
+                     "differentially private unless the data obey further constraints.")
+    return lines
+
+
+def person_suggestion(person: PersonBound, sigma: Sigma, core: CQ, schema: Schema | None,
+                      query: AggregateQuery) -> list[str]:
+    """Rows per person to declare: a CD from each foreign key of a table that references the
+    unit to that table's key, kept when it makes the bound finite."""
+    if schema is None:
+        return []
+    unit = person.unit
+    candidates: list[tuple[Dependency, str]] = []
+    for relation, fk, target in schema.foreign_keys():
+        if len(fk.columns) != 1 or not chains(schema, unit, relation.name):
+            continue
+        if relation.name.lower() == unit.table.lower() and target.name.lower() != \
+                unit.table.lower():
+            continue
+        row = query.row_positions.get(relation.name)
+        key = (relation.primary_key[0] if len(relation.primary_key) == 1
+               else relation.keys[0] if relation.keys else row)
+        if key is None:
+            continue
+        source = relation.columns[fk.columns[0]]
+        target_name = "*" if key == row else relation.columns[key]
+        candidates.append((Dependency(relation.name, fk.columns[0], key, 3),
+                           f"{relation.name}[{source}->{target_name}]<=k"))
+    if not candidates:
+        return []
+    chosen = [text for dep, text in candidates]
+    bound = person_bound(core, Sigma.of([*sigma, *(d for d, _ in candidates)]), unit=unit,
+                         schema=schema).value
+    if bound == math.inf:
+        return [f"No rows-per-person bound helps: even {' and '.join(chosen)} leave it "
+                "unbounded."]
+    return [f"To bound it, declare how many rows one person has: "
+            f"{' and '.join(repr(c) for c in chosen)} (with k = 3 the bound becomes "
+            f"{fmt_weight(bound)}; each k is yours to state)."]

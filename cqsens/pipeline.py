@@ -32,9 +32,17 @@ from cqsens.engine.count import CORE_BUDGET, CountBound, count_bound
 from cqsens.engine.gaifman import is_connected
 from cqsens.engine.paper import PaperValue, cd_upper_paper, delta_str_paper, fd_bounds_paper
 from cqsens.engine.paths import Weight
-from cqsens.engine.upper import upper_bound
+from cqsens.engine.person import PersonBound, Unit, person_bound, resolve_unit
+from cqsens.engine.upper import References, upper_bound
 from cqsens.errors import InputError
-from cqsens.explain import explanation, jsonable, suggestion
+from cqsens.explain import (
+    explanation,
+    jsonable,
+    person_explanation,
+    person_reason,
+    person_suggestion,
+    suggestion,
+)
 from cqsens.frontend.ddl import load_schema
 from cqsens.frontend.load import load_query, resolve_sigma
 from cqsens.frontend.sqlgen import sqlite_query
@@ -59,6 +67,7 @@ from cqsens.witness import Witness, find_witness
 from cqsens.witness.aggregate_search import find_aggregate_witness
 from cqsens.witness.certificate import declared_hold
 from cqsens.witness.evaluate import Database, Value
+from cqsens.witness.references import references_hold, with_references
 from cqsens.witness.schema_checks import column_checks, finite_columns
 from cqsens.witness.schema_checks import keys as witness_keys
 
@@ -114,6 +123,14 @@ class Options:
     delta: float | None = None
     core_budget: int = CORE_BUDGET
     public: frozenset[str] = frozenset()
+    references: References = ()  # the schema's foreign keys (see _references)
+    unit: Unit | None = None
+
+    @property
+    def kept_references(self) -> References:
+        """The foreign keys the count bound may use: both add/remove neighbours keep them
+        (a substitution may not; docs/rules.md, rule foreign-keys)."""
+        return self.references if self.neighbor == "add-remove" else ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +152,7 @@ class State:
     lower: Weight | None = None
     lower_note: str = ""
     noise: NoiseCalibration | None = None
+    person: PersonBound | None = None
 
     @property
     def count(self) -> CountBound:
@@ -148,13 +166,28 @@ def stage_bound(state: State) -> State:
     """Chase, cores and the count bound, once; Δ_STR without constraints beside it."""
     public = state.options.public
     counted = count_bound(state.query.cq, state.sigma, budget=state.options.core_budget,
-                          public=public)
+                          public=public, references=state.options.kept_references)
     notes = state.notes
     if not counted.minimal:
         notes += ("the core search hit its budget: the core shown may not be minimal "
                   "(bounds stay sound, possibly less tight)",)
     delta_str = upper_bound(counted.plain, Sigma.of(), public=public).value
-    return replace(state, counted=counted, delta_str=delta_str, notes=notes)
+    person = _person(state, counted)
+    return replace(state, counted=counted, delta_str=delta_str, notes=notes, person=person)
+
+
+def _person(state: State, counted: CountBound) -> PersonBound | None:
+    """The count bound for one person (the smaller over the chased and the plain core)."""
+    unit, schema = state.options.unit, state.options.schema
+    if unit is None or schema is None:
+        return None
+    chased = person_bound(counted.core, state.sigma, unit=unit, schema=schema,
+                          public=state.options.public)
+    if counted.plain == counted.core or not counted.core.satisfiable:
+        return chased
+    plain = person_bound(counted.plain, state.sigma, unit=unit, schema=schema,
+                         public=state.options.public)
+    return plain if plain.value < chased.value else chased
 
 
 def stage_paper(state: State) -> State:
@@ -175,24 +208,36 @@ def stage_paper(state: State) -> State:
 def stage_explain(state: State) -> State:
     """The explanation of the count bound, and advice when it is unbounded."""
     counted = state.count
-    lines = tuple(explanation(state.query, counted))
+    lines = tuple(explanation(state.query, counted) if state.person is None
+                  else person_explanation(state.query, counted, state.person,
+                                          state.options.schema))
     if state.options.public:
         lines = lines[:1] + (
             f"Public tables (the same in both neighbours, so never the added or removed row): "
             f"{', '.join(sorted(state.options.public))}.",) + lines[1:]
     advice: tuple[str, ...] = ()
-    if counted.bound.value == math.inf:
+    if state.person is not None:
+        if state.person.value == math.inf:
+            advice = tuple(person_suggestion(state.person, state.sigma, counted.core,
+                                             state.options.schema, state.query))
+    elif counted.bound.value == math.inf:
         advice = tuple(suggestion(state.query, state.sigma, counted.core, state.options.schema,
-                                  public=state.options.public))
+                                  public=state.options.public,
+                                  references=state.options.kept_references))
     return replace(state, explanation=lines, suggestion=advice)
 
 
 def _count_upper(state: State, cq: CQ) -> Weight:
-    """The count bound of another head over the same body."""
+    """The count bound of another head over the same body (for one person with a unit)."""
     if cq.head == state.query.cq.head:
-        return state.count.bound.value
-    return count_bound(cq, state.sigma, budget=state.options.core_budget,
-                       public=state.options.public).bound.value
+        return state.count.bound.value if state.person is None else state.person.value
+    other = count_bound(cq, state.sigma, budget=state.options.core_budget,
+                        public=state.options.public, references=state.options.kept_references)
+    if state.person is None:
+        return other.bound.value
+    person = _person(state, other)
+    assert person is not None
+    return person.value
 
 
 def _single_table_unfiltered(query: AggregateQuery) -> bool:
@@ -215,7 +260,16 @@ def stage_release(state: State) -> State:
             "--rows is the number of rows of the table, not of each group, so the parity rule "
             "of MEDIAN (docs/rules.md, rule median-parity-rows) does not apply per group; "
             "drop --rows for a grouped MEDIAN", source=query.source, construct="--rows")
-    single = _single_table_unfiltered(query)
+    # the rules for one row of one table hold for a person only when the query reads
+    # nothing but the unit table: the person's other rows are then invisible
+    single = _single_table_unfiltered(query) and (
+        options.unit is None or all(a.relation.lower() == options.unit.table.lower()
+                                    for a in query.cq.relation_atoms()))
+    if options.unit is not None and options.rows is not None and not single:
+        raise InputError("--rows fixes the number of rows of one table, but one person may "
+                         "add several rows, so the parity rule of MEDIAN (docs/rules.md, rule "
+                         "median-parity-rows) does not apply with --unit; drop --rows",
+                         source=query.source, construct="--rows")
     bounds: list[AggregateBound] = []
     records: list[AggregateRecord] = []
     notes = state.notes
@@ -244,6 +298,10 @@ def stage_release(state: State) -> State:
                             neighbor=options.neighbor, contributions=options.contributions,
                             values=values, single_table_unfiltered=single and not nullable,
                             rows=options.rows if single and not nullable else None)
+        if options.unit is not None:
+            b = replace(b, rule=b.rule.replace("one tuple added or removed",
+                                               "one person added or removed")
+                        .replace("row(s)", "joined row(s)"))
         bounds.append(b)
         records.append(AggregateRecord(agg.label, agg.kind, count_delta, b.l1, b.l2, b.rule,
                                        values.describe() if values is not None else None))
@@ -269,6 +327,14 @@ def _public_tables(names: Sequence[str], query: AggregateQuery,
             raise InputError(f"--public names table {name}, which the query does not use "
                              f"(it uses: {tables})", source="--public", construct="--public")
     return frozenset(out)
+
+
+def _references(schema: Schema | None) -> References:
+    """The schema's foreign keys for the engine, each with the text it reads as."""
+    if schema is None:
+        return ()
+    return tuple((r.name, fk, r.describe_foreign_key(fk, target))
+                 for r, fk, target in schema.foreign_keys())
 
 
 def _row_identity_keys(query: AggregateQuery) -> list[Dependency]:
@@ -318,6 +384,10 @@ def stage_witness(state: State) -> State:
         public=options.public,
         column_types={r.name: r.types for r in schema.relations} if schema is not None else None,
     )
+    if witness is not None:
+        witness = with_references(
+            witness, base_query, schema=schema, column_checks=checks,
+            valid=lambda db: declared_hold(db, state.sigma, column_checks=checks, keys=keys))
     if witness is not None and not simple:
         witness = _aggregate_witness(state, witness, checks, keys)
         if witness is not None:  # the user's own query, for replaying the two databases
@@ -363,7 +433,8 @@ def _aggregate_witness(
                                       and (relation, position) not in aggregated)
 
     def valid(db: Database) -> bool:
-        return declared_hold(db, state.sigma, column_checks=checks, keys=keys)
+        return declared_hold(db, state.sigma, column_checks=checks, keys=keys) \
+            and references_hold(db, options.schema)
 
     upper = state.release.l1 if state.release is not None else math.inf
     return find_aggregate_witness(query, base, neighbor=options.neighbor, ranges=ranges,
@@ -416,6 +487,8 @@ def _analysis(state: State) -> Analysis:
         aggregates=state.aggregates,
         contributions=state.options.contributions,
         noise=state.noise,
+        unit=state.options.unit.text if state.options.unit is not None else None,
+        unit_reason=person_reason(state.person) if state.person is not None else "",
     )
 
 
@@ -440,6 +513,7 @@ def analyze(
     delta: float | None = None,
     timeout: float | None = 30.0,
     public: Sequence[str] = (),
+    unit: str | None = None,
 ) -> Analysis:
     """Analyse one counting query: sensitivity bounds, the paper's values and why.
 
@@ -483,6 +557,10 @@ def analyze(
         Public tables: their rows are the same in both neighbours (reference
         data such as a product catalogue), so they never play the added or
         removed row (docs/rules.md, rule public-tables).
+    unit : str, optional
+        The privacy unit, ``"users"`` or ``"users.id"``: neighbours differ by one
+        row of that table and every row that references it through foreign keys
+        (needs the schema; docs/rules.md, rule privacy-unit).
     timeout : float or None
         Seconds the whole analysis may take (``None`` or ``math.inf``: no
         limit).  The witness search stops early to stay within it; any other
@@ -513,6 +591,10 @@ def analyze(
     if contributions < 1:
         raise InputError(f"--contributions must be at least 1, got {contributions}",
                          construct="--contributions")
+    if unit is not None and contributions != 1:
+        raise InputError("--contributions counts rows per person at row level; with --unit the "
+                         "unit's foreign keys say which rows one person has: use one or the "
+                         "other", construct="--contributions")
     if timeout is not None and not timeout > 0:  # also NaN
         raise InputError(f"--timeout must be a number of seconds > 0 (inf for no limit), "
                          f"got {timeout}", construct="--timeout")
@@ -522,7 +604,7 @@ def analyze(
                         options=Options(neighbor=neighbor, contributions=contributions, rows=rows,
                                         prove_lower=prove_lower, witness_time=witness_time,
                                         seed=seed, epsilon=epsilon, delta=delta),
-                        bounds=bounds, public=public)
+                        bounds=bounds, public=public, unit=unit)
 
 
 def _analyze(
@@ -538,6 +620,7 @@ def _analyze(
     options: Options,
     bounds: Sequence[str],
     public: Sequence[str] = (),
+    unit: str | None = None,
 ) -> Analysis:
     cli_bounds = parse_value_bounds(bounds)
     parsed_schema = load_schema(schema, dialect=dialect)
@@ -547,7 +630,9 @@ def _analyze(
                                  constraints=constraints)
     sigma = Sigma.of([*sigma, *_row_identity_keys(query)])
     options = replace(options, schema=parsed_schema, value_bounds=cli_bounds,
-                      public=_public_tables(public, query, parsed_schema))
+                      public=_public_tables(public, query, parsed_schema),
+                      references=_references(parsed_schema),
+                      unit=resolve_unit(unit, parsed_schema) if unit is not None else None)
     state = State(query, sigma, options, notes=tuple(query.notes) + tuple(notes))
     for stage in PIPELINE:
         state = stage(state)

@@ -1,8 +1,8 @@
 """Reflection: the schema of a live database.
 
 :func:`reflect_schema` reads tables, column order, single-column and
-composite keys (``PRIMARY KEY``, ``UNIQUE``, unique indexes) and the value
-bounds of ``CHECK`` constraints into a :class:`~cqsens.ir.schema.Schema`, so a
+composite keys (``PRIMARY KEY``, ``UNIQUE``, unique indexes), foreign keys and
+the value bounds of ``CHECK`` constraints into a :class:`~cqsens.ir.schema.Schema`, so a
 query can be analysed against the database it runs on.  The catalogue's SQL
 text (types, check constraints) is read by
 :func:`cqsens.frontend.ddl.relation_from_catalogue`.
@@ -11,6 +11,7 @@ text (types, check constraints) is read by
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import sqlalchemy as sa
@@ -19,7 +20,7 @@ from sqlalchemy.engine import Connection
 from cqsens.db.connect import DB_CONSTRUCT, connect, mask_url
 from cqsens.errors import SchemaError
 from cqsens.frontend.ddl import relation_from_catalogue
-from cqsens.ir.schema import Relation, Schema
+from cqsens.ir.schema import ForeignKey, Relation, Schema
 
 __all__ = ["reflect_schema"]
 
@@ -160,4 +161,29 @@ def reflect_schema(url: str) -> Schema:
             raise SchemaError("the database has no table", source=masked, construct=DB_CONSTRUCT)
         dialect = _dialect_name(conn)
         relations = tuple(_reflect_relation(inspector, n, dialect) for n in names)
+        relations = _with_foreign_keys(inspector, relations)
     return Schema(relations, masked)
+
+
+def _with_foreign_keys(inspector: Any, relations: tuple[Relation, ...]) -> tuple[Relation, ...]:
+    """Each relation with the foreign keys the catalogue declares (one that references a
+    table outside the default schema, or columns that are not a key there, is left out:
+    SQLite does not check that a referenced column is a key)."""
+    by_name = {r.name.lower(): r for r in relations}
+    out = []
+    for relation in relations:
+        found = []
+        for fk in inspector.get_foreign_keys(relation.name) or []:
+            target = by_name.get(str(fk.get("referred_table") or "").lower())
+            if target is None or fk.get("referred_schema"):
+                continue
+            own = [relation.index(str(c)) for c in fk.get("constrained_columns") or []]
+            names = fk.get("referred_columns") or [target.columns[p] for p in target.primary_key]
+            referenced = [target.index(str(c)) for c in names]
+            if not own or None in own or None in referenced or len(own) != len(referenced):
+                continue
+            key = tuple(p for p in referenced if p is not None)
+            if target.is_key(key):
+                found.append(ForeignKey(tuple(p for p in own if p is not None), target.name, key))
+        out.append(replace(relation, foreign_keys=tuple(found)) if found else relation)
+    return tuple(out)

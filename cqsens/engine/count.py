@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from cqsens.engine.chase import chase
 from cqsens.engine.core import core_result
-from cqsens.engine.upper import UpperBound, upper_bound
+from cqsens.engine.upper import References, UpperBound, upper_bound
 from cqsens.ir.cq import CQ
 from cqsens.ir.dependencies import Sigma
 
@@ -38,9 +38,13 @@ class CountBound:
 
 
 def count_bound(
-    cq: CQ, sigma: Sigma, *, budget: int = CORE_BUDGET, public: frozenset[str] = frozenset()
+    cq: CQ, sigma: Sigma, *, budget: int = CORE_BUDGET, public: frozenset[str] = frozenset(),
+    references: References = (),
 ) -> CountBound:
     """Chase ``cq`` with the FDs of Σ, take cores, and bound its add/remove sensitivity.
+
+    ``public`` and ``references`` are passed to :func:`upper_bound` (public tables;
+    foreign keys kept by both neighbours).
 
     Examples
     --------
@@ -53,12 +57,12 @@ def count_bound(
     """
     fds = sigma.fds()
     chased = core_result(chase(cq, fds), budget=budget)
-    bound = upper_bound(chased.cq, sigma, public=public)
+    bound = upper_bound(chased.cq, sigma, public=public, references=references)
     if not fds:
         return CountBound(chased.cq, chased.minimal, chased.cq, bound)
     plain = core_result(cq, budget=budget).cq
     if chased.cq.satisfiable:
-        unchased = upper_bound(plain, sigma, public=public)
+        unchased = upper_bound(plain, sigma, public=public, references=references)
         if unchased.value < bound.value:
             bound = unchased
     return CountBound(chased.cq, chased.minimal, plain, bound)

@@ -16,7 +16,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from cqsens.ir.cq import CQ, Term, Var
+from cqsens.ir.cq import CQ, Atom, Term, Var
 from cqsens.ir.dependencies import Dependency, Sigma
 
 __all__ = ["Suggestion", "suggest"]
@@ -34,8 +34,9 @@ class Suggestion:
 class _Reach:
     """Reachability over the steps a set of dependencies makes finite."""
 
-    def __init__(self, cq: CQ, public: frozenset[str] = frozenset()) -> None:
-        self.atoms = cq.relation_atoms()
+    def __init__(self, cq: CQ, public: frozenset[str] = frozenset(),
+                 skip: frozenset[Atom] = frozenset()) -> None:
+        self.atoms = [a for a in cq.relation_atoms() if a not in skip]
         self.public = public
         self.free = set(cq.free)
         self.constants = list(cq.constants())
@@ -69,7 +70,7 @@ class _Reach:
 
 def suggest(
     cq: CQ, sigma: Sigma, *, max_size: int = 3, max_checks: int = 5_000,
-    public: frozenset[str] = frozenset(),
+    public: frozenset[str] = frozenset(), skip: frozenset[Atom] = frozenset(),
 ) -> Suggestion:
     """A smallest set of single-column dependencies that makes ``cq`` bounded.
 
@@ -83,6 +84,9 @@ def suggest(
         Largest set tried exhaustively; beyond it a greedy choice is made.
     max_checks : int
         Budget of candidate sets examined.
+    public, skip : frozenset
+        Public tables and atoms that never play the added row (a foreign key
+        into them): no dependency is needed for them.
 
     Returns
     -------
@@ -100,7 +104,7 @@ def suggest(
     [['Doc[3->1]'], ['PatDoc[1->2]'], ['Doc[2->1]']]
     """
     declared = [key for key in sigma.weights()]
-    reach = _Reach(cq, public)
+    reach = _Reach(cq, public, skip)
     if reach.bounded(declared):
         return Suggestion(())
     candidates: list[tuple[str, int, int]] = []

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
 
@@ -40,8 +41,12 @@ from cqsens.engine.paths import (
 )
 from cqsens.ir.cq import CQ, Atom, Term, Var, position_classes
 from cqsens.ir.dependencies import Sigma
+from cqsens.ir.schema import ForeignKey
 
-__all__ = ["AtomBound", "Method", "RelationBound", "UpperBound", "explaining_steps", "upper_bound"]
+__all__ = [
+    "AtomBound", "Extension", "Method", "References", "RelationBound", "UpperBound",
+    "explaining_steps", "extension_bound", "referencing_atom", "upper_bound",
+]
 
 
 class Method(Enum):
@@ -52,6 +57,7 @@ class Method(Enum):
     WALKS = "per-variable walks"
     UNBOUNDED = "unbounded"
     SAME_ANSWER = "same answer as an atom above"
+    REFERENCED = "joined to a row that references it (foreign key)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +73,7 @@ class AtomBound:
     tree_steps: tuple[Step, ...] = ()
     pattern: tuple[int, ...] | None = None
     counted: bool = True
+    reference: str = ""  # the foreign key that makes the atom's bound 0 (REFERENCED)
 
     @property
     def unreachable(self) -> tuple[Var, ...]:
@@ -81,7 +88,8 @@ def explaining_steps(bound: AtomBound) -> tuple[Step, ...]:
     This one rule serves the explanation, the drawing and the witness's product
     construction, so all three follow the same steps.
     """
-    if bound.value == math.inf or bound.method in (Method.HOLDS_FREE, Method.UNBOUNDED):
+    if bound.value == math.inf or bound.method in (
+            Method.HOLDS_FREE, Method.UNBOUNDED, Method.REFERENCED):
         return ()
     if bound.method is Method.JOINT_TREE:
         return bound.tree_steps
@@ -149,20 +157,45 @@ def _distinct_answers(full: list[AtomBound], free: tuple[Var, ...]) -> set[Atom]
     return best
 
 
-def atom_bound(cq: CQ, sigma: Sigma, atom: Atom, graph: dict[Term, dict[Term, Step]]) -> AtomBound:
-    """Bound the new answers when ``atom`` is sent onto the added tuple."""
+@dataclass(frozen=True, slots=True)
+class Extension:
+    """How many values the free variables take once some elements are fixed.
+
+    ``routes`` are the least walks to each free variable and ``product`` their
+    product; ``tree`` is the joint tree of steps (or Knuth's derivation under
+    composite dependencies) with its ``steps``; ``value`` the smaller of the two.
+    """
+
+    routes: tuple[tuple[Var, Route | None], ...]
+    product: Weight
+    tree: Weight
+    steps: tuple[Step, ...]
+
+    @property
+    def value(self) -> Weight:
+        """The bound: the smaller of the tree and the per-variable product."""
+        return min(self.tree, self.product)
+
+
+def extension_bound(cq: CQ, sigma: Sigma, fixed: Sequence[Term],
+                    graph: dict[Term, dict[Term, Step]] | None = None, *,
+                    trees: bool = True) -> Extension:
+    """Bound the assignments of the free variables of ``cq`` once ``fixed`` (and the
+    constants) are fixed: walks from them, and trees of steps (docs/rules.md, rules
+    walks-from-constants and joint-assignment-tree)."""
+    if graph is None:
+        graph = step_graph(cq, sigma)
     free = cq.free
-    pattern = _pattern(atom, free)
     constants = sorted(cq.constants(), key=lambda c: c.sort_key())
-    sources = list(dict.fromkeys([*atom.terms, *constants]))
+    sources = list(dict.fromkeys([*fixed, *constants]))
     reach = (hyper_cardinalities(cq, sigma, graph, sources) if sigma.multi
              else least_cardinalities(graph, sources))
     routes = tuple((v, reach.get(v)) for v in free)
     product: Weight = 1
     for _, route in routes:
         product = product * (route.cardinality if route is not None else math.inf)
-    if pattern is not None:
-        return AtomBound(atom, 1, Method.HOLDS_FREE, routes, product, 1, (), pattern)
+    if not trees:
+        return Extension(routes, product, math.inf, ())
     tree, steps = arborescence_bound(graph, sources, free)
     if sigma.multi and product < math.inf:
         # Knuth's derivation gives each reached element one step: fixing the atom and
@@ -174,13 +207,51 @@ def atom_bound(cq: CQ, sigma: Sigma, atom: Atom, graph: dict[Term, dict[Term, St
             joint = joint * step.weight
         if joint < tree:
             tree, steps = joint, derivation
-    if tree < product:
-        return AtomBound(atom, tree, Method.JOINT_TREE, routes, product, tree, steps, None)
-    method = Method.WALKS if product < math.inf else Method.UNBOUNDED
-    return AtomBound(atom, product, method, routes, product, tree, steps, None)
+    return Extension(routes, product, tree, steps)
 
 
-def upper_bound(cq: CQ, sigma: Sigma, *, public: frozenset[str] = frozenset()) -> UpperBound:
+def atom_bound(cq: CQ, sigma: Sigma, atom: Atom, graph: dict[Term, dict[Term, Step]]) -> AtomBound:
+    """Bound the new answers when ``atom`` is sent onto the added tuple."""
+    pattern = _pattern(atom, cq.free)
+    if pattern is not None:
+        ext = extension_bound(cq, sigma, atom.terms, graph, trees=False)
+        return AtomBound(atom, 1, Method.HOLDS_FREE, ext.routes, ext.product, 1, (), pattern)
+    ext = extension_bound(cq, sigma, atom.terms, graph)
+    if ext.tree < ext.product:
+        return AtomBound(atom, ext.tree, Method.JOINT_TREE, ext.routes, ext.product, ext.tree,
+                         ext.steps, None)
+    method = Method.WALKS if ext.product < math.inf else Method.UNBOUNDED
+    return AtomBound(atom, ext.product, method, ext.routes, ext.product, ext.tree, ext.steps,
+                     None)
+
+
+References = tuple[tuple[str, ForeignKey, str], ...]
+"""Foreign keys as (referencing relation, key, how it reads), relations spelled as in Σ."""
+
+
+def referencing_atom(cq: CQ, atom: Atom, references: References) -> tuple[Atom, str] | None:
+    """An atom of another relation joined to ``atom`` on a foreign key into ``atom``'s
+    relation, with the key's text; None when there is none.
+
+    Under add/remove such an atom never lets ``atom`` play the added row t: the
+    referencing row would be in both databases, so the smaller one would hold a
+    referenced row with t's key beside t (docs/rules.md, rule foreign-keys).
+    """
+    for relation, fk, text in references:
+        if fk.table != atom.relation or relation == atom.relation:
+            continue
+        if max(fk.referenced) >= atom.arity:
+            continue
+        key = tuple(atom.terms[p] for p in fk.referenced)
+        for other in cq.relation_atoms():
+            if other.relation == relation and max(fk.columns) < other.arity \
+                    and tuple(other.terms[c] for c in fk.columns) == key:
+                return other, text
+    return None
+
+
+def upper_bound(cq: CQ, sigma: Sigma, *, public: frozenset[str] = frozenset(),
+                references: References = ()) -> UpperBound:
     """The sound upper bound on the add/remove-one sensitivity of ``#cq`` on C_Σ.
 
     Parameters
@@ -194,6 +265,10 @@ def upper_bound(cq: CQ, sigma: Sigma, *, public: frozenset[str] = frozenset()) -
     public : frozenset of str
         Public tables: their rows are never the added or removed row, so their
         atoms do not play t (docs/rules.md, rule public-tables).
+    references : tuple
+        Foreign keys, for add/remove neighbours that both keep them: an atom
+        joined on a foreign key to an atom of the referencing relation gives 0
+        (docs/rules.md, rule foreign-keys).  Not for substitution.
 
     Returns
     -------
@@ -221,6 +296,11 @@ def upper_bound(cq: CQ, sigma: Sigma, *, public: frozenset[str] = frozenset()) -
         checkpoint("upper bound")
         if atom.relation in public:
             continue  # a public table's rows are the same in both neighbours
+        referenced = referencing_atom(cq, atom, references) if references else None
+        if referenced is not None:
+            by_relation.setdefault(atom.relation, []).append(AtomBound(
+                atom, 0, Method.REFERENCED, reference=f"{referenced[0]} ({referenced[1]})"))
+            continue
         by_relation.setdefault(atom.relation, []).append(atom_bound(cq, sigma, atom, graph))
     relations: list[RelationBound] = []
     for relation, bounds in sorted(by_relation.items()):

@@ -4,8 +4,9 @@
 columns in order.  A single-column ``PRIMARY KEY`` or ``UNIQUE`` gives a
 functional dependency from that column to every other column; ``CHECK (c
 BETWEEN a AND b)`` or ``CHECK (c >= a AND c <= b)`` gives value bounds (used by
-SUM/MEDIAN).  Composite keys give no single-column dependency and are kept
-only for information.
+SUM/MEDIAN).  A composite key gives a dependency from its columns together.
+``REFERENCES`` and ``FOREIGN KEY`` give foreign keys; each must reference a key
+of a table of the same schema (the primary key when no column is named).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import sqlglot
@@ -26,7 +28,7 @@ from cqsens.frontend.limits import MAX_ARGUMENTS, check_count
 from cqsens.frontend.parse_sql import parse_statements
 from cqsens.frontend.sql_expr import node_position, text_start
 from cqsens.ir.exact import Exact, exact
-from cqsens.ir.schema import Relation, Schema
+from cqsens.ir.schema import ForeignKey, Relation, Schema
 
 __all__ = ["column_bounds", "load_schema", "schema_from_ddl"]
 
@@ -218,6 +220,40 @@ class _TableReader:
                              "key, or UNIQUE for each further key")
         return keys, composite
 
+    def foreign_keys(self, lowered: list[str]) -> list[_RawForeignKey]:
+        """``REFERENCES`` on a column and ``FOREIGN KEY (...) REFERENCES`` items, unresolved."""
+        raw: list[_RawForeignKey] = []
+        columns = [item for item in self.items if isinstance(item, exp.ColumnDef)]
+        for i, item in enumerate(columns):
+            for constraint in item.args.get("constraints") or []:
+                reference = constraint.args.get("kind")
+                if isinstance(reference, exp.Reference):
+                    raw.append(self._reference(reference, (i,), reference))
+        found = [item for item in self.items if isinstance(item, exp.ForeignKey)]
+        found += [sub for item in self.items if isinstance(item, exp.Constraint)
+                  for sub in item.expressions if isinstance(sub, exp.ForeignKey)]
+        for fk in found:
+            positions = []
+            for column in fk.expressions:
+                if column.name.lower() not in lowered:
+                    raise self.error(column, f"foreign key of table {self.name} names column "
+                                             f"{column.name!r}, which the table does not have")
+                positions.append(lowered.index(column.name.lower()))
+            reference = fk.args.get("reference")
+            if not isinstance(reference, exp.Reference):
+                raise self.error(fk, f"foreign key of table {self.name} has no REFERENCES")
+            raw.append(self._reference(reference, tuple(positions), fk))
+        return raw
+
+    def _reference(self, reference: exp.Reference, positions: tuple[int, ...],
+                   node: exp.Expr) -> _RawForeignKey:
+        target = reference.this
+        names: tuple[str, ...] = ()
+        if isinstance(target, exp.Schema):
+            names = tuple(c.name for c in target.expressions)
+            target = target.this
+        return _RawForeignKey(self, node, positions, target.name, names)
+
     def bounds(
         self, columns: list[exp.ColumnDef], lowered: list[str]
     ) -> tuple[tuple[int, Exact, Exact], ...]:
@@ -246,6 +282,48 @@ class _TableReader:
                     lo, hi = merged.get(i, (-math.inf, math.inf))
                     merged[i] = (low if low > lo else lo, high if high < hi else hi)
         return tuple((i, lo, hi) for i, (lo, hi) in sorted(merged.items()))
+
+
+@dataclass(frozen=True)
+class _RawForeignKey:
+    """A foreign key as written, before the referenced table is known."""
+
+    reader: _TableReader
+    node: exp.Expr
+    columns: tuple[int, ...]
+    table: str
+    names: tuple[str, ...]
+
+    def resolve(self, relations: dict[str, Relation]) -> ForeignKey:
+        """The key by positions; the referenced table and columns must exist and be a key."""
+        here = f"foreign key of table {self.reader.name}"
+        target = relations.get(self.table.lower())
+        if target is None:
+            raise self.reader.error(self.node, f"{here} references table {self.table!r}, which "
+                                    "the schema does not declare: add its CREATE TABLE (a "
+                                    "foreign key must reference a key of a declared table)")
+        if self.names:
+            referenced = []
+            for name in self.names:
+                position = target.index(name)
+                if position is None:
+                    raise self.reader.error(self.node, f"{here} references column {name!r} of "
+                                            f"{target.name}, which that table does not have")
+                referenced.append(position)
+        else:
+            referenced = list(target.primary_key)
+            if not referenced:
+                raise self.reader.error(self.node, f"{here} references {target.name} without "
+                                        f"naming columns, and {target.name} has no primary key")
+        if len(referenced) != len(self.columns):
+            raise self.reader.error(self.node, f"{here} has {len(self.columns)} column(s) but "
+                                    f"references {len(referenced)}")
+        if not target.is_key(tuple(referenced)):
+            shown = ", ".join(target.columns[c] for c in referenced)
+            raise self.reader.error(self.node, f"{here} references {target.name}({shown}), "
+                                    f"which is not a PRIMARY KEY or UNIQUE of {target.name}: "
+                                    "a foreign key must reference a key")
+        return ForeignKey(self.columns, target.name, tuple(referenced))
 
 
 def _empty_items(tokens: Sequence[Token], source: str) -> None:
@@ -300,6 +378,7 @@ def schema_from_ddl(ddl: str, *, dialect: str | None = None, source: str = "<sch
                                   integers=False, check=lambda t: _empty_items(t, source))
     start = text_start(ddl)
     relations: list[Relation] = []
+    raw: list[list[_RawForeignKey]] = []
     seen: set[str] = set()
     for statement in statements:
         if not isinstance(statement, exp.Create):
@@ -312,9 +391,13 @@ def schema_from_ddl(ddl: str, *, dialect: str | None = None, source: str = "<sch
             raise reader.error(reader.table, f"table {relation.name} is declared twice")
         seen.add(relation.name.lower())
         relations.append(relation)
+        raw.append(reader.foreign_keys([c.lower() for c in relation.columns]))
     if not relations:
         raise SchemaError("the schema declares no table (expected CREATE TABLE statements)",
                           source=source, line=start[0], column=start[1], construct="DDL")
+    by_name = {r.name.lower(): r for r in relations}
+    relations = [replace(r, foreign_keys=tuple(fk.resolve(by_name) for fk in fks))
+                 if fks else r for r, fks in zip(relations, raw, strict=True)]
     return Schema(tuple(relations), source)
 
 

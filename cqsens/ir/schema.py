@@ -13,7 +13,20 @@ from dataclasses import dataclass, field
 from cqsens.ir.dependencies import Dependency, MultiDependency
 from cqsens.ir.exact import Exact
 
-__all__ = ["Relation", "Schema"]
+__all__ = ["ForeignKey", "Relation", "Schema"]
+
+
+@dataclass(frozen=True, slots=True)
+class ForeignKey:
+    """``FOREIGN KEY (columns) REFERENCES table (referenced)``, by positions.
+
+    Every row whose ``columns`` are all non-NULL has a row of ``table`` with the
+    same values at ``referenced``, a key of ``table`` (so exactly one such row).
+    """
+
+    columns: tuple[int, ...]
+    table: str
+    referenced: tuple[int, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +46,7 @@ class Relation:
     bounds: tuple[tuple[int, Exact, Exact], ...] = ()  # (position, low, high), exact
     primary_key: tuple[int, ...] = ()
     not_null: tuple[int, ...] = ()
+    foreign_keys: tuple[ForeignKey, ...] = ()
 
     def nullable(self, column: int) -> bool:
         """True when the column may hold NULL."""
@@ -73,6 +87,20 @@ class Relation:
         return [MultiDependency(self.name, key, j, 1)
                 for key in sorted(keys) for j in range(len(self.columns)) if j not in key]
 
+    def is_key(self, columns: tuple[int, ...]) -> bool:
+        """True when ``columns`` (in any order) are the primary key or a UNIQUE key."""
+        wanted = set(columns)
+        keys = [set(self.primary_key), *({k} for k in self.keys),
+                *(set(k) for k in self.composite_keys)]
+        return any(k and k == wanted for k in keys)
+
+    def describe_foreign_key(self, fk: ForeignKey, target: Relation | None) -> str:
+        """``orders(uid) → users(id)``, by the names the schema declares."""
+        own = ", ".join(self.columns[c] for c in fk.columns)
+        names = (", ".join(target.columns[c] for c in fk.referenced) if target is not None
+                 else ", ".join(str(c + 1) for c in fk.referenced))
+        return f"{self.name}({own}) → {fk.table}({names})"
+
     def bound(self, column: int) -> tuple[Exact, Exact] | None:
         """``(low, high)`` from CHECK constraints (±inf where open), or None."""
         for c, low, high in self.bounds:
@@ -107,3 +135,13 @@ class Schema:
     def composite_key_dependencies(self) -> list[MultiDependency]:
         """Every FD implied by composite PRIMARY KEY / UNIQUE constraints."""
         return [d for r in self.relations for d in r.composite_key_dependencies()]
+
+    def foreign_keys(self) -> list[tuple[Relation, ForeignKey, Relation]]:
+        """Every foreign key as (referencing relation, key, referenced relation)."""
+        out = []
+        for r in self.relations:
+            for fk in r.foreign_keys:
+                target = self.find(fk.table)
+                if target is not None:
+                    out.append((r, fk, target))
+        return out

@@ -240,5 +240,6 @@ def _try(
         return None
     return AggregateWitness(
         database, rel, row, 0, 0, construction, hidden=base.hidden, checks=base.checks,
+        constraints=base.constraints,
         query_sql=sql, after=after, neighbor=neighbor, replacement=replacement,
         released_before=rb, released_after=ra, l1=change[0], l2=change[1])

@@ -27,6 +27,7 @@ class Witness:
     checks: tuple[tuple[str, int, Predicate], ...] = ()  # (relation, position, CHECK on Slot(0))
     hidden: tuple[tuple[str, int], ...] = ()  # (relation, position) of a row identity
     query_sql: str = ""  # the SQLite SELECT both counts come from
+    constraints: tuple[tuple[str, str], ...] = ()  # (relation, key or FOREIGN KEY clause)
 
     def _visible(self, relation: str, row: tuple[Value, ...]) -> tuple[Value, ...]:
         drop = {p for r, p in self.hidden if r == relation}

@@ -25,23 +25,38 @@ def _column_defs(witness: Witness, relation: str) -> list[str]:
     defs = [d for i, d in enumerate(every) if i not in hidden]
     defs += [f"CHECK ({predicate_sql(c, [ColumnRef(None, columns[pos])])})"
              for r, pos, c in witness.checks if r == relation and pos not in hidden]
+    defs += [clause for r, clause in witness.constraints if r == relation]
     return defs
+
+
+def _table_order(witness: Witness) -> list[str]:
+    """The witness's tables, each after the tables its foreign keys reference (then by
+    name), so that the script creates and fills referenced tables first."""
+    names = sorted(witness.database.columns)
+    after = {r: {t for o, clause in witness.constraints if o == r for t in names
+                 if t != r and f"REFERENCES {quote_ident(t)} (" in clause} for r in names}
+    out: list[str] = []
+    while len(out) < len(names):
+        ready = [r for r in names if r not in out and after[r] <= set(out)]
+        out += ready or [r for r in names if r not in out]  # a cycle: declaration order
+    return out
 
 
 def _aggregate_script(witness: AggregateWitness, title: str) -> str:
     """B, the query, then B' in place of B, the query again: both released values."""
     lines = [f"-- cqsens witness: {title}" if title else "-- cqsens witness"]
     lines.append(f"-- {witness.summary()}")
-    for rel in sorted(witness.database.columns):
+    for rel in _table_order(witness):
         lines.append(f"CREATE TABLE {quote_ident(rel)} ({', '.join(_column_defs(witness, rel))});")
     query = witness.query_sql.strip().rstrip(";")
     for name, db in (("B", witness.database), ("B' (the neighbour)", witness.after)):
         shown = replace(witness, database=db)
         if name != "B":
             lines.append(f"-- {name}: the same tables, one row apart")
-            lines += [f"DELETE FROM {quote_ident(rel)};" for rel in sorted(db.columns)]
-        for rel, rows in shown.shown_tables().items():
-            lines += [_insert(rel, row) for row in rows]
+            lines += [f"DELETE FROM {quote_ident(rel)};" for rel in reversed(_table_order(shown))]
+        tables = shown.shown_tables()
+        for rel in _table_order(shown):
+            lines += [_insert(rel, row) for row in tables.get(rel, [])]
         if query:
             lines.append(f"-- the query on {name.split(' ')[0]}:")
             lines.append(f"{query};")
@@ -62,10 +77,11 @@ def to_sql_script(witness: Witness, *, title: str = "") -> str:
     lines.append(f"-- #Q(A ∪ {{t}}) = {witness.count_with}   (difference {witness.difference})")
     if witness.growth:
         lines.append("-- growing family: " + ", ".join(f"N={n}: {d}" for n, d in witness.growth))
-    for rel in sorted(witness.database.columns):
+    for rel in _table_order(witness):
         lines.append(f"CREATE TABLE {quote_ident(rel)} ({', '.join(_column_defs(witness, rel))});")
-    for rel, rows in witness.shown_tables().items():
-        for row in rows:
+    tables = witness.shown_tables()
+    for rel in _table_order(witness):
+        for row in tables.get(rel, []):
             lines.append(_insert(rel, row))
     query = witness.query_sql.strip().rstrip(";")
     if query:
@@ -129,7 +145,9 @@ def _write_sqlite(witness: Witness, db: Database, target: Path, name: str) -> No
     conn = sqlite3.connect(target)
     try:
         shown = replace(witness, database=db)
-        for rel, rows in shown.shown_tables().items():
+        tables = shown.shown_tables()
+        for rel in _table_order(shown):
+            rows = tables.get(rel, [])
             defs = ", ".join(_column_defs(witness, rel))
             conn.execute(f"CREATE TABLE {quote_ident(rel)} ({defs})")
             if rows:

@@ -1,0 +1,284 @@
+"""The privacy unit: one person is a row of the unit table and every row that references it.
+
+With ``--unit users`` the neighbouring databases differ by one *person*: a row
+``u`` of ``users`` together with every row that references ``u`` along a chain
+of foreign keys (an order of ``u``, a line of that order, ...), as a cascading
+delete would remove them.  Every other table is the same in both databases.
+
+A row ``r`` of a table ``T`` belongs to ``u`` through a chain ``π`` of foreign
+keys from ``T`` to ``users`` when following ``π`` from ``r`` ends at ``u``; each
+key references a key, so ``π`` determines the rows it passes.  Adding a person
+creates only answers that send some atom ``a`` onto a row of that person,
+through some chain ``π``.  Those answers are the answers of the query ``Q⁺``
+extended by the atoms of ``π`` from ``a`` (an atom of the query with the same
+key is reused: it is the same row) whose last atom holds the person's key
+``k``.  So their number is at most the number of values the free variables
+take once the terms ``ȳ`` holding ``k`` are fixed: walks and trees of steps
+from ``ȳ`` in ``Q⁺`` (docs/rules.md, rule privacy-unit).  Chains whose ``ȳ``
+are the same terms of the query share one count, bounded by the smaller of
+the counts in the query alone and the sum over the chains.
+
+A cycle of foreign keys among the tables that reference the unit makes a
+person's rows a chain of any length; it is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from cqsens.engine.paths import Step, Weight
+from cqsens.engine.upper import extension_bound
+from cqsens.errors import InputError
+from cqsens.ir.cq import CQ, Atom, Term, Var
+from cqsens.ir.dependencies import Sigma
+from cqsens.ir.schema import ForeignKey, Relation, Schema
+
+__all__ = ["MAX_CHAINS", "Chain", "PersonBound", "PersonGroup", "Unit", "chains", "person_bound",
+           "resolve_unit"]
+
+MAX_CHAINS = 64
+"""Chains of foreign keys from one table to the unit table, at most."""
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """The privacy unit: a table and the key that identifies one person."""
+
+    table: str
+    key: tuple[int, ...]
+    text: str  # users(id)
+
+
+Chain = tuple[tuple[str, ForeignKey], ...]
+"""Foreign keys followed from a table to the unit table: (referencing table, key)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PersonGroup:
+    """The atoms that can hold one person's rows through the same key terms ``key``."""
+
+    key: tuple[Term, ...]
+    atoms: tuple[Atom, ...]
+    chains: tuple[str, ...]
+    value: Weight
+    steps: tuple[Step, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PersonBound:
+    """At most ``value`` answers touch one person's rows: the sum over ``groups``."""
+
+    unit: Unit
+    value: Weight
+    groups: tuple[PersonGroup, ...]
+    boolean_cap: bool = False
+
+
+def resolve_unit(text: str, schema: Schema | None) -> Unit:
+    """``users`` (its primary key) or ``users.id`` (a key column) as a :class:`Unit`.
+
+    Raises
+    ------
+    InputError
+        No schema, an unknown table or column, or a column that is not a key.
+    """
+    table, _, column = text.strip().partition(".")
+    if schema is None:
+        raise _unit_error(f"--unit {text} needs the schema (--schema or --db): the unit is a "
+                         "table and its foreign keys say which rows belong to one person")
+    relation = schema.find(table)
+    if relation is None:
+        raise _unit_error(f"--unit names table {table!r}, which the schema does not declare "
+                         f"(tables: {', '.join(schema.relation_names())})")
+    if column:
+        position = relation.index(column)
+        if position is None:
+            raise _unit_error(f"--unit names column {column!r}, which {relation.name} does not "
+                             f"have (columns: {', '.join(relation.columns)})")
+        key: tuple[int, ...] = (position,)
+        if not relation.is_key(key):
+            raise _unit_error(f"--unit {text}: {relation.name}.{relation.columns[position]} is "
+                             "not a PRIMARY KEY or UNIQUE column, so it does not identify one "
+                             "person")
+    else:
+        key = relation.primary_key or (relation.keys[:1] if relation.keys else ())
+        if not key:
+            raise _unit_error(f"--unit {text}: {relation.name} has no primary key; name the "
+                             f"key column, --unit {relation.name}.column")
+    shown = ", ".join(relation.columns[p] for p in key)
+    return Unit(relation.name, key, f"{relation.name}({shown})")
+
+
+def _unit_error(message: str) -> InputError:
+    return InputError(message, source="--unit", construct="--unit")
+
+
+def chains(schema: Schema, unit: Unit, table: str) -> list[Chain]:
+    """Every chain of foreign keys from ``table`` to the unit table (the empty chain for
+    the unit table itself).
+
+    Raises
+    ------
+    InputError
+        A cycle of foreign keys among the tables that reach the unit, or more than
+        :data:`MAX_CHAINS` chains.
+    """
+    edges: dict[str, list[tuple[str, ForeignKey]]] = {}
+    for relation, fk, _ in schema.foreign_keys():
+        edges.setdefault(relation.name.lower(), []).append((relation.name, fk))
+    out: list[Chain] = []
+    goal = unit.table.lower()
+
+    def walk(current: str, path: list[tuple[str, ForeignKey]], seen: list[str]) -> None:
+        if current == goal:
+            out.append(tuple(path))
+        for relation, fk in edges.get(current, ()):
+            following = fk.table.lower()
+            if following in seen or following == current:
+                if _reaches(edges, following, goal):
+                    cycle = " → ".join([*seen[seen.index(following):], following]) \
+                        if following in seen else f"{current} → {current}"
+                    raise InputError(
+                        f"the foreign keys form a cycle ({cycle}) among tables whose rows "
+                        f"belong to one {unit.table}: one person's rows would be a chain of any "
+                        "length; cqsens does not model a cyclic privacy unit",
+                        source="--unit", construct="--unit")
+                continue
+            walk(following, [*path, (relation, fk)], [*seen, following])
+            if len(out) > MAX_CHAINS:
+                raise InputError(f"more than {MAX_CHAINS} chains of foreign keys lead from "
+                                 f"{table} to {unit.table}", source="--unit",
+                         construct="--unit")
+
+    walk(table.lower(), [], [table.lower()])
+    return out
+
+
+def _reaches(edges: Mapping[str, list[tuple[str, ForeignKey]]], start: str, goal: str) -> bool:
+    seen, stack = {start}, [start]
+    while stack:
+        current = stack.pop()
+        if current == goal:
+            return True
+        for _, fk in edges.get(current, ()):
+            if fk.table.lower() not in seen:
+                seen.add(fk.table.lower())
+                stack.append(fk.table.lower())
+    return False
+
+
+def _extended(cq: CQ, atom: Atom, chain: Chain, arity: Mapping[str, int],
+              spelled: Mapping[str, str], unit: Unit) -> tuple[list[Atom], tuple[Term, ...]]:
+    """The atoms a chain adds from ``atom`` and the terms holding the person's key."""
+    added: list[Atom] = []
+    current = atom
+    used = {v.name for v in cq.variables()}
+    for _, fk in chain:
+        key = tuple(current.terms[c] for c in fk.columns)
+        name = spelled.get(fk.table.lower(), fk.table)
+        found = next((b for b in [*cq.relation_atoms(), *added] if b.relation == name
+                      and tuple(b.terms[p] for p in fk.referenced) == key), None)
+        if found is None:
+            terms: list[Term] = []
+            for p in range(arity[name]):
+                if p in fk.referenced:
+                    terms.append(key[fk.referenced.index(p)])
+                    continue
+                n = len(used)
+                while f"_u{n}" in used:
+                    n += 1
+                used.add(f"_u{n}")
+                terms.append(Var(f"_u{n}"))
+            found = Atom(name, tuple(terms))
+            added.append(found)
+        current = found
+    return added, tuple(current.terms[p] for p in unit.key)
+
+
+def _describe(atom: Atom, chain: Chain, schema: Schema) -> str:
+    if not chain:
+        return f"{atom} (the person's own row)"
+    steps = []
+    for relation, fk in chain:
+        own = schema.find(relation)
+        assert own is not None
+        steps.append(own.describe_foreign_key(fk, schema.find(fk.table)))
+    return f"{atom} through {'; '.join(steps)}"
+
+
+def person_bound(cq: CQ, sigma: Sigma, *, unit: Unit, schema: Schema,
+                 public: frozenset[str] = frozenset()) -> PersonBound:
+    """Bound how many answers of ``cq`` one person's rows can create or destroy.
+
+    Parameters
+    ----------
+    cq : CQ
+        The query, chased with the FDs of ``sigma`` (and reduced to its core).
+    sigma : Sigma
+        The dependencies, including the keys of the tables the chains pass.
+    unit : Unit
+        The unit table and its key (:func:`resolve_unit`).
+    schema : Schema
+        The tables, with their foreign keys.
+    public : frozenset of str
+        Public tables: their rows belong to nobody.
+
+    Returns
+    -------
+    PersonBound
+
+    Examples
+    --------
+    >>> from cqsens.frontend.ddl import schema_from_ddl
+    >>> from cqsens.frontend.parse_cq import parse_cq
+    >>> from cqsens.ir.dependencies import Dependency
+    >>> s = schema_from_ddl("CREATE TABLE users (id INT PRIMARY KEY, name TEXT); "
+    ...                     "CREATE TABLE orders (oid INT PRIMARY KEY, uid INT REFERENCES users)")
+    >>> q = parse_cq("Q(o, u) :- orders(o, u), users(u, n)")
+    >>> sigma = Sigma.of([*s.key_dependencies(), Dependency("orders", 1, 0, 20)])
+    >>> person_bound(q, sigma, unit=resolve_unit("users", s), schema=s).value
+    20
+    """
+    spelled = {r.lower(): r for r in cq.relations()}
+    arity: dict[str, int] = dict(cq.relations())
+    for relation in schema.relations:
+        name = spelled.setdefault(relation.name.lower(), relation.name)
+        arity.setdefault(name, len(relation.columns))
+    groups: dict[tuple[Term, ...], list[tuple[Atom, list[Atom], str]]] = {}
+    for atom in cq.relation_atoms():
+        if atom.relation in public:
+            continue
+        table: Relation | None = schema.find(atom.relation)
+        if table is None:
+            continue
+        for chain in chains(schema, unit, table.name):
+            added, key = _extended(cq, atom, chain, arity, spelled, unit)
+            groups.setdefault(key, []).append((atom, added, _describe(atom, chain, schema)))
+    out: list[PersonGroup] = []
+    for key, members in groups.items():
+        in_query = all(isinstance(t, Var) and t in cq.variables() or not isinstance(t, Var)
+                       for t in key)
+        alone = extension_bound(cq, sigma, key) if in_query else None
+        total: Weight = 0
+        steps: tuple[Step, ...] = ()
+        for _, added, _ in members:
+            extension = extension_bound(cq.with_atoms([*cq.atoms, *added]) if added else cq,
+                                        sigma, key)
+            total = total + extension.value
+            steps += extension.steps
+        value = total
+        if alone is not None and alone.value <= total:
+            value, steps = alone.value, alone.steps
+        out.append(PersonGroup(key, tuple(dict.fromkeys(a for a, _, _ in members)),
+                               tuple(text for _, _, text in members), value,
+                               tuple(dict.fromkeys(steps))))
+    bound: Weight = 0
+    for group in out:
+        bound = bound + group.value
+    capped = cq.is_boolean and bound > 1
+    if capped:
+        bound = 1
+    if not cq.satisfiable:
+        bound = 0
+    return PersonBound(unit, bound, tuple(out), capped)
