@@ -11,6 +11,7 @@ file.  Paths in the file are relative to the file's folder::
     cd = ["PatDoc[pat->doc]<=3"]
     bounds = ["Pat.age=0:120"]
     public = ["Hos"]
+    unit = "Pat"
     neighbor = "add-remove"
     contributions = 1
     epsilon = 1.0
@@ -35,7 +36,8 @@ CONFIG_NAME = "cqsens.toml"
 
 _TYPES: dict[str, tuple[type, ...]] = {
     "schema": (str,), "constraints": (str,), "fd": (list,), "cd": (list,), "bounds": (list,),
-    "public": (list,), "neighbor": (str,), "contributions": (int,), "rows": (int,),
+    "public": (list,), "unit": (str,), "neighbor": (str,), "contributions": (int,),
+    "rows": (int,),
     "epsilon": (int, float), "delta": (float,), "dialect": (str,), "witness_time": (int, float),
     "timeout": (int, float),
 }

@@ -119,6 +119,8 @@ def plural(n: Weight, word: str, many: str | None = None) -> str:
 
 
 def _tables(names: list[str]) -> str:
+    if not names:
+        return "no table"
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 

@@ -67,6 +67,7 @@ from cqsens.witness import Witness, find_witness
 from cqsens.witness.aggregate_search import find_aggregate_witness
 from cqsens.witness.certificate import declared_hold
 from cqsens.witness.evaluate import Database, Value
+from cqsens.witness.person import find_person_witness
 from cqsens.witness.references import references_hold, with_references
 from cqsens.witness.schema_checks import column_checks, finite_columns
 from cqsens.witness.schema_checks import keys as witness_keys
@@ -368,6 +369,8 @@ def stage_witness(state: State) -> State:
     blocker = _sqlite_cannot_evaluate(query, counted.core)
     if blocker is not None:
         return replace(state, lower_note=f"not searched: {blocker}")
+    if state.person is not None:
+        return _person_witness(state)
     schema = options.schema
     checks = column_checks(schema, value_bounds=options.value_bounds, columns=query.columns)
     keys = witness_keys(schema)
@@ -403,6 +406,34 @@ def stage_witness(state: State) -> State:
             f"internal error: witness difference {witness.lower} exceeds the upper bound "
             f"{upper} for {query.cq}; please report it"
         )
+    return replace(state, witness=witness, lower=witness.lower)
+
+
+def _person_witness(state: State) -> State:
+    """Two databases one whole person apart (the privacy unit), add/remove only."""
+    query, options, person = state.query, state.options, state.person
+    assert person is not None and options.schema is not None and state.release is not None
+    if options.neighbor != "add-remove":
+        return replace(state, lower_note="not searched: witnesses that replace one person by "
+                                         "another are not constructed")
+    checks = column_checks(options.schema, value_bounds=options.value_bounds,
+                           columns=query.columns)
+    keys = witness_keys(options.schema)
+    upper = state.release.l1
+    witness = find_person_witness(
+        query, state.sigma, person, schema=options.schema, upper=upper,
+        valid=lambda db: declared_hold(db, state.sigma, column_checks=checks, keys=keys),
+        column_checks=checks, keys=keys, time_budget=options.witness_time, seed=options.seed)
+    if witness is None:
+        return replace(state, lower_note=(
+            f"none proven (no witness found within {options.witness_time:g} s; "
+            "raise --witness-time to search longer)"))
+    if witness.lower > upper:  # a real pair of databases beats the bound: a bug
+        raise AssertionError(
+            f"internal error: person witness difference {witness.lower} exceeds the upper "
+            f"bound {upper} for {query.cq}; please report it")
+    own = sqlite_query(query.sql, query.dialect) if query.sql else None
+    witness = replace(witness, query_sql=own or witness.query_sql)
     return replace(state, witness=witness, lower=witness.lower)
 
 

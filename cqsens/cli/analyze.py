@@ -72,6 +72,7 @@ def analyze_cmd(
     constraints: str | None,
     neighbor: str,
     public: tuple[str, ...],
+    unit: str | None,
     fmt: str,
     show_witness: bool,
     no_lower: bool,
@@ -110,7 +111,8 @@ def analyze_cmd(
                         dialect=dialect, neighbor=neighbor, kind=kind, name=name,
                         prove_lower=not no_lower, witness_time=witness_time,
                         bounds=value_bounds, contributions=contributions, rows=rows,
-                        epsilon=epsilon, delta=delta, timeout=timeout, public=public)
+                        epsilon=epsilon, delta=delta, timeout=timeout, public=public,
+                        unit=unit)
             )
         except TimeLimitError as err:
             echo_error(f"{name}: {err}")

@@ -26,7 +26,7 @@ _Command = Callable[..., Any]
 #: metadata-file key → the click parameter it fills (when the command has it)
 _PARAMETERS = {
     "schema": ("schema", "schema_file"), "constraints": ("constraints",), "fd": ("fds",),
-    "cd": ("cds",), "bounds": ("value_bounds",), "public": ("public",),
+    "cd": ("cds",), "bounds": ("value_bounds",), "public": ("public",), "unit": ("unit",),
     "neighbor": ("neighbor",), "contributions": ("contributions",), "rows": ("rows",),
     "epsilon": ("epsilon",), "delta": ("delta",), "dialect": ("dialect",),
     "witness_time": ("witness_time",), "timeout": ("timeout",),

@@ -58,7 +58,11 @@ def release_options(f: _Command) -> _Command:
 
 
 def dependency_options(f: _Command) -> _Command:
-    """--fd, --cd, --constraints, --neighbor, --public."""
+    """--fd, --cd, --constraints, --neighbor, --public, --unit."""
+    f = click.option("--unit", "unit", default=None, metavar="TABLE[.KEY]",
+                     help="Privacy unit: neighbours differ by one row of TABLE and every row "
+                          "that references it through foreign keys (one person, not one "
+                          "row). Needs the schema's foreign keys.")(f)
     f = click.option("--public", "public", multiple=True, metavar="TABLE[,TABLE...]",
                      help="Public tables (reference data): their rows are the same in both "
                           "neighbours, so they never play the added or removed row.")(f)

@@ -60,6 +60,7 @@ def report_cmd(
     constraints: str | None,
     neighbor: str,
     public: tuple[str, ...],
+    unit: str | None,
     value_bounds: tuple[str, ...],
     contributions: int,
     rows: int | None,
@@ -98,7 +99,7 @@ def report_cmd(
                    cds=list(cds), constraints=constraints, neighbor=neighbor,
                    bounds=list(value_bounds), contributions=contributions, rows=rows,
                    epsilon=epsilon, delta=delta, prove_lower=not no_lower,
-                   public=list(public))
+                   public=list(public), unit=unit)
     command = masked_command("cqsens", command_args())
     try:
         result = _run_batch(inputs, jobs, timeout, command, options)

@@ -50,6 +50,7 @@ def witness_cmd(
     constraints: str | None,
     neighbor: str,
     public: tuple[str, ...],
+    unit: str | None,
     value_bounds: tuple[str, ...],
     contributions: int,
     rows: int | None,
@@ -88,6 +89,7 @@ def witness_cmd(
     try:
         result = analyze(source, schema=schema_obj, fds=fds, cds=cds, constraints=constraints,
                          dialect=dialect, neighbor=neighbor, kind=kind, public=public,
+                         unit=unit,
                          bounds=value_bounds, contributions=contributions, rows=rows,
                          epsilon=epsilon, delta=delta,
                          witness_time=witness_time, timeout=timeout)

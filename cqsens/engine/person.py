@@ -63,6 +63,7 @@ class PersonGroup:
     chains: tuple[str, ...]
     value: Weight
     steps: tuple[Step, ...]
+    extended: CQ  # the query with the chain of the member that allows the most answers
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,17 +263,20 @@ def person_bound(cq: CQ, sigma: Sigma, *, unit: Unit, schema: Schema,
         alone = extension_bound(cq, sigma, key) if in_query else None
         total: Weight = 0
         steps: tuple[Step, ...] = ()
+        widest: tuple[Weight, CQ] | None = None
         for _, added, _ in members:
-            extension = extension_bound(cq.with_atoms([*cq.atoms, *added]) if added else cq,
-                                        sigma, key)
+            extended = cq.with_atoms([*cq.atoms, *added]) if added else cq
+            extension = extension_bound(extended, sigma, key)
             total = total + extension.value
             steps += extension.steps
+            if widest is None or extension.value > widest[0]:
+                widest = (extension.value, extended)
         value = total
         if alone is not None and alone.value <= total:
             value, steps = alone.value, alone.steps
         out.append(PersonGroup(key, tuple(dict.fromkeys(a for a, _, _ in members)),
                                tuple(text for _, _, text in members), value,
-                               tuple(dict.fromkeys(steps))))
+                               tuple(dict.fromkeys(steps)), widest[1] if widest else cq))
     bound: Weight = 0
     for group in out:
         bound = bound + group.value

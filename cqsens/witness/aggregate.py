@@ -210,7 +210,7 @@ class AggregateWitness(Witness):
             how = (f"changing {self.relation}{self.shown_row!r} to "
                    f"{self.relation}{self._visible(self.relation, self.replacement)!r}")
         return (f"B has {self.database.size()} rows; {how} changes the released values from "
-                f"{_show(self.released_before)} to {_show(self.released_after)} "
+                f"{show_released(self.released_before)} to {show_released(self.released_after)} "
                 f"(ℓ1 change {_fmt(self.l1)}, ℓ2 change {self.l2:.6g}; {self.construction})")
 
     def to_dict(self) -> dict[str, Any]:
@@ -240,7 +240,8 @@ def _json_number(x: Fraction) -> int | float:
     return x.numerator if x.denominator == 1 else float(x)
 
 
-def _show(released: Released) -> str:
+def show_released(released: Released) -> str:
+    """The released values as text: one value, a tuple, or groups."""
     if set(released) == {()}:
         values = released[()]
         return repr(values[0]) if len(values) == 1 else repr(values)

@@ -13,6 +13,7 @@ from cqsens.frontend.sqlgen import ColumnRef, predicate_sql
 from cqsens.witness.aggregate import AggregateWitness
 from cqsens.witness.evaluate import Database, Value, quote_ident, sql_literal
 from cqsens.witness.model import Witness
+from cqsens.witness.person import PersonWitness
 
 __all__ = ["companion_path", "is_database_path", "to_sql_script", "write_witness"]
 
@@ -63,6 +64,26 @@ def _aggregate_script(witness: AggregateWitness, title: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _person_script(witness: PersonWitness, title: str) -> str:
+    """A, the query, one person's rows (the unit row first), the query again."""
+    lines = [f"-- cqsens witness{': ' + title if title else ''}", f"-- {witness.summary()}"]
+    for rel in _table_order(witness):
+        lines.append(f"CREATE TABLE {quote_ident(rel)} ({', '.join(_column_defs(witness, rel))});")
+    tables = witness.shown_tables()
+    for rel in _table_order(witness):
+        lines += [_insert(rel, row) for row in tables.get(rel, [])]
+    query = witness.query_sql.strip().rstrip(";")
+    if query:
+        lines += [f"-- the query on A (prints {witness.before}):", f"{query};"]
+    lines.append(f"-- one person ({witness.unit}): its row and every row that references it")
+    order = {r: n for n, r in enumerate(_table_order(witness))}
+    for rel, row in sorted(witness.added, key=lambda x: order.get(x[0], len(order))):
+        lines.append(_insert(rel, witness._visible(rel, row)))
+    if query:
+        lines += [f"-- the query with the person (prints {witness.after_text}):", f"{query};"]
+    return "\n".join(lines) + "\n"
+
+
 def to_sql_script(witness: Witness, *, title: str = "") -> str:
     """A runnable SQL script: the tables, the rows of A, the query, the row t, the query again.
 
@@ -72,6 +93,8 @@ def to_sql_script(witness: Witness, *, title: str = "") -> str:
     """
     if isinstance(witness, AggregateWitness):
         return _aggregate_script(witness, title)
+    if isinstance(witness, PersonWitness):
+        return _person_script(witness, title)
     lines = [f"-- cqsens witness{': ' + title if title else ''}"]
     lines.append(f"-- #Q(A) = {witness.count_without}")
     lines.append(f"-- #Q(A ∪ {{t}}) = {witness.count_with}   (difference {witness.difference})")
@@ -129,7 +152,7 @@ def write_witness(witness: Witness, path: str | Path, *, title: str = "") -> Non
     """
     target = Path(path)
     if is_database_path(target):
-        full = (witness.after if isinstance(witness, AggregateWitness)
+        full = (witness.after if isinstance(witness, (AggregateWitness, PersonWitness))
                 else witness.database.with_row(witness.relation, witness.row))
         write_atomically(target, lambda tmp: _write_sqlite(witness, witness.database, tmp,
                                                            str(target)))

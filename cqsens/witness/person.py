@@ -1,0 +1,242 @@
+"""Witnesses for a privacy unit: two databases that differ by one whole person.
+
+A person is a row ``u`` of the unit table with every row that references it
+along foreign keys (its *cascade*).  The search builds a database ``D*`` where
+one person's rows meet many answers: the row-level constructions of
+:func:`~cqsens.witness.search.find_witness` run on the query extended by the
+chain of foreign keys to the unit table (:mod:`cqsens.engine.person`), with a
+row of the unit table playing the added row, and the rows those keys
+reference are completed (:mod:`cqsens.witness.references`).  Then every person
+``u`` of ``D*`` is tried: ``D*`` without ``u``'s cascade is the smaller
+database, which keeps every foreign key, and the user's query is run on both.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
+from typing import Any
+
+from cqsens.engine.person import PersonBound, PersonGroup
+from cqsens.engine.upper import upper_bound
+from cqsens.frontend.sqlgen import sqlite_query
+from cqsens.ir.cq import AggregateQuery
+from cqsens.ir.dependencies import Sigma
+from cqsens.ir.exact import Exact, display
+from cqsens.ir.expr import Predicate
+from cqsens.ir.schema import Schema
+from cqsens.witness.aggregate import released_change, released_values, show_released
+from cqsens.witness.evaluate import Database, Value, count_answers
+from cqsens.witness.model import Witness
+from cqsens.witness.references import (
+    complete,
+    declared_clauses,
+    references_hold,
+    schema_references,
+)
+from cqsens.witness.search import find_witness
+
+__all__ = ["PersonWitness", "cascade", "find_person_witness"]
+
+Row = tuple[Value, ...]
+
+
+@dataclass(frozen=True)
+class PersonWitness(Witness):
+    """``database`` (A) and A plus one person's rows ``added`` (the unit row first)."""
+
+    added: tuple[tuple[str, Row], ...] = ()
+    unit: str = ""
+    change: Fraction = Fraction(0)
+    before: str = ""
+    after_text: str = ""
+
+    @property
+    def lower(self) -> Any:
+        """The change of the released value: the lower bound this witness proves."""
+        return self.change.numerator if self.change.denominator == 1 else self.change
+
+    @property
+    def after(self) -> Database:
+        """A with the person's rows."""
+        db = self.database
+        for relation, row in self.added:
+            db = db.with_row(relation, row)
+        return db
+
+    def summary(self) -> str:
+        """One line for people."""
+        return (f"A has {self.database.size()} rows; adding one person, {self.relation}"
+                f"{self.shown_row!r} with {len(self.added) - 1} row(s) that reference it, "
+                f"changes the released value from {self.before} to {self.after_text} "
+                f"(change {self.lower}; {self.construction})")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready record."""
+        out = super().to_dict()
+        out.update({
+            "unit": self.unit,
+            "person": [{"relation": r, "row": list(self._visible(r, row))}
+                       for r, row in self.added],
+            "released_before": self.before,
+            "released_after": self.after_text,
+            "difference": self.lower,
+            "summary": self.summary(),
+        })
+        return out
+
+
+def cascade(db: Database, relation: str, row: Row, schema: Schema) -> list[tuple[str, Row]]:
+    """``row`` of ``relation`` and every row of ``db`` that references it along foreign
+    keys, the referenced rows first."""
+    references = schema_references(schema)
+    out: dict[tuple[str, Row], None] = {(relation, row): None}
+    changed = True
+    while changed:
+        changed = False
+        for referencing, fk in references:
+            held = {tuple(r[p] for p in fk.referenced) for (t, r) in out
+                    if t.lower() == fk.table.lower()}
+            name = next((t for t in db.rows if t.lower() == referencing.lower()), None)
+            if not held or name is None:
+                continue
+            for r in sorted(db.rows[name], key=repr):
+                if (name, r) not in out and tuple(r[c] for c in fk.columns) in held:
+                    out[(name, r)] = None
+                    changed = True
+    return list(out)
+
+
+@dataclass
+class _Search:
+    query: AggregateQuery
+    schema: Schema
+    valid: Callable[[Database], bool]
+    column_checks: Mapping[tuple[str, int], Sequence[Predicate]]
+    hidden: dict[str, int] = field(default_factory=dict)
+
+    def released(self, db: Database) -> tuple[Fraction | None, str] | None:
+        """The released value(s) on ``db``: a number for a single COUNT, else the vector."""
+        if self.query.sql is None or len(self.query.aggregates) == 1 and not \
+                self.query.group_by and self.query.aggregate in ("count", "count_distinct"):
+            n = count_answers(self.query, db)
+            return Fraction(n), str(n)
+        return None
+
+    def change(self, before: Database, after: Database) -> tuple[Fraction, str, str] | None:
+        simple = self.released(before)
+        if simple is not None:
+            other = self.released(after)
+            assert other is not None and simple[0] is not None and other[0] is not None
+            return abs(other[0] - simple[0]), simple[1], other[1]
+        sql = sqlite_query(self.query.sql, self.query.dialect) or ""
+        try:
+            rb = released_values(self.query, before, sql)
+            ra = released_values(self.query, after, sql)
+        except sqlite3.Error:
+            return None
+        if rb is None or ra is None:
+            return None
+        got = released_change(self.query, rb, ra)
+        if got is None:
+            return None
+        return got[0], show_released(rb), show_released(ra)
+
+    def best_person(self, full: Database, unit: str) -> PersonWitness | None:
+        """The person of ``full`` whose removal changes the released value most."""
+        name = next((t for t in full.rows if t.lower() == unit.lower()), None)
+        if name is None:
+            return None
+        best: PersonWitness | None = None
+        for row in sorted(full.rows[name], key=repr)[:50]:
+            rows = cascade(full, name, row, self.schema)
+            smaller = full
+            for relation, r in rows:
+                smaller = smaller.without_row(relation, r)
+            if not references_hold(smaller, self.schema) or not self.valid(smaller):
+                continue
+            got = self.change(smaller, full)
+            if got is None or got[0] == 0:
+                continue
+            if best is None or got[0] > best.change:
+                best = PersonWitness(
+                    smaller, name, row, 0, 0, "", added=tuple(rows), change=got[0],
+                    before=got[1], after_text=got[2],
+                    hidden=tuple(sorted(self.hidden.items())))
+        return best
+
+
+def find_person_witness(
+    query: AggregateQuery,
+    sigma: Sigma,
+    person: PersonBound,
+    *,
+    schema: Schema,
+    upper: Exact,
+    valid: Callable[[Database], bool],
+    column_checks: Mapping[tuple[str, int], Sequence[Predicate]],
+    keys: Mapping[str, tuple[tuple[int, ...], ...]],
+    time_budget: float,
+    seed: int = 0,
+) -> PersonWitness | None:
+    """Two databases one person apart whose released values differ most, or None.
+
+    Each group of :class:`~cqsens.engine.person.PersonBound` (largest first)
+    gives a query extended to the unit table; its row-level witness with a row
+    of the unit table added is ``D*`` (after completing referenced rows), and
+    every person of ``D*`` is tried.  ``valid`` checks everything declared but
+    the foreign keys, which are checked here.
+    """
+    search = _Search(query, schema, valid, column_checks,
+                     hidden=dict(query.row_positions))
+    unit = person.unit.table
+    groups = sorted(person.groups, key=lambda g: -g.value if g.value != math.inf else -1e300)
+    best: PersonWitness | None = None
+    share = time_budget / max(len(groups[:3]), 1)
+    for group in groups[:3]:
+        found = _from_group(search, query, sigma, group, unit, upper, column_checks, keys,
+                            share, seed)
+        if found is not None and (best is None or found.change > best.change):
+            best = found
+            if upper != math.inf and best.change >= upper:
+                break
+    if best is None:
+        return None
+    return replace(best, constraints=declared_clauses(best.after, schema), unit=person.unit.text)
+
+
+def _from_group(search: _Search, query: AggregateQuery, sigma: Sigma, group: PersonGroup,
+                unit: str, upper: Exact,
+                column_checks: Mapping[tuple[str, int], Sequence[Predicate]],
+                keys: Mapping[str, tuple[tuple[int, ...], ...]], time_budget: float,
+                seed: int) -> PersonWitness | None:
+    extended = group.extended
+    relations = {a.relation for a in extended.relation_atoms()}
+    columns = dict(query.columns)
+    for name in relations:
+        if name not in columns:
+            table = search.schema.find(name)
+            if table is None:
+                return None
+            columns[name] = table.columns
+    others = frozenset(r for r in relations if r.lower() != unit.lower())
+    bound = upper_bound(extended, sigma, public=others)
+    base = find_witness(
+        AggregateQuery(cq=extended, columns=columns, row_positions=query.row_positions),
+        sigma, extended, upper=display(upper), columns=columns, time_budget=time_budget, seed=seed,
+        column_checks=column_checks, bound=bound, keys=keys, public=others,
+        column_types={r.name: r.types for r in search.schema.relations})
+    if base is None:
+        return None
+    full = complete(base.database.with_row(base.relation, base.row), [], schema=search.schema,
+                    column_checks=column_checks, hidden=search.hidden)
+    if full is None or not references_hold(full, search.schema) or not search.valid(full):
+        return None
+    person = search.best_person(full, unit)
+    if person is None:
+        return None
+    return replace(person, checks=base.checks,
+                   construction=f"{base.construction}, along {'; '.join(group.chains)}")
