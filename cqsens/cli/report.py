@@ -160,7 +160,6 @@ def _inputs(inputs: tuple[str, ...], schema: str | None, constraints: str | None
             db_url: str | None) -> list[tuple[str, Path | None]]:
     """Every file the report reads: queries, schemas and constraints found, options' files."""
     from cqsens.batch import collect_files
-
     from cqsens.logs.records import is_log
 
     files, _ = collect_files(i for i in inputs if not is_log(i))

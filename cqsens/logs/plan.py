@@ -152,23 +152,23 @@ def abstract_literals(query: AggregateQuery, lexed: Lexed,
             if by_order:
                 order.add(_key(lit.value))
     for agg in query.aggregates:
-        for term in (agg.column, *agg.columns, *agg.terms):
-            if isinstance(term, Const):
-                pinned.add(_key(term.value))
+        for item in (agg.column, *agg.columns, *agg.terms):
+            if isinstance(item, Const):
+                pinned.add(_key(item.value))
         if agg.expression is not None:
             pinned.update(_key(v) for v in literals(agg.expression))
     for head in (cq.head, *query.heads, tuple(query.group_by)):
         pinned.update(_key(t.value) for t in head if isinstance(t, Const))
     # a number and a text that a database may take as equal ('5' and 5) stay as written
     kinds_of: dict[str, set[str]] = {}
-    for lit in lexed.literals:
-        kinds_of.setdefault(_normal(literal_value(lit)), set()).add(lit.kind)
+    for written in lexed.literals:
+        kinds_of.setdefault(_normal(literal_value(written)), set()).add(written.kind)
     abstract: set[int] = set()
     ordered: set[int] = set()
-    for i, lit in enumerate(lexed.literals):
-        value = literal_value(lit)
+    for i, written in enumerate(lexed.literals):
+        value = literal_value(written)
         key = _key(value)
-        if isinstance(value, Fraction) or (lit.kind == "number" and value_release):
+        if isinstance(value, Fraction) or (written.kind == "number" and value_release):
             continue
         if key in pinned or key not in eligible or len(kinds_of[_normal(value)]) > 1:
             continue
@@ -177,8 +177,8 @@ def abstract_literals(query: AggregateQuery, lexed: Lexed,
             ordered.add(i)
     # equal literals are one constant: abstract all of them or none
     for i in list(abstract):
-        same = [j for j, lit in enumerate(lexed.literals)
-                if _key(literal_value(lit)) == _key(literal_value(lexed.literals[i]))]
+        same = [j for j, other in enumerate(lexed.literals)
+                if _key(literal_value(other)) == _key(literal_value(lexed.literals[i]))]
         if not all(j in abstract for j in same):
             abstract.discard(i)
             ordered.discard(i)

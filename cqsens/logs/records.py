@@ -136,7 +136,8 @@ def _csv(handle: Iterable[str], name: str, folder: Path | None,
                          construct="CSV header") from None
     at = _column(header, query_column, name)
     lowered = [h.strip().lower() for h in header]
-    extra = {k: lowered.index(k) for k in ("id", "dialect", "schema") if k in lowered}
+    extra: dict[str, int] = {k: lowered.index(k) for k in ("id", "dialect", "schema")
+                             if k in lowered}
     while True:
         line = reader.line_num + 1
         try:

@@ -24,10 +24,10 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from functools import lru_cache
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from importlib.metadata import PackageNotFoundError, version
 from cqsens.batch import NO_LIMIT_SECONDS, row_for
 from cqsens.errors import InputError, TimeLimitError
 from cqsens.frontend.ddl import load_schema

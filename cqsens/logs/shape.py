@@ -109,8 +109,10 @@ def lex(sql: str) -> Lexed:
 def literal_value(literal: Literal) -> int | Fraction | str:
     """The value a literal writes: an int, an exact decimal (Fraction), or the text.
 
-    >>> literal_value(Literal("number", "-2.50", 0, 5)), literal_value(Literal("string", "'a''b'", 0, 6))
-    (Fraction(-5, 2), "a'b")
+    >>> literal_value(Literal("number", "-2.50", 0, 5))
+    Fraction(-5, 2)
+    >>> literal_value(Literal("string", "'a''b'", 0, 6))
+    "a'b"
     """
     if literal.kind == "string":
         return literal.text[1:-1].replace("''", "'")
