@@ -27,10 +27,19 @@ _Job = tuple[str | Path, str | None, str]
 
 
 def _jobs(files: tuple[str, ...], cq_texts: tuple[str, ...],
-          sql_texts: tuple[str, ...]) -> list[_Job]:
-    """(source, kind, name) of every query to analyse, files first."""
+          sql_texts: tuple[str, ...], query_column: str | None = None) -> list[_Job]:
+    """(source, kind, name) of every query to analyse, files first; a .jsonl/.csv log or
+    ``-`` gives one per record, named by its id (a record that cannot be read is an error)."""
+    from cqsens.logs.records import is_log, read_records
+
     jobs: list[_Job] = []
     for f in files:
+        if is_log(f):
+            for record in read_records(f, query_column=query_column):
+                if record.error is not None:
+                    raise CqsensError(record.error)
+                jobs.append((record.sql, "sql", record.id))
+            continue
         path = Path(f)
         if path.suffix not in (".sql", ".cq"):
             raise click.UsageError(f"{f}: expected a .sql or .cq file (or use --cq/--sql)")
@@ -43,7 +52,9 @@ def _jobs(files: tuple[str, ...], cq_texts: tuple[str, ...],
 
 
 @click.command("analyze")
-@click.argument("files", nargs=-1, type=click.Path(dir_okay=False))
+@click.argument("files", nargs=-1, type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("--query-column", default=None, metavar="NAME",
+              help="The CSV column of a log holding the query (default: sql, else query).")
 @click.option("--cq", "cq_texts", multiple=True, metavar="TEXT",
               help="A conjunctive query, e.g. \"Q(x) :- R(x,y), S(y,'c')\".")
 @click.option("--sql", "sql_texts", multiple=True, metavar="TEXT", help="A SQL query.")
@@ -59,9 +70,11 @@ def _jobs(files: tuple[str, ...], cq_texts: tuple[str, ...],
               help="Skip the witness search (faster; the lower bound is then null).")
 @witness_time_option(0.5)
 @timeout_option(30.0, "Seconds each query's analysis may take")
-@uses_config(lambda kw: kw["files"][0] if kw.get("files") else None)
+@uses_config(lambda kw: kw["files"][0] if kw.get("files") and kw["files"][0] != "-"
+             else None)
 def analyze_cmd(
     files: tuple[str, ...],
+    query_column: str | None,
     cq_texts: tuple[str, ...],
     sql_texts: tuple[str, ...],
     schema: str | None,
@@ -84,7 +97,7 @@ def analyze_cmd(
     epsilon: float | None,
     delta: float | None,
 ) -> None:
-    """Analyse queries from FILES (.sql, .cq) or --cq/--sql text.
+    """Analyse queries from FILES (.sql, .cq, a .jsonl/.csv log or -) or --cq/--sql text.
 
     Prints, per query, the sound upper bound on how much one added or removed
     row can change the count, the lower bound a pair of databases proves, the
@@ -100,7 +113,11 @@ def analyze_cmd(
       cqsens analyze --sql "SELECT SUM(age) FROM Pat GROUP BY sex" \\
           --schema examples/hospital/schema.sql --neighbor substitute --epsilon 1
     """
-    jobs = _jobs(files, cq_texts, sql_texts)
+    try:
+        jobs = _jobs(files, cq_texts, sql_texts, query_column)
+    except CqsensError as err:
+        echo_error(err)
+        sys.exit(EXIT_INPUT)
     schema_obj = resolve_schema(schema, db_url)
     results: list[Analysis] = []
     failed = False

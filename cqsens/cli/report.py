@@ -29,11 +29,13 @@ if TYPE_CHECKING:
 
 __all__ = ["report_cmd"]
 
-_SUFFIX_FORMATS = {"htm": "html", "html": "html", "md": "md", "markdown": "md", "json": "json"}
+_SUFFIX_FORMATS = {"htm": "html", "html": "html", "md": "md", "markdown": "md", "json": "json",
+                   "jsonl": "jsonl", "ndjson": "jsonl"}
 
 
 @click.command("report")
-@click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True))
+@click.argument("inputs", nargs=-1, required=True,
+                type=click.Path(exists=True, allow_dash=True))
 @config_option
 @schema_options
 @dependency_options
@@ -41,7 +43,7 @@ _SUFFIX_FORMATS = {"htm": "html", "html": "html", "md": "md", "markdown": "md", 
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="report.html, report.md or report.json (format from the suffix).")
 @force_option
-@click.option("--format", "fmt", type=click.Choice(["html", "md", "json"]), default=None,
+@click.option("--format", "fmt", type=click.Choice(["html", "md", "json", "jsonl"]), default=None,
               help="Output format (default: from the output's suffix).")
 @click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
               help="Worker processes; the output order does not depend on it.")
@@ -49,6 +51,12 @@ _SUFFIX_FORMATS = {"htm": "html", "html": "html", "md": "md", "markdown": "md", 
 @click.option("--strict", is_flag=True,
               help="Exit 1 if any file fails, times out, or is unbounded (for CI gates).")
 @click.option("--no-lower", is_flag=True, help="Skip the witness search (lower bounds null).")
+@click.option("--query-column", default=None, metavar="NAME",
+              help="The CSV column holding the query (default: sql, else query).")
+@click.option("--cache", "cache_file", default=None, type=click.Path(dir_okay=False),
+              help="SQLite file of analysed shapes, kept between runs (logs only).")
+@click.option("--no-cache", is_flag=True,
+              help="Analyse every log record on its own (no sharing between shapes).")
 @uses_config(lambda kw: _config_near(kw.get("inputs") or ()))
 def report_cmd(
     inputs: tuple[str, ...],
@@ -73,6 +81,9 @@ def report_cmd(
     timeout: float,
     strict: bool,
     no_lower: bool,
+    query_column: str | None,
+    cache_file: str | None,
+    no_cache: bool,
 ) -> None:
     """Analyse every .sql/.cq file under INPUTS and write one report.
 
@@ -84,6 +95,12 @@ def report_cmd(
     --constraints, --fd, --cd, --bounds, --dialect, --epsilon, --delta) stops
     the command at once with exit 2.  An existing output file is replaced only
     with --force, and never when it is one of the inputs.
+
+    A .jsonl/.ndjson/.csv input, or - (standard input), is a query log: one
+    query per record (see README, "Query logs").  Its records of one shape
+    share one analysis (--cache FILE keeps them for the next run).  With -o
+    out.jsonl the rows are written one per record, in input order, as they
+    complete; HTML and Markdown reports of a log group the rows by shape.
     """
     suffix = Path(output).suffix.lower().lstrip(".")
     chosen = fmt or _SUFFIX_FORMATS.get(suffix)
@@ -101,6 +118,19 @@ def report_cmd(
                    epsilon=epsilon, delta=delta, prove_lower=not no_lower,
                    public=list(public), unit=unit)
     command = masked_command("cqsens", command_args())
+    from cqsens.logs.records import is_log
+
+    if any(is_log(i) for i in inputs):
+        from cqsens.cli.logs import run_log
+
+        run_log(inputs, target=target, chosen=chosen, jobs=jobs, timeout=timeout,
+                command=command, options=options, query_column=query_column,
+                cache_file=None if no_cache else cache_file, share=not no_cache,
+                strict=strict, output=output)
+        return
+    if chosen == "jsonl":
+        raise click.UsageError("-o .jsonl streams the rows of a query log: give a .jsonl, "
+                               ".csv log or - as input")
     try:
         result = _run_batch(inputs, jobs, timeout, command, options)
     except InputError as err:
@@ -131,11 +161,12 @@ def _inputs(inputs: tuple[str, ...], schema: str | None, constraints: str | None
             db_url: str | None) -> list[tuple[str, Path | None]]:
     """Every file the report reads: queries, schemas and constraints found, options' files."""
     from cqsens.batch import collect_files
+    from cqsens.logs.records import is_log
 
-    files, _ = collect_files(inputs)
-    found: list[tuple[str, Path | None]] = [("an input", Path(i)) for i in inputs]
+    files, _ = collect_files(i for i in inputs if not is_log(i))
+    found: list[tuple[str, Path | None]] = [("an input", Path(i)) for i in inputs if i != "-"]
     found += [("a query file", f) for f in files]
-    for folder in (Path(i) for i in inputs if Path(i).is_dir()):
+    for folder in (Path(i) for i in inputs if i != "-" and Path(i).is_dir()):
         found += [("a schema or constraints file", p) for p in folder.rglob("*")
                   if p.name in ("schema.sql", "constraints.txt")]
     return found + [("the --schema file", None if schema is None else Path(schema)),

@@ -446,6 +446,17 @@ def _inputs_html(rows: Sequence[Mapping[str, Any]]) -> str:
             f'<th scope="col">constraints</th></tr></thead><tbody>{lines}</tbody></table>')
 
 
+def _shape_html(row: Mapping[str, Any]) -> str:
+    """For a query log grouped by shape: how many records have this shape, and their ids."""
+    if "records" not in row:
+        return ""
+    ids = [str(i) for i in row.get("ids") or []]
+    more = int(row["records"]) - len(ids)
+    shown = ", ".join(ids) + (f" and {more} more" if more > 0 else "")
+    return (f'<p class="shape">{_e(row["records"])} records of this shape '
+            f'(the query shown is the first): <span class="mono">{_e(shown)}</span></p>')
+
+
 def _section_html(i: int, row: Mapping[str, Any]) -> str:
     verdict = row_verdict(row)
     file = str(row.get("file", ""))
@@ -454,12 +465,13 @@ def _section_html(i: int, row: Mapping[str, Any]) -> str:
         f'<span class="badge {verdict}">{_e(VERDICT_TEXT[verdict])}</span></summary>'
     )
     analysis = row.get("analysis")
+    body = _shape_html(row)
     if verdict in ("error", "timeout"):
-        body = f'<pre class="error-text">{_e(row_text(row))}</pre>' + "".join(_query_html(row))
+        body += f'<pre class="error-text">{_e(row_text(row))}</pre>' + "".join(_query_html(row))
     elif isinstance(analysis, Mapping):
-        body = f'<p class="reason">{_e(row_text(row))}</p>' + _analysis_html(row, analysis)
+        body += f'<p class="reason">{_e(row_text(row))}</p>' + _analysis_html(row, analysis)
     else:
-        body = f'<p class="reason">{_e(row_text(row))}</p>' + "".join(_query_html(row))
+        body += f'<p class="reason">{_e(row_text(row))}</p>' + "".join(_query_html(row))
     return (
         f'<section class="query {verdict}" id="q-{i}" data-index="{i}" '
         f'data-status="{_e(row.get("status", "ok"))}"><details open>{head}{body}'

@@ -181,6 +181,11 @@ def _md_details(i: int, row: Mapping[str, Any]) -> list[str]:
     """The section of query ``i``: its verdict, bounds, reason, suggestion, noise and core."""
     verdict = row_verdict(row)
     out = [f"### {i}. {_md_code(row.get('file', ''))} ({VERDICT_TEXT[verdict]})", ""]
+    if "records" in row:  # a query log grouped by shape
+        ids = [str(x) for x in row.get("ids") or []]
+        more = int(row["records"]) - len(ids)
+        out += [f"{row['records']} records of this shape (the query shown is the first): "
+                + _md_code(", ".join(ids) + (f" and {more} more" if more > 0 else "")), ""]
     if verdict in ("error", "timeout"):
         return out + [_md_block(row_text(row)), ""] + _md_query(row)
     out.append(

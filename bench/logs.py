@@ -1,0 +1,89 @@
+"""Query logs at scale: a generated log of N records from S shapes, through `cqsens report`.
+
+    python bench/logs.py --records 100000 --shapes 5000 --jobs 2   # first run, then warm cache
+
+Each run is `cqsens report LOG -o out.jsonl --cache FILE --jobs J`, timed, with the peak RSS
+of the process and its workers (resource.getrusage of the children).  Results go to
+bench/results/logs.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMA = ROOT / "examples/hospital/schema.sql"
+BASES = [
+    "SELECT COUNT(*) FROM Pat p JOIN PatDoc pd ON p.id = pd.pat WHERE p.sex = '{s}' AND pd.doc = {a}",
+    "SELECT COUNT(*) FROM Pat p JOIN Hos h ON p.hos = h.id WHERE h.loc = '{s}' AND p.id > {a}",
+    "SELECT COUNT(DISTINCT p.hos) FROM Pat p WHERE p.id BETWEEN {a} AND {b}",
+    "SELECT COUNT(*) FROM Doc d, PatDoc x WHERE d.id = x.doc AND d.hos = {a} AND x.pat = {b}",
+    "SELECT COUNT(*) FROM Pat p, PatDoc x, Doc d WHERE p.id = x.pat AND x.doc = d.id "
+    "AND d.specialty = '{s}' AND p.hos = {a}",
+]
+
+
+def shapes(count: int) -> list[str]:
+    """``count`` distinct shapes: the bases with a distinct alias suffix each."""
+    out = []
+    for i in range(count):
+        base = BASES[i % len(BASES)]
+        out.append(base.replace(" p ", f" p{i} ").replace("p.", f"p{i}.").replace(" p,", f" p{i},"))
+    return out
+
+
+def write_log(path: Path, records: int, n_shapes: int, seed: int = 0) -> None:
+    rng = random.Random(seed)
+    all_shapes = shapes(n_shapes)
+    with open(path, "w", encoding="utf-8") as handle:
+        for i in range(records):
+            shape = all_shapes[rng.randrange(n_shapes)]
+            a = rng.randrange(1, 10_000)
+            sql = shape.format(a=a, b=a + rng.randrange(1, 500), s=rng.choice("FMXYZ"))
+            handle.write(json.dumps({"id": i, "sql": sql}) + "\n")
+
+
+def run(log: Path, out: Path, cache: Path, jobs: int) -> tuple[float, float, str]:
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "cqsens", "report", str(log), "--schema",
+                           str(SCHEMA), "-o", str(out), "--force", "--cache", str(cache),
+                           "--jobs", str(jobs), "--no-lower"],
+                          capture_output=True, text=True, check=True)
+    elapsed = time.perf_counter() - start
+    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    return elapsed, rss, done.stdout.strip()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--records", type=int, default=100_000)
+    parser.add_argument("--shapes", type=int, default=5_000)
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--output", default=str(ROOT / "bench/results/logs.md"))
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        log, out, cache = folder / "log.jsonl", folder / "out.jsonl", folder / "c.sqlite"
+        write_log(log, args.records, args.shapes)
+        lines = [f"# Query log bench: {args.records} records, {args.shapes} shapes, "
+                 f"--jobs {args.jobs}, --no-lower", "",
+                 "| run | seconds | µs/record | peak RSS (MB, largest process) | output |",
+                 "|---|---:|---:|---:|---|"]
+        for name in ("first (empty cache)", "second (warm cache)"):
+            seconds, rss, said = run(log, out, cache, args.jobs)
+            lines.append(f"| {name} | {seconds:.1f} | {seconds / args.records * 1e6:.0f} | "
+                         f"{rss:.0f} | {said} |")
+            print(lines[-1], flush=True)
+    Path(args.output).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

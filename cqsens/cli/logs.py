@@ -1,0 +1,138 @@
+"""``cqsens report`` on query logs: stream the rows to JSON Lines, or group them by shape."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cqsens.cli.exits import EXIT_INPUT, EXIT_OK, fail
+from cqsens.cli.output import write_output
+from cqsens.errors import InputError
+from cqsens.files import write_atomically, write_text_atomically
+
+__all__ = ["compact", "run_log"]
+
+#: Ids listed per shape in an HTML or Markdown report (the count is always exact).
+IDS_SHOWN = 50
+
+
+def compact(row: dict[str, Any]) -> dict[str, Any]:
+    """The JSON Lines row: everything but the full analysis object."""
+    return {k: v for k, v in row.items() if k != "analysis"}
+
+
+def run_log(inputs: tuple[str, ...], *, target: Path, chosen: str, jobs: int, timeout: float,
+            command: str, options: dict[str, Any], query_column: str | None,
+            cache_file: str | None, share: bool, strict: bool, output: str) -> None:
+    """Analyse query logs (and query files) and write the report; exits."""
+    from cqsens.batch import collect_files, summarise
+    from cqsens.logs.cache import ShapeCache
+    from cqsens.logs.records import Record, is_log, read_records
+    from cqsens.logs.run import analyse_log
+
+    def records() -> Iterator[Record]:
+        for item in inputs:
+            if is_log(item):
+                yield from read_records(item, query_column=query_column)
+                continue
+            files, _ = collect_files([item])
+            for f in files:
+                text = f.read_text(encoding="utf-8", errors="replace")
+                yield Record(str(f), str(f), text)
+
+    try:
+        cache = ShapeCache(cache_file) if cache_file else ShapeCache() if share else None
+    except InputError as err:
+        fail(err)
+    counts: dict[str, int] = {"total": 0, "errors": 0, "timed_out": 0}
+    tally: list[dict[str, Any]] = []  # one small row per shape, for the summary
+    failed = unbounded = False
+    groups: dict[str, dict[str, Any]] = {}
+
+    def note(row: dict[str, Any]) -> None:
+        nonlocal failed, unbounded
+        counts["total"] += 1
+        failed = failed or row["status"] != "ok"
+        unbounded = unbounded or (row["status"] == "ok" and row["upper"] == "inf")
+        if row["status"] != "ok":
+            click.echo(f"  {row['status']}: {row['error']}", err=True)
+
+    rows = analyse_log(records(), jobs=jobs, timeout=timeout, cache=cache, **options)
+    try:
+        if chosen == "jsonl":
+            def write(temporary: Path) -> None:
+                with open(temporary, "w", encoding="utf-8") as handle:
+                    for row in rows:
+                        note(row)
+                        tally.append({k: row[k] for k in ("status", "upper", "tight")})
+                        if len(tally) > 10_000:  # summarise in bounded memory
+                            _fold(tally)
+                        handle.write(json.dumps(compact(row), ensure_ascii=False) + "\n")
+
+            write_output(output, lambda: write_atomically(target, write))
+        else:
+            for row in rows:
+                note(row)
+                tally.append({k: row[k] for k in ("status", "upper", "tight")})
+                if len(tally) > 10_000:
+                    _fold(tally)
+                key = row.get("shape") or f"error:{row['id']}"
+                group = groups.get(key)
+                if group is None:
+                    groups[key] = group = dict(row, records=0, ids=[])
+                group["records"] += 1
+                if len(group["ids"]) < IDS_SHOWN:
+                    group["ids"].append(row["id"])
+            shown = []
+            for group in groups.values():
+                if group["records"] > 1:
+                    group["file"] = f"{group['id']} (+{group['records'] - 1} of its shape)"
+                shown.append(group)
+            summary = summarise(shown)
+            summary.update(_folded(tally))
+            batch = {"title": "cqsens report", "generated": "", "command": command,
+                     "options": {k: str(v) if isinstance(v, Path) else v
+                                 for k, v in options.items() if k != "schema"},
+                     "summary": summary, "skipped": [], "rows": shown}
+            from cqsens.cli.report import _render
+
+            text = _render(batch, chosen)
+            write_output(output, lambda: write_text_atomically(target, text))
+    except InputError as err:
+        fail(err)
+    finally:
+        if cache is not None:
+            stats = cache.stats()
+            cache.close()
+    s = _folded(tally)
+    hits = f"; cache: {stats['hits']} hits, {stats['misses']} misses" if cache is not None else ""
+    click.echo(f"{output}: {s['total']} records: {s['bounded']} bounded, {s['unbounded']} "
+               f"unbounded, {s['errors']} errors, {s['timed_out']} timed out; "
+               f"{s['tight']} tight{hits}")
+    sys.exit(EXIT_INPUT if strict and (failed or unbounded) else EXIT_OK)
+
+
+def _fold(tally: list[dict[str, Any]]) -> None:
+    """Replace the rows of ``tally`` by one entry holding their counts."""
+    folded = _folded(tally)
+    tally.clear()
+    tally.append({"status": "_folded", **folded})
+
+
+def _folded(tally: list[dict[str, Any]]) -> dict[str, Any]:
+    from cqsens.batch import summarise
+
+    plain = [r for r in tally if r["status"] != "_folded"]
+    out = summarise(plain)
+    for r in tally:
+        if r["status"] == "_folded":
+            for k in ("total", "bounded", "unbounded", "errors", "timed_out", "tight"):
+                out[k] += r[k]
+            for k, v in r["bounds"].items():
+                out["bounds"][k] += v
+    return out

@@ -1,0 +1,193 @@
+"""The shape of a query: its SQL tokens with the literals taken out, and the cache key.
+
+Most statements of a query log are a few thousand shapes with different
+constants.  :func:`lex` splits SQL text into a *template* (every token but the
+literals, whitespace and comments dropped) and its *literals* (numbers, a
+unary minus folded in, and quoted strings), in one regular-expression pass
+and without parsing, so that a record already seen costs microseconds.
+
+:func:`shape_key` makes the cache key of a record from its template, the
+options' fingerprint and, for each literal, either its value (a *pinned*
+literal) or only how it compares with the record's other literals (an
+*abstract* literal).  Which literals may be abstract is decided once per shape
+by :func:`cqsens.logs.plan.abstract_literals`; everything about the order and
+equality of literals that the analysis could observe is in the key:
+
+* the rank of its value among the literals of its kind (numbers, texts),
+  with ties, so equal constants stay equal and filters keep their order
+  relations;
+* the rank of its ``repr`` and of its CQ rendering, the orders in which the IR
+  sorts atoms and elements, so the output lists them in the same order;
+* the class of its normalised form (``Const.definitely_differs``: ``5`` and
+  ``'5'``, ``'F'`` and ``'f'`` may be equal in a database), so the chase
+  meets the same contradictions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+from cqsens.ir.cq import Const, format_term
+
+__all__ = ["Lexed", "Literal", "lex", "literal_value", "shape_key", "substitute_literals"]
+
+_TOKEN = re.compile(
+    r"""(?P<ws>\s+)
+      | (?P<comment>--[^\n]*|/\*.*?\*/)
+      | (?P<string>'(?:[^']|'')*')
+      | (?P<qident>"(?:[^"]|"")*"|`[^`]*`|\[[^\]]*\])
+      | (?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?(?![\w$]))
+      | (?P<ident>[^\W\d][\w$]*)
+      | (?P<op><=|>=|<>|!=|\|\||::|[^\s])
+    """,
+    re.VERBOSE | re.DOTALL,
+)
+#: After these tokens a ``-`` is a sign, not a subtraction.
+_SIGN_AFTER = {"(", ",", "=", "<", ">", "<=", ">=", "<>", "!=", "+", "-", "*", "/", "%",
+               "and", "or", "not", "between", "where", "select", "then", "else", "when",
+               "in", "on", "having", "case", "by", "limit", "offset", "is", "like", "return"}
+
+
+@dataclass(frozen=True, slots=True)
+class Literal:
+    """One literal of a query text: ``number`` or ``string``, as written, and where."""
+
+    kind: str
+    text: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class Lexed:
+    """A query text split into its template and its literals."""
+
+    template: str
+    literals: tuple[Literal, ...]
+
+
+def lex(sql: str) -> Lexed:
+    """Split SQL into its template (literals as ``?``) and its literals.
+
+    >>> x = lex("SELECT COUNT(*) FROM t WHERE a = 7 AND b > -2.5 -- note\\n AND c = 'it''s'")
+    >>> x.template
+    'SELECT COUNT ( * ) FROM t WHERE a = ? AND b > ? AND c = ?'
+    >>> [(lit.kind, lit.text) for lit in x.literals]
+    [('number', '7'), ('number', '-2.5'), ('string', "'it''s'")]
+    """
+    tokens: list[str] = []
+    literals: list[Literal] = []
+    previous = "("
+    sign_at: int | None = None
+    for m in _TOKEN.finditer(sql):
+        kind = m.lastgroup
+        if kind in ("ws", "comment"):
+            continue
+        value = m.group()
+        if kind == "number" or kind == "string":
+            start = m.start()
+            text = value
+            if kind == "number" and sign_at is not None:
+                tokens.pop()
+                start = sign_at
+                text = "-" + value
+            literals.append(Literal(kind, text, start, m.end()))
+            tokens.append("?")
+            previous, sign_at = "?", None
+            continue
+        sign_at = m.start() if value == "-" and previous.lower() in _SIGN_AFTER else None
+        tokens.append(value)
+        previous = value
+    return Lexed(" ".join(tokens), tuple(literals))
+
+
+def literal_value(literal: Literal) -> int | Fraction | str:
+    """The value a literal writes: an int, an exact decimal (Fraction), or the text.
+
+    >>> literal_value(Literal("number", "-2.50", 0, 5))
+    Fraction(-5, 2)
+    >>> literal_value(Literal("string", "'a''b'", 0, 6))
+    "a'b"
+    """
+    if literal.kind == "string":
+        return literal.text[1:-1].replace("''", "'")
+    value = Fraction(literal.text)
+    return value.numerator if value.denominator == 1 else value
+
+
+def _dense_ranks(keys: Sequence[object]) -> list[int]:
+    order = sorted(set(keys))  # type: ignore[type-var]
+    index = {k: i for i, k in enumerate(order)}
+    return [index[k] for k in keys]
+
+
+def _classes(keys: Sequence[object]) -> list[int]:
+    seen: dict[object, int] = {}
+    return [seen.setdefault(k, len(seen)) for k in keys]
+
+
+def _const(value: int | Fraction | str) -> Const:
+    return Const(value if not isinstance(value, Fraction) else float(value))
+
+
+def shape_key(fingerprint: str, lexed: Lexed, abstract: frozenset[int]) -> str:
+    """The cache key of a record (a hex digest).
+
+    Parameters
+    ----------
+    fingerprint : str
+        What else the analysis depends on: cqsens's version, the options, Σ,
+        the schema and the dialect.
+    lexed : Lexed
+        The record's template and literals.
+    abstract : frozenset of int
+        The literals (by index) whose value may change without changing the
+        analysis, as long as the order and equality relations stay.
+
+    Returns
+    -------
+    str
+    """
+    values = [literal_value(lit) for lit in lexed.literals]
+    numbers = [i for i, lit in enumerate(lexed.literals) if lit.kind == "number"]
+    texts = [i for i, lit in enumerate(lexed.literals) if lit.kind == "string"]
+    parts: list[object] = [fingerprint, lexed.template]
+    for group in (numbers, texts):
+        group_values = [values[i] for i in group]
+        consts = [_const(v) for v in group_values]
+        parts.append(_dense_ranks(group_values))
+        parts.append(_dense_ranks([repr(c.value) for c in consts]))
+        parts.append(_dense_ranks([format_term(c) for c in consts]))
+    normal = [str(_const(v).value).strip().lower() for v in values]
+    normal = [_number_form(n) for n in normal]
+    parts.append(_classes(normal))
+    parts.append([None if i in abstract else lit.text for i, lit in enumerate(lexed.literals)])
+    blob = json.dumps(parts, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def _number_form(text: str) -> str:
+    """As ``Const.definitely_differs`` normalises: a number by its value."""
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    return repr(number) if not number.is_integer() else str(int(number))
+
+
+def substitute_literals(sql: str, lexed: Lexed, new: dict[int, str]) -> str:
+    """``sql`` with literal ``i`` rewritten as ``new[i]`` (SQL text), the rest unchanged."""
+    out: list[str] = []
+    at = 0
+    for i, lit in enumerate(lexed.literals):
+        if i in new:
+            out.append(sql[at:lit.start])
+            out.append(new[i])
+            at = lit.end
+    out.append(sql[at:])
+    return "".join(out)

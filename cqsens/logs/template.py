@@ -1,0 +1,178 @@
+"""A cached result that any record of its shape can be instantiated from.
+
+A shape's result is computed on its first record and stored as a *row
+template*: the report row in JSON, where every place that shows an abstract
+constant holds a marker ``⟦i.s⟧`` (literal ``i`` of the record, rendered in
+style ``s``) instead.  Where the constants show is found, not guessed: the
+record is analysed a second time with its abstract literals renamed (order,
+equality and sort order kept, checked by :func:`~cqsens.logs.shape.shape_key`),
+and the two rows must differ only in the renderings of those constants;
+otherwise the shape is cached with every literal pinned.  This second analysis
+is also a check of the plan: a result that moved with the constants keeps them
+in the key.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from cqsens.ir.cq import Const, format_term
+from cqsens.logs.shape import Lexed, lex, literal_value, shape_key, substitute_literals
+
+__all__ = ["SOURCE", "Template", "derive_template", "instantiate", "sql_text"]
+
+#: Stands for the record's name in a stored row.
+SOURCE = "⟦source⟧"
+_MARK = re.compile(r"⟦(\d+)\.(\d)⟧")
+_TOKENS = re.compile(r"'(?:[^'\\]|\\.|'')*'|-?\d+(?:\.\d+)?|\w+|\s+|.", re.DOTALL)
+_NUMBER_MAPS: tuple[Callable[[int], int], ...] = (
+    lambda v: v + 1_000_000, lambda v: v * 1000 + 7 if v >= 0 else v * 1000 - 7,
+    lambda v: v + 1, lambda v: v - 1, lambda v: v + 2,
+)
+_TEXT_MAPS: tuple[Callable[[str], str], ...] = (
+    lambda v: v + "·q", lambda v: v + "~", lambda v: v + "0", lambda v: "~" + v,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Template:
+    """A row template and what it was made from."""
+
+    row: str
+    abstract: frozenset[int]
+    ordered: frozenset[int]
+
+
+def sql_text(value: int | Fraction | str) -> str:
+    """A value as a SQL literal."""
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    return str(value)
+
+
+def _renders(value: int | Fraction | str) -> tuple[str, ...]:
+    """The ways cqsens shows a constant: as a CQ term, as a SQL literal, as it is."""
+    const = Const(value if not isinstance(value, Fraction) else float(value))
+    return (format_term(const), sql_text(value), str(value))
+
+
+def _renamed(sql: str, lexed: Lexed, abstract: frozenset[int],
+             fingerprint: str) -> tuple[dict[int, int | str], str] | None:
+    """New values for the abstract literals keeping every relation the key records, and
+    the SQL that writes them (None when no candidate keeps them)."""
+    old = {i: literal_value(lexed.literals[i]) for i in abstract}
+    if any(isinstance(v, Fraction) for v in old.values()):
+        return None
+    key = shape_key(fingerprint, lexed, abstract)
+    for number_map in _NUMBER_MAPS:
+        for text_map in _TEXT_MAPS:
+            new: dict[int, int | str] = {
+                i: text_map(v) if isinstance(v, str) else number_map(v)  # type: ignore[arg-type]
+                for i, v in old.items()}
+            if set(map(repr, new.values())) & set(map(repr, old.values())):
+                continue
+            other_sql = substitute_literals(sql, lexed, {i: sql_text(v) for i, v in new.items()})
+            other = lex(other_sql)
+            if other.template == lexed.template and shape_key(fingerprint, other, abstract) == key:
+                return new, other_sql
+    return None
+
+
+def _diff(a: Any, b: Any, old: dict[int, int | str], new: dict[int, int | str]) -> Any:
+    """``a`` with the renderings of ``old`` constants marked, where ``b`` shows ``new``."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        if a.keys() != b.keys():
+            raise ValueError("keys")
+        return {k: _diff(a[k], b[k], old, new) for k in a}
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            raise ValueError("length")
+        return [_diff(x, y, old, new) for x, y in zip(a, b, strict=True)]
+    if isinstance(a, str) and isinstance(b, str):
+        if a == b:
+            return a
+        ta, tb = _TOKENS.findall(a), _TOKENS.findall(b)
+        if len(ta) != len(tb):
+            raise ValueError("tokens")
+        out: list[str] = []
+        for x, y in zip(ta, tb, strict=True):
+            if x == y:
+                out.append(x)
+                continue
+            out.append(_site(x, y, old, new))
+        return "".join(out)
+    if a != b or type(a) is not type(b):
+        raise ValueError("value")
+    return a
+
+
+def _site(x: str, y: str, old: dict[int, int | str], new: dict[int, int | str]) -> str:
+    for i, value in old.items():
+        for style, (shown_old, shown_new) in enumerate(
+                zip(_renders(value), _renders(new[i]), strict=True)):
+            if x == shown_old and y == shown_new:
+                return f"⟦{i}.{style}⟧"
+    raise ValueError(f"{x!r} -> {y!r}")
+
+
+def derive_template(row: dict[str, Any], *, sql: str, lexed: Lexed, fingerprint: str,
+                    abstract: frozenset[int], ordered: frozenset[int],
+                    rerun: Callable[[str], dict[str, Any] | None]) -> Template:
+    """The row template of a shape, from its first record's row.
+
+    Parameters
+    ----------
+    row : dict
+        The first record's report row (analysed under the name :data:`SOURCE`).
+    sql, lexed : str, Lexed
+        Its text and literals.
+    fingerprint : str
+        The options' fingerprint (see :func:`shape_key`).
+    abstract, ordered : frozenset of int
+        The plan (:func:`cqsens.logs.plan.abstract_literals`).
+    rerun : callable
+        Analyses another SQL text the same way: its row, or None when it fails.
+
+    Returns
+    -------
+    Template
+        With ``abstract`` empty when the constants could not be located.
+    """
+    exact = Template(json.dumps(row, ensure_ascii=False), frozenset(), frozenset())
+    if not abstract:
+        return exact
+    found = _renamed(sql, lexed, abstract, fingerprint)
+    if found is None:
+        return exact
+    new, other_sql = found
+    other_row = rerun(other_sql)
+    if other_row is None or other_row.get("status") != "ok":
+        return exact
+    old = {i: literal_value(lexed.literals[i]) for i in abstract}
+    first = {k: v for k, v in row.items() if k != "query"}
+    second = {k: v for k, v in other_row.items() if k != "query"}
+    first["analysis"] = {k: v for k, v in row["analysis"].items() if k != "query"}
+    second["analysis"] = {k: v for k, v in other_row["analysis"].items() if k != "query"}
+    try:
+        marked = _diff(first, second, old, new)  # type: ignore[arg-type]
+    except ValueError:
+        return exact
+    return Template(json.dumps(marked, ensure_ascii=False), abstract, ordered)
+
+
+def instantiate(template: str, lexed: Lexed, *, source: str) -> dict[str, Any]:
+    """A row from its template, with the record's own constants and name."""
+
+    def put(m: re.Match[str]) -> str:
+        value = literal_value(lexed.literals[int(m.group(1))])
+        return json.dumps(_renders(value)[int(m.group(2))], ensure_ascii=False)[1:-1]
+
+    text = _MARK.sub(put, template).replace(SOURCE, json.dumps(source, ensure_ascii=False)[1:-1])
+    row: dict[str, Any] = json.loads(text)
+    return row
+
