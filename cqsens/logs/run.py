@@ -44,7 +44,7 @@ from cqsens.witness.schema_checks import column_checks
 __all__ = ["analyse_log", "fingerprint"]
 
 _ANALYZE_KEYS = ("schema", "dialect", "fds", "cds", "constraints", "neighbor", "bounds",
-                 "contributions", "rows", "epsilon", "delta", "prove_lower", "public",
+                 "contributions", "rows", "epsilon", "delta", "prove_lower", "public", "unit",
                  "witness_time")
 
 
