@@ -87,6 +87,7 @@ class Analysis:
     contributions: int = 1
     noise: NoiseCalibration | None = None
     unit: str | None = None  # the privacy unit, users(id); None: one row
+    dependency_names: tuple[str, ...] = ()  # Σ by column names, in Σ's order
     unit_reason: str = ""
 
     @property
@@ -147,7 +148,7 @@ class Analysis:
                 "l2": jsonable(self.l2),
             },
             "lower_note": self.lower_note or None,
-            "dependencies": [str(d) for d in self.sigma],
+            "dependencies": list(self.dependency_names) or [str(d) for d in self.sigma],
             "core_minimal": self.core_minimal,
             "explanation": list(self.explanation),
             "notes": list(self.notes),

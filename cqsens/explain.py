@@ -17,7 +17,7 @@ from cqsens.engine.person import PersonBound, PersonGroup, chains, person_bound
 from cqsens.engine.suggest import suggest
 from cqsens.engine.upper import Method, References, UpperBound, explaining_steps, referencing_atom
 from cqsens.ir.cq import CQ, AggregateQuery, Const, Var, format_term
-from cqsens.ir.dependencies import Dependency, Sigma
+from cqsens.ir.dependencies import AnyDependency, Dependency, MultiDependency, Sigma
 from cqsens.ir.exact import Exact, display, text
 from cqsens.ir.schema import Schema
 
@@ -214,6 +214,16 @@ def _column_name(query: AggregateQuery, schema: Schema | None, relation: str, i:
         return rel.columns[i]
     columns = query.columns.get(relation)
     return columns[i] if columns and i < len(columns) else str(i + 1)
+
+
+def named_dependency(dep: AnyDependency, query: AggregateQuery, schema: Schema | None) -> str:
+    """``orders[uid->oid]<=20``: a dependency by the column names of the schema (or of
+    the query), positions only where no name is known; ``*`` for a row identity."""
+    sources = dep.sources if isinstance(dep, MultiDependency) else (dep.i,)
+    left = ",".join(_column_name(query, schema, dep.relation, i) for i in sources)
+    right = "*" if dep.j < 0 else _column_name(query, schema, dep.relation, dep.j)
+    text = f"{dep.relation}[{left}->{right}]"
+    return text if dep.k == 1 else f"{text}<={dep.k}"
 
 
 def _bound_with(query: AggregateQuery, sigma: Sigma, extra: Sequence[Dependency],

@@ -38,6 +38,7 @@ from cqsens.errors import InputError
 from cqsens.explain import (
     explanation,
     jsonable,
+    named_dependency,
     person_explanation,
     person_reason,
     person_suggestion,
@@ -519,6 +520,8 @@ def _analysis(state: State) -> Analysis:
         contributions=state.options.contributions,
         noise=state.noise,
         unit=state.options.unit.text if state.options.unit is not None else None,
+        dependency_names=tuple(named_dependency(d, query, state.options.schema)
+                               for d in state.sigma),
         unit_reason=person_reason(state.person) if state.person is not None else "",
     )
 

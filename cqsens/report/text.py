@@ -66,7 +66,8 @@ def to_text(analysis: Analysis, *, witness: bool = False) -> str:
     verdict = "bounded" if analysis.bounded else "UNBOUNDED"
     lines.append(
         f"  sensitivity upper {fmt(s['upper'])}   lower {fmt(s['lower'])}"
-        f"{'   (tight)' if s['tight'] else ''}   [{verdict}; neighbours: {s['neighbor']}]"
+        f"{'   (tight)' if s['tight'] else ''}   [{verdict}; neighbours: {s['neighbor']}"
+        f"{' of one person, ' + d['unit'] if d.get('unit') else ''}]"
     )
     if s["l1"] != s["upper"] or s["l2"] != s["upper"] or len(d.get("aggregates", [])) > 1:
         lines.append(f"  ℓ1 {fmt(s['l1'])}   ℓ2 {fmt(s['l2'])}")
