@@ -65,6 +65,7 @@ from cqsens.release.values import (
     value_bound,
 )
 from cqsens.witness import Witness, find_witness
+from cqsens.witness.aggregate import concrete
 from cqsens.witness.aggregate_search import find_aggregate_witness
 from cqsens.witness.certificate import declared_hold
 from cqsens.witness.evaluate import Database, Value
@@ -414,6 +415,8 @@ def _person_witness(state: State) -> State:
     """Two databases one whole person apart (the privacy unit), add/remove only."""
     query, options, person = state.query, state.options, state.person
     assert person is not None and options.schema is not None and state.release is not None
+    if state.release.l1 == 0:  # nothing one person does changes the released value
+        return replace(state, lower=0, lower_note="")
     if options.neighbor != "add-remove":
         return replace(state, lower_note="not searched: witnesses that replace one person by "
                                          "another are not constructed")
@@ -421,10 +424,21 @@ def _person_witness(state: State) -> State:
                            columns=query.columns)
     keys = witness_keys(options.schema)
     upper = state.release.l1
+    extremes: dict[tuple[str, int], Value] = {}
+    for agg in query.aggregates:
+        if agg.kind == "sum" and isinstance(agg.column, Var) and agg.column_name is not None:
+            vb = value_bound(agg.column_name, cli=options.value_bounds, schema=options.schema,
+                             query=query, variable=agg.column.name)
+            end: Exact = vb.high if abs(vb.high) >= abs(vb.low) else vb.low
+            if end not in (math.inf, -math.inf):
+                extremes.update({(a.relation, p): concrete(end)
+                                 for a in query.cq.relation_atoms()
+                                 for p, x in enumerate(a.terms) if x == agg.column})
     witness = find_person_witness(
         query, state.sigma, person, schema=options.schema, upper=upper,
         valid=lambda db: declared_hold(db, state.sigma, column_checks=checks, keys=keys),
-        column_checks=checks, keys=keys, time_budget=options.witness_time, seed=options.seed)
+        column_checks=checks, keys=keys, time_budget=options.witness_time, seed=options.seed,
+        extremes=extremes)
     if witness is None:
         return replace(state, lower_note=(
             f"none proven (no witness found within {options.witness_time:g} s; "

@@ -117,6 +117,21 @@ class _Search:
     valid: Callable[[Database], bool]
     column_checks: Mapping[tuple[str, int], Sequence[Predicate]]
     hidden: dict[str, int] = field(default_factory=dict)
+    extremes: Mapping[tuple[str, int], Value] = field(default_factory=dict)
+
+    def pushed(self, full: Database, rows: Sequence[tuple[str, Row]]) -> \
+            tuple[Database, list[tuple[str, Row]]] | None:
+        """``full`` with the person's summed values at their extreme (the bound's end
+        with the larger magnitude), or None when there is none to set."""
+        if not self.extremes:
+            return None
+        out, moved = full, []
+        for relation, row in rows:
+            new = tuple(self.extremes.get((relation, p), v) for p, v in enumerate(row))
+            if new != row:
+                out = out.without_row(relation, row).with_row(relation, new)
+            moved.append((relation, new))
+        return (out, moved) if out != full else None
 
     def released(self, db: Database) -> tuple[Fraction | None, str] | None:
         """The released value(s) on ``db``: a number for a single COUNT, else the vector."""
@@ -158,14 +173,18 @@ class _Search:
                 smaller = smaller.without_row(relation, r)
             if not references_hold(smaller, self.schema) or not self.valid(smaller):
                 continue
-            got = self.change(smaller, full)
-            if got is None or got[0] == 0:
-                continue
-            if best is None or got[0] > best.change:
-                best = PersonWitness(
-                    smaller, name, row, 0, 0, "", added=tuple(rows), change=got[0],
-                    before=got[1], after_text=got[2],
-                    hidden=tuple(sorted(self.hidden.items())))
+            pushed = self.pushed(full, rows)
+            for bigger, person in ((full, rows), *((pushed,) if pushed else ())):
+                if bigger is not full and not self.valid(bigger):
+                    continue
+                got = self.change(smaller, bigger)
+                if got is None or got[0] == 0:
+                    continue
+                if best is None or got[0] > best.change:
+                    best = PersonWitness(
+                        smaller, name, person[0][1], 0, 0, "", added=tuple(person),
+                        change=got[0], before=got[1], after_text=got[2],
+                        hidden=tuple(sorted(self.hidden.items())))
         return best
 
 
@@ -181,6 +200,7 @@ def find_person_witness(
     keys: Mapping[str, tuple[tuple[int, ...], ...]],
     time_budget: float,
     seed: int = 0,
+    extremes: Mapping[tuple[str, int], Value] | None = None,
 ) -> PersonWitness | None:
     """Two databases one person apart whose released values differ most, or None.
 
@@ -188,10 +208,11 @@ def find_person_witness(
     gives a query extended to the unit table; its row-level witness with a row
     of the unit table added is ``D*`` (after completing referenced rows), and
     every person of ``D*`` is tried.  ``valid`` checks everything declared but
-    the foreign keys, which are checked here.
+    the foreign keys, which are checked here.  ``extremes`` are values to try in the
+    person's rows (relation, position → value): the summed columns at their bound.
     """
     search = _Search(query, schema, valid, column_checks,
-                     hidden=dict(query.row_positions))
+                     hidden=dict(query.row_positions), extremes=dict(extremes or {}))
     unit = person.unit.table
     groups = sorted(person.groups, key=lambda g: -g.value if g.value != math.inf else -1e300)
     best: PersonWitness | None = None
