@@ -429,7 +429,7 @@ def _person_witness(state: State) -> State:
         if agg.kind == "sum" and isinstance(agg.column, Var) and agg.column_name is not None:
             vb = value_bound(agg.column_name, cli=options.value_bounds, schema=options.schema,
                              query=query, variable=agg.column.name)
-            end: Exact = vb.high if abs(vb.high) >= abs(vb.low) else vb.low
+            end: Exact = vb.high if vb.high >= -vb.low else vb.low
             if end not in (math.inf, -math.inf):
                 extremes.update({(a.relation, p): concrete(end)
                                  for a in query.cq.relation_atoms()
