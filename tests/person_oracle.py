@@ -59,6 +59,7 @@ class Table:
     key: str | None  # the primary key column; None for a bag
     fks: tuple[ForeignKey, ...] = ()
     table_level_key: bool = False
+    unique: tuple[str, ...] = ()  # single-column UNIQUE keys (NULLs may repeat)
 
     def index(self, column: str) -> int:
         return [c.name for c in self.columns].index(column)
@@ -83,6 +84,13 @@ class CD:
 class World:
     tables: tuple[Table, ...]
     cds: tuple[CD, ...] = ()
+    spell: tuple[tuple[str, str], ...] = ()  # table → how the DDL spells it (case only)
+
+    def spelled(self, name: str, rng: random.Random | None = None) -> str:
+        """The DDL's spelling, or a random mix of cases (names are case-insensitive)."""
+        if rng is not None and rng.random() < 0.3:
+            return "".join(ch.upper() if rng.random() < 0.5 else ch for ch in name)
+        return dict(self.spell).get(name, name)
 
     def table(self, name: str) -> Table:
         return next(t for t in self.tables if t.name == name)
@@ -92,7 +100,7 @@ class World:
         return tuple(t.name for t in self.tables)
 
     def cd_texts(self) -> list[str]:
-        return [c.text for c in self.cds]
+        return [c.text.replace(c.table, self.spelled(c.table), 1) for c in self.cds]
 
     def ddl(self) -> str:
         out = []
@@ -104,18 +112,20 @@ class World:
                     text += " PRIMARY KEY"
                 elif not c.nullable:
                     text += " NOT NULL"
+                if c.name in t.unique:
+                    text += " UNIQUE"
                 if c.check:
                     text += f" CHECK ({c.name} BETWEEN {c.low} AND {c.high})"
                 fk = next((f for f in t.fks if f.column == c.name and f.style != "table"), None)
                 if fk is not None:
-                    text += f" REFERENCES {fk.table}" + (
+                    text += f" REFERENCES {self.spelled(fk.table)}" + (
                         f"({fk.referenced})" if fk.style == "column" else "")
                 parts.append(text)
             if t.key is not None and t.table_level_key:
                 parts.append(f"PRIMARY KEY ({t.key})")
-            parts += [f"FOREIGN KEY ({f.column}) REFERENCES {f.table} ({f.referenced})"
-                      for f in t.fks if f.style == "table"]
-            out.append(f"CREATE TABLE {t.name} ({', '.join(parts)});")
+            parts += [f"FOREIGN KEY ({f.column}) REFERENCES {self.spelled(f.table)} "
+                      f"({f.referenced})" for f in t.fks if f.style == "table"]
+            out.append(f"CREATE TABLE {self.spelled(t.name)} ({', '.join(parts)});")
         return "\n".join(out)
 
     def k_of(self, table: str, column: str, default: int = 3) -> int:
@@ -134,8 +144,10 @@ def random_world(rng: random.Random) -> World:
     def nullable() -> bool:
         return rng.random() < 0.4
 
-    users = Table("users", (Column("id"), Column("age", 0, 2, True, nullable())), "id",
-                  table_level_key=rng.random() < 0.2)
+    handle = rng.random() < 0.25  # a UNIQUE column that a foreign key may reference
+    users = Table("users", (Column("id"), Column("age", 0, 2, True, nullable()),
+                            *([Column("handle", nullable=nullable())] if handle else [])), "id",
+                  table_level_key=rng.random() < 0.2, unique=("handle",) if handle else ())
     extra = rng.sample(["orders", "items", "logins", "messages", "products"], rng.randint(1, 3))
     if "items" in extra and "orders" not in extra:
         extra[extra.index("items")] = "orders"
@@ -154,6 +166,9 @@ def random_world(rng: random.Random) -> World:
             if with_products and rng.random() < 0.5:
                 cols.append(Column("pid", nullable=nullable()))
                 fks.append(fk("pid", "products", "pid"))
+            if rng.random() < 0.08:  # a key into its own table (a cycle: --unit refuses it)
+                cols.append(Column("parent", nullable=True))
+                fks.append(fk("parent", "orders", "oid"))
             tables.append(Table("orders", tuple(cols), "oid", tuple(fks)))
         elif name == "items":
             cols = [Column("iid"), Column("oid", nullable=nullable()),
@@ -166,7 +181,8 @@ def random_world(rng: random.Random) -> World:
         elif name == "logins":
             tables.append(Table("logins", (Column("uid", nullable=nullable()),
                                            Column("device", 0, 2, True, nullable())), None,
-                                (fk("uid", "users", "id"),)))
+                                (fk("uid", "users", "handle" if handle and rng.random() < 0.6
+                                    else "id"),)))
         else:
             tables.append(Table("messages", (Column("mid"), Column("sender", nullable=nullable()),
                                              Column("receiver", nullable=nullable())), "mid",
@@ -174,9 +190,11 @@ def random_world(rng: random.Random) -> World:
     cds = []
     for t in tables:
         for f in t.fks:
-            if rng.random() < 0.85:
+            if rng.random() < 0.92 and f.column != "parent":
                 cds.append(CD(t.name, f.column, t.key or "*", rng.randint(1, 3)))
-    return World(tuple(tables), tuple(cds))
+    spell = tuple((t.name, t.name.capitalize() if rng.random() < 0.2 else t.name)
+                  for t in tables)
+    return World(tuple(tables), tuple(cds), spell)
 
 
 # ---------------------------------------------------------------------------------------
@@ -196,16 +214,17 @@ def violations(world: World, db: Mapping[str, Sequence[Row]]) -> list[str]:
                     out.append(f"{t.name}.{c.name} NULL")
                 if v is not None and c.check and not c.low <= v <= c.high:  # type: ignore[operator]
                     out.append(f"{t.name}.{c.name} CHECK")
-        if t.key is not None:
-            values = [r[t.index(t.key)] for r in rows]
+        for key in ((t.key,) if t.key else ()) + t.unique:
+            values = [r[t.index(key)] for r in rows if r[t.index(key)] is not None]
             if len(set(values)) != len(values):
-                out.append(f"{t.name} key")
-            keys[t.name] = set(values)
+                out.append(f"{t.name} key {key}")
+            keys[f"{t.name}.{key}"] = set(values)
     for t in world.tables:
         for f in t.fks:
             p = t.index(f.column)
             for row in db.get(t.name, []):
-                if row[p] is not None and row[p] not in keys.get(f.table, set()):
+                if row[p] is not None and row[p] not in keys.get(f"{f.table}.{f.referenced}",
+                                                                 set()):
                     out.append(f"{t.name}.{f.column} → {f.table}: {row[p]} missing")
     for cd in world.cds:
         t = world.table(cd.table)
@@ -226,8 +245,12 @@ def valid(world: World, db: Mapping[str, Sequence[Row]]) -> bool:
 # databases and persons
 
 
-def _keys(db: Mapping[str, Sequence[Row]], t: Table) -> list[object]:
-    return [] if t.key is None else [r[t.index(t.key)] for r in db.get(t.name, [])]
+def _keys(db: Mapping[str, Sequence[Row]], t: Table, column: str | None = None) -> list[object]:
+    """The non-NULL values of a key column (the primary key by default)."""
+    column = column or t.key
+    if column is None:
+        return []
+    return [r[t.index(column)] for r in db.get(t.name, []) if r[t.index(column)] is not None]
 
 
 def _value(rng: random.Random, world: World, db: Mapping[str, Sequence[Row]], t: Table,
@@ -236,12 +259,12 @@ def _value(rng: random.Random, world: World, db: Mapping[str, Sequence[Row]], t:
         return fixed[c.name]
     if c.nullable and rng.random() < 0.15:
         return None
-    if c.name == t.key:
-        free = [v for v in ID_POOL if v not in _keys(db, t)]
-        return rng.choice(free) if free else max(ID_POOL) + 1 + len(_keys(db, t))
+    if c.name == t.key or c.name in t.unique:
+        free = [v for v in ID_POOL if v not in _keys(db, t, c.name)]
+        return rng.choice(free) if free else max(ID_POOL) + 1 + len(_keys(db, t, c.name))
     f = next((f for f in t.fks if f.column == c.name), None)
     if f is not None:
-        targets = _keys(db, world.table(f.table))
+        targets = _keys(db, world.table(f.table), f.referenced)
         if not targets:
             return None if c.nullable else -1
         return rng.choice(targets)
@@ -340,8 +363,9 @@ def random_person(rng: random.Random, world: World, db: Mapping[str, Sequence[Ro
                 for _ in range(rng.randint(0, 1)):
                     add(t, {"uid": uid})  # an item of another order, owned through items.uid
         elif t.name == "logins":
-            for _ in range(count("logins", "uid")):
-                add(t, {"uid": uid})
+            mine = person["users"][0][users.index(t.fks[0].referenced)]
+            for _ in range(count("logins", "uid") if mine is not None else 0):
+                add(t, {"uid": mine})
         elif t.name == "messages":
             for _ in range(count("messages", "sender")):
                 add(t, {"sender": uid})
@@ -510,7 +534,7 @@ def random_query(rng: random.Random, world: World) -> Query:
                     if f.table == name:  # the new table references b
                         links.append((u.name, f"{a}.{f.column} = {b}.{f.referenced}"))
                     for g in t.fks:
-                        if g.table == f.table:  # both reference the same table
+                        if (g.table, g.referenced) == (f.table, f.referenced):  # same target
                             links.append((u.name, f"{a}.{f.column} = {b}.{g.column}"))
         roll = rng.random()
         if links and roll < 0.7:
@@ -547,5 +571,6 @@ def random_query(rng: random.Random, world: World) -> Query:
             agg = f"SUM({s}.{sc})"
         select, group = f"{a}.{c}, {agg}", f" GROUP BY {a}.{c}"
     where = f" WHERE {' AND '.join(conds)}" if conds else ""
-    sql = (f"SELECT {select} FROM {', '.join(f'{t} {a}' for a, t in aliases)}{where}{group}")
+    tables = ", ".join(f"{world.spelled(t, rng)} {a}" for a, t in aliases)
+    sql = f"SELECT {select} FROM {tables}{where}{group}"
     return Query(sql, bool(group), kind, tuple(aliases))

@@ -44,14 +44,16 @@ from tests.person_oracle import (
     person_moves,
     random_database,
     random_query,
+    plus,
     random_world,
     row_moves,
     valid,
     violations,
+    without,
 )
 
 PROFILE = os.getenv("HYPOTHESIS_PROFILE", "dev")
-EXAMPLES = {"ci": 45, "dev": 150, "deep": 1500}.get(PROFILE, 150)
+EXAMPLES = {"ci": 90, "dev": 200, "deep": 2000}.get(PROFILE, 150)
 DATABASES = 3  # databases per (schema, query)
 TRIALS = {"analyses": 0, "rejected": 0, "databases": 0, "moves": 0, "lower": 0,
           "known_bug": 0}
@@ -352,6 +354,52 @@ def test_oracle_finds_the_person_change_of_a_fixed_database(neighbor: str) -> No
     finally:
         ev.close()
     assert best >= 80  # a random other person has at most 100 items, often far fewer
+
+
+def test_foreign_key_cycle_exhaustively() -> None:
+    """A(id, b → B), B(id, a → A), nullable: a pair joined both ways can never be made by
+    adding or removing one row (both databases keep the keys), so add/remove is 0; a
+    substitution can close the pair, so it is 1.  Every database over ids {1, 2} and every
+    move, exhaustively."""
+    import itertools
+
+    from tests.person_oracle import Column, ForeignKey, Table
+
+    world = World((
+        Table("A", (Column("id"), Column("b", nullable=True)), "id", (ForeignKey("b", "B", "id"),)),
+        Table("B", (Column("id"), Column("a", nullable=True)), "id", (ForeignKey("a", "A", "id"),)),
+    ))
+    sql = "SELECT COUNT(*) FROM A x, B y WHERE x.b = y.id AND y.a = x.id"
+    bounds = {n: analyze(sql, schema=world.ddl(), neighbor=n, prove_lower=False).upper
+              for n in ("add-remove", "substitute")}
+    assert bounds == {"add-remove": 0, "substitute": 1}
+    rows = [(i, v) for i in (1, 2) for v in (None, 1, 2)]
+    tables = [c for n in range(3) for c in itertools.combinations(rows, n)
+              if len({r[0] for r in c}) == n]  # the key id: at most one row per id
+    observed = {"add-remove": 0.0, "substitute": 0.0}
+    for a_rows, b_rows in itertools.product(tables, repeat=2):
+        db: DB = {"A": list(a_rows), "B": list(b_rows)}
+        if not valid(world, db):
+            continue
+        ev = Evaluator(world, db, sql, False)
+        try:
+            for t in ("A", "B"):
+                for i in range(len(db[t])):
+                    if valid(world, without(db, {t: {i}})):
+                        moved = change(ev.base, ev.released({t: {i}}, {}))[0]
+                        observed["add-remove"] = max(observed["add-remove"], moved)
+                    for row in rows:
+                        after = plus(without(db, {t: {i}}), {t: [row]})
+                        if row != db[t][i] and valid(world, after):
+                            moved = change(ev.base, ev.released({t: {i}}, {t: [row]}))[0]
+                            observed["substitute"] = max(observed["substitute"], moved)
+                for row in rows:
+                    if valid(world, plus(db, {t: [row]})):
+                        moved = change(ev.base, ev.released({}, {t: [row]}))[0]
+                        observed["add-remove"] = max(observed["add-remove"], moved)
+        finally:
+            ev.close()
+    assert observed == {"add-remove": 0, "substitute": 1}
 
 
 # ---------------------------------------------------------------------------------------
