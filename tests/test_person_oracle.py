@@ -32,6 +32,7 @@ from cqsens.frontend.ddl import schema_from_ddl
 from cqsens.pipeline import analyze
 from cqsens.witness.aggregate import AggregateWitness, released_change, released_values
 from cqsens.witness.evaluate import count_answers
+from cqsens.witness.person import PersonWitness, cascade
 from cqsens.witness.references import references_hold
 from tests.person_oracle import (
     DB,
@@ -56,7 +57,7 @@ PROFILE = os.getenv("HYPOTHESIS_PROFILE", "dev")
 EXAMPLES = {"ci": 90, "dev": 200, "deep": 2000}.get(PROFILE, 150)
 DATABASES = 3  # databases per (schema, query)
 TRIALS = {"analyses": 0, "rejected": 0, "databases": 0, "moves": 0, "lower": 0,
-          "known_bug": 0}
+          "unit_witnesses": 0}
 
 
 def _analysis(world: World, query: Query, **options: object):  # type: ignore[no-untyped-def]
@@ -181,16 +182,23 @@ def _check_witness(world: World, query: Query, a, unit: bool) -> None:  # type: 
         return
     TRIALS["lower"] += 1
     w = a.witness
-    if unit and w is not None and w.relation not in OWNED:
-        # KNOWN BUG (test_unit_lower_bound_from_a_table_no_person_owns): the witness search
-        # ignores --unit; a row no person owns is not a person neighbour
-        TRIALS["known_bug"] += 1
-        return
     assert a.lower <= a.upper, (a.lower, a.upper)
+    if unit:
+        # a person witness: A and A with one whole person (the unit row and its cascade)
+        assert w is None or isinstance(w, PersonWitness), type(w)
     if w is None:  # nothing can change the released value: lower = upper = 0
         assert a.lower == a.l1 == 0
         return
     schema = schema_from_ddl(world.ddl())
+    if isinstance(w, PersonWitness):
+        assert w.relation.lower() in OWNED and w.added[0] == (w.relation, w.row)
+        assert references_hold(w.database, schema) and references_hold(w.after, schema)
+        assert sorted(cascade(w.after, w.relation, w.row, schema)) == sorted(w.added)
+        if len(a.query_obj.aggregates) == 1 and a.query_obj.aggregate == "count" \
+                and not a.query_obj.group_by:
+            assert count_answers(a.query_obj, w.after) - count_answers(
+                a.query_obj, w.database) == a.lower
+        return
     if isinstance(w, AggregateWitness):
         before, after = w.database, w.after
         assert references_hold(before, schema), before
@@ -403,17 +411,15 @@ def test_foreign_key_cycle_exhaustively() -> None:
 
 
 # ---------------------------------------------------------------------------------------
-# known bugs, kept as strict expected failures: each passes once the bug is fixed
+# bugs found by this oracle, kept as regression tests
 
 
-@pytest.mark.xfail(strict=True, reason="LOWER-BOUND SOUNDNESS BUG: with --unit the witness "
-                   "search is row-level and adds a row of a table no person owns")
 def test_unit_lower_bound_from_a_table_no_person_owns() -> None:
     """products is not referenced by and does not reference users: one person changes
-    COUNT(*) FROM products by 0 (upper 0), yet lower 1 is reported (a products row
-    added), so lower > upper and > the true sensitivity."""
+    COUNT(*) FROM products by 0 (upper 0); the lower bound is 0 too (it once was 1, from
+    a row-level witness adding a products row, which is no person)."""
     ddl = ("CREATE TABLE users (id INT PRIMARY KEY);"
            "CREATE TABLE products (pid INT PRIMARY KEY, price INT CHECK (price BETWEEN 0 AND 3));")
     a = analyze("SELECT COUNT(*) FROM products", schema=ddl, unit="users")
     assert a.upper == 0
-    assert a.lower is None or a.lower <= a.upper, (a.lower, a.upper)
+    assert a.lower == 0, (a.lower, a.upper)

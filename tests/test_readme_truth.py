@@ -34,6 +34,8 @@ PLACEHOLDERS = {
     "queries/": "examples/tpch/",
     "db.sql": "examples/tpch/schema.sql",
     "rules.txt": "examples/tpch/constraints.txt",
+    "log.jsonl": "examples/logs/tpch.jsonl",
+    "queries.csv": "examples/logs/queries.csv",
 }
 
 #: Commands that cannot run here, with the reason.
