@@ -353,7 +353,7 @@ def release(
         raise InputError("the Gaussian mechanism needs --delta", construct="--delta")
     eps = noise._check_epsilon(epsilon)
     _refuse_unbounded(analysis)
-    plan = release_plan(query.sql, query.dialect, source=analysis.source)
+    plan = release_plan(query.text or query.sql, query.dialect, source=analysis.source)
     parts_analysis = analysis if _same_parts(plan, analysis) else reanalyse(plan.analysed_sql)
     _refuse_unbounded(parts_analysis)
     records = parts_analysis.aggregates
