@@ -103,11 +103,12 @@ def ledger_text(entries: Sequence[Entry], spent: Spent, path: str,
                 budget: float | None) -> str:
     """``cqsens budget``: one line per release, then the total."""
     lines = [f"ledger {path}: {len(entries)} release{'s' if len(entries) != 1 else ''}"]
+    table = [["time", "ε", "δ", "mechanism", "privacy unit", "query (SHA-256)"]]
+    table += [[e.time, f"{e.epsilon:.6g}", f"{e.delta:.3g}", e.mechanism, e.privacy_unit,
+               e.query_sha256[:16]] for e in entries]
     if entries:
-        lines.append("  time                       ε         δ          mechanism  "
-                     "privacy unit  query (SHA-256)")
-    for e in entries:
-        lines.append(f"  {e.time:<25}  {e.epsilon:<8.4g}  {e.delta:<9.3g}  {e.mechanism}  "
-                     f"{e.privacy_unit}  {e.query_sha256[:16]}")
+        widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+        lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+                  for r in table]
     lines.append("  " + spent_line(path, spent, budget).removeprefix(f"ledger: {path}: "))
     return "\n".join(lines)
