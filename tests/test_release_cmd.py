@@ -401,3 +401,29 @@ def test_postgres_release(pg_server: PgServer, tmp_path: Path) -> None:
     assert [g["group"]["sex"] for g in data["groups"]] == ["F", "M"]
     assert server.password not in out + err and "***" in data["database"]
     assert read_ledger(ledger)[0].database == data["database"]
+
+
+def test_metadata_file_names_the_ledger_and_budget(hospital: str, tmp_path: Path) -> None:
+    (tmp_path / "q.sql").write_text("SELECT COUNT(*) FROM Pat")
+    (tmp_path / "cqsens.toml").write_text(
+        f'schema = "{HOSPITAL / "schema.sql"}"\nledger = "spent.sqlite"\nbudget = 1.5\n'
+        "epsilon = 1.0\n")
+    code, out, err = run("release", str(tmp_path / "q.sql"), "--db", hospital)
+    assert code == 0, err
+    assert len(read_ledger(tmp_path / "spent.sqlite")) == 1 and "0.5 left" in out
+    code, out, err = run("release", str(tmp_path / "q.sql"), "--db", hospital)
+    assert code == 1 and "0.5 left" in err
+
+
+def test_release_plan_formulas() -> None:
+    from cqsens.frontend.release_sql import release_plan
+    from cqsens.release.execute import _evaluate
+
+    plan = release_plan("SELECT g, ROUND(-SUM(v) / (COUNT(*) - 2), 1) AS r FROM T GROUP BY 1",
+                        None)
+    assert plan.keys == ("g",) and [p.kind for p in plan.parts] == ["sum", "count"]
+    formula = plan.items[0].formula
+    assert _evaluate(formula, [10.0, 6]) == -2.5
+    assert _evaluate(formula, [10.0, 2]) is None  # division by a noisy zero gives NULL
+    assert "ORDER" not in release_plan("SELECT COUNT(*) FROM T ORDER BY 1 LIMIT 3",
+                                       None).parts_sql("sqlite")

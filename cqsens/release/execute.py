@@ -487,6 +487,9 @@ def _release(conn: Any, target: str, analysis: Analysis, parts_analysis: Analysi
                 shares[i], 0.0, scale, noise.laplace_halfwidth(scale),
                 f"ℓ1 {display(record.l1)}")
         released[i] = dict(zip(domain, out, strict=True))
+        if part_releases[i].scale == 0:
+            notes.append(f"{part.sql}: its sensitivity is 0 (no row can change it), so it is "
+                         "released without noise")
 
     for i, part in enumerate(plan.parts):
         if part.kind not in QUANTILE_KINDS:
