@@ -39,9 +39,9 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "public": (list,), "unit": (str,), "neighbor": (str,), "contributions": (int,),
     "rows": (int,),
     "epsilon": (int, float), "delta": (float,), "dialect": (str,), "witness_time": (int, float),
-    "timeout": (int, float),
+    "timeout": (int, float), "ledger": (str,), "budget": (int, float), "keys": (str,),
 }
-_PATHS = ("schema", "constraints")
+_PATHS = ("schema", "constraints", "ledger", "keys")
 
 
 @dataclass(frozen=True, slots=True)

@@ -70,7 +70,7 @@ def test_several_aggregates_and_noise() -> None:
     assert d["sensitivity"]["l1"] == 121
     assert d["sensitivity"]["l2"] == pytest.approx(math.hypot(120, 1))
     assert d["noise"]["laplace_scale"] == 121
-    assert d["noise"]["gaussian_method"] == "analytic"
+    assert d["noise"]["gaussian_method"] == "zCDP"
 
 
 def test_contributions_multiply() -> None:

@@ -29,7 +29,8 @@ _PARAMETERS = {
     "cd": ("cds",), "bounds": ("value_bounds",), "public": ("public",), "unit": ("unit",),
     "neighbor": ("neighbor",), "contributions": ("contributions",), "rows": ("rows",),
     "epsilon": ("epsilon",), "delta": ("delta",), "dialect": ("dialect",),
-    "witness_time": ("witness_time",), "timeout": ("timeout",),
+    "witness_time": ("witness_time",), "timeout": ("timeout",), "ledger": ("ledger",),
+    "budget": ("budget",), "keys": ("keys_file",),
 }
 
 

@@ -19,10 +19,12 @@ from typing import Any, NoReturn
 import click
 
 from cqsens.cli.analyze import analyze_cmd
+from cqsens.cli.budget import budget_cmd
 from cqsens.cli.exits import EXIT_INPUT, EXIT_INTERNAL
 from cqsens.cli.masking import ARGS_KEY, scrub_message
 from cqsens.cli.noiseless import noiseless
 from cqsens.cli.profile import profile
+from cqsens.cli.release import release_cmd
 from cqsens.cli.report import report_cmd
 from cqsens.cli.witness import witness_cmd
 from cqsens.errors import CqsensError
@@ -115,7 +117,8 @@ def cli(debug: bool) -> None:
     del debug  # read by _Group.invoke
 
 
-for _command in (analyze_cmd, witness_cmd, report_cmd, noiseless, profile):
+for _command in (analyze_cmd, witness_cmd, report_cmd, noiseless, profile, release_cmd,
+                 budget_cmd):
     cli.add_command(_command)
 
 

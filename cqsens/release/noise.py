@@ -1,33 +1,33 @@
-"""Noise calibration for releasing a value of known ℓ1 and ℓ2 sensitivity.
+"""Noise for releasing a value of known ℓ1 and ℓ2 sensitivity, calibrated and sampled by OpenDP.
 
 Given the global sensitivity of a query (its ℓ1 bound Δ1 and ℓ2 bound Δ2), the
 two standard mechanisms add independent noise to every released coordinate:
 
-- the **Laplace mechanism** adds Laplace noise of scale ``b = Δ1/ε`` and is
-  ``ε``-differentially private (Dwork, McSherry, Nissim, Smith 2006);
-- the **Gaussian mechanism** adds normal noise of standard deviation ``σ`` and is
-  ``(ε, δ)``-differentially private when ``σ`` is large enough for Δ2.
+- the **Laplace mechanism** adds Laplace noise of scale ``b`` and is ε-DP for
+  ``b ≥ Δ1/ε`` (Dwork, McSherry, Nissim, Smith 2006);
+- the **Gaussian mechanism** adds normal noise of standard deviation ``σ``; it is
+  ρ-zCDP with ``ρ = Δ2²/(2σ²)`` (Bun and Steinke 2016, Prop 1.6), which gives
+  ``(ε, δ)``-DP through OpenDP's conversion from zCDP.
 
-For the Gaussian mechanism this module uses the *analytic* calibration of Balle
-and Wang (2018): the mechanism is exactly ``(ε, δ)``-DP iff its privacy profile
-
-    δ(ε; σ) = Φ(Δ/(2σ) − εσ/Δ) − e^ε Φ(−Δ/(2σ) − εσ/Δ)
-
-is at most δ (their Theorem 8), and δ(ε; σ) decreases in σ, so the smallest
-valid σ is found by bisection. It is valid for every ``ε > 0`` and is never
-larger than the classical ``σ = Δ·√(2 ln(1.25/δ))/ε`` of Dwork and Roth
-(Theorem A.1), which holds only for ``ε < 1`` and is reported for reference.
-
-Noise is calibrated here, never sampled: cqsens reports scales and error
-half-widths so a reader can judge the cost of privacy for a query.
-See docs/rules.md, rules ``laplace`` and ``analytic-gaussian``.
+Every scale here comes from OpenDP's privacy maps (``opendp.measurements.
+make_laplace`` and ``make_gaussian``, the latter chained with
+``make_zCDP_to_approxDP`` and ``make_fix_delta``): the scale is the smallest
+one whose map meets the target, found by bisection.  Counts are released with
+the discrete Laplace and discrete Gaussian mechanisms on integers (Canonne,
+Kamath, Steinke 2020) and sums with OpenDP's float versions, which sample on a
+lattice and so do not leak through floating-point rounding (Mironov, CCS 2012).
+Medians, minima and maxima are released by OpenDP's ``make_private_quantile``,
+the exponential mechanism over a grid of candidates.  Partition selection uses
+``make_laplace_threshold``.
 
 References
 ----------
-.. [1] B. Balle, Y.-X. Wang. Improving the Gaussian Mechanism for Differential
-   Privacy: Analytical Calibration and Optimal Denoising. ICML 2018, Thm 8, Alg. 1.
-.. [2] C. Dwork, A. Roth. The Algorithmic Foundations of Differential Privacy.
+.. [1] C. Dwork, A. Roth. The Algorithmic Foundations of Differential Privacy.
    2014, Thm 3.6 (Laplace) and Thm A.1 (Gaussian).
+.. [2] M. Bun, T. Steinke. Concentrated Differential Privacy: Simplifications,
+   Extensions, and Lower Bounds. TCC 2016, Prop 1.3 and 1.6.
+.. [3] C. Canonne, G. Kamath, T. Steinke. The Discrete Gaussian for Differential
+   Privacy. NeurIPS 2020.
 
 Examples
 --------
@@ -36,37 +36,51 @@ Examples
 >>> c.laplace_scale
 2.0
 >>> round(c.gaussian_sigma, 3), c.gaussian_method
-(8.058, 'analytic')
->>> round(c.gaussian_classical_sigma, 3)
-10.598
+(8.677, 'zCDP')
 """
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from statistics import NormalDist
+from typing import Any
 
 from cqsens.errors import InputError
 from cqsens.ir.exact import display
 
 __all__ = [
     "NoiseCalibration",
-    "laplace_scale",
-    "laplace_halfwidth",
-    "gaussian_delta",
-    "analytic_gaussian_sigma",
+    "ReleaseError",
+    "calibrate",
     "classical_gaussian_sigma",
     "gaussian_halfwidth",
-    "calibrate",
+    "gaussian_sigma",
+    "laplace_halfwidth",
+    "laplace_scale",
+    "quantile_scale",
+    "sample_gaussian",
+    "sample_laplace",
+    "sample_quantile",
+    "select_partitions",
+    "threshold_calibration",
+    "zcdp_epsilon",
 ]
 
-_SQRT2 = math.sqrt(2.0)
-_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
-# Below this argument erfc(-x/√2) nears the end of the normal float range; use
-# the asymptotic series of log Φ instead (relative error < 1e-17 there).
-_LOG_NDTR_ASYMPTOTIC = -37.0
+
+class ReleaseError(InputError):
+    """Noise could not be sampled; the message never holds the data."""
+
+
+def _dp() -> Any:
+    """OpenDP's prelude with the ``contrib`` features on (imported on first use)."""
+    import opendp.prelude as dp
+
+    dp.enable_features("contrib")
+    return dp
 
 
 # ----------------------------------------------------------------------------- checks
@@ -74,7 +88,7 @@ _LOG_NDTR_ASYMPTOTIC = -37.0
 
 def _check_sensitivity(value: object, name: str) -> float:
     if (
-        not isinstance(value, (int, float))
+        not isinstance(value, (int, float, Fraction))
         or isinstance(value, bool)
         or math.isnan(value)
         or value < 0
@@ -83,7 +97,7 @@ def _check_sensitivity(value: object, name: str) -> float:
             f"{name} sensitivity must be a number >= 0 or math.inf, not {value!r}",
             construct=name,
         )
-    return value
+    return float(display(value)) if isinstance(value, Fraction) else float(value)
 
 
 def _check_epsilon(epsilon: object) -> float:
@@ -132,45 +146,84 @@ def _check_scale(scale: object, name: str) -> float:
     return float(scale)
 
 
+# ----------------------------------------------------------------------------- spaces
+
+_I64 = "i64"
+
+
+def _space(integer: bool, norm: str) -> tuple[Any, Any]:
+    """OpenDP's vector space of integers or floats under the ℓ1 or ℓ2 distance."""
+    dp = _dp()
+    atom = dp.atom_domain(T=_I64) if integer else dp.atom_domain(T=float, nan=False)
+    metric = dp.l1_distance if norm == "l1" else dp.l2_distance
+    return dp.vector_domain(atom), metric(T=_I64 if integer else float)
+
+
+def _bisect(private: Callable[[float], bool], hi: float, *, steps: int = 40) -> float:
+    """The smallest scale in ``(0, hi]`` that is private, to a relative 1e-7; ``hi`` must be."""
+    lo = hi / 2.0
+    while private(lo):
+        hi, lo = lo, lo / 2.0
+    for _ in range(steps):
+        mid = 0.5 * (lo + hi)
+        if hi - lo <= 1e-7 * hi:
+            break
+        if private(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
 # ----------------------------------------------------------------------------- Laplace
 
 
-def laplace_scale(l1: float, epsilon: float) -> float:
-    """Scale ``b = Δ1/ε`` of the Laplace noise that makes a release ε-DP.
+def laplace_scale(l1: float | Fraction, epsilon: float, *, integer: bool = False) -> float:
+    """Smallest Laplace scale whose OpenDP privacy map gives ε for sensitivity Δ1.
 
     Parameters
     ----------
-    l1 : float
+    l1 : float or Fraction
         ℓ1 sensitivity Δ1 (``math.inf`` when unbounded).
     epsilon : float
         Privacy parameter ε > 0.
+    integer : bool
+        Calibrate the discrete Laplace mechanism on integers (counts), whose
+        input distance is the integer ``⌈Δ1⌉``; otherwise OpenDP's float Laplace.
 
     Returns
     -------
     float
-        The scale ``b`` (``inf`` for an unbounded sensitivity, 0 for Δ1 = 0).
+        The scale ``b`` (``inf`` for an unbounded sensitivity, 0 for Δ1 = 0):
+        ``Δ1/ε``, checked by OpenDP's map, and searched when the map needs more.
 
     Raises
     ------
     InputError
         When ``l1`` is negative or NaN, or ``epsilon`` is not a finite ``> 0``.
 
-    Notes
-    -----
-    Neighbouring outputs differ by at most Δ1 in ℓ1, so the ratio of the Laplace
-    densities ``exp(−‖x − f(D)‖1/b)`` at any point is at most ``exp(Δ1/b) = e^ε``
-    (Dwork and Roth, Thm 3.6).
-
     Examples
     --------
     >>> laplace_scale(2, 0.5)
     4.0
+    >>> laplace_scale(3, 0.5, integer=True)
+    6.0
     """
     delta1 = _check_sensitivity(l1, "l1")
     eps = _check_epsilon(epsilon)
-    if math.isinf(delta1):
-        return math.inf
-    return float(display(Fraction(delta1) / Fraction(eps)))  # rounded up, never down
+    if math.isinf(delta1) or delta1 == 0:
+        return delta1
+    dp = _dp()
+    space = _space(integer, "l1")
+    d_in: int | float = math.ceil(delta1) if integer else delta1
+
+    def private(b: float) -> bool:
+        return bool(dp.m.make_laplace(*space, scale=b).map(d_in) <= eps)
+
+    guess = float(display(Fraction(d_in) / Fraction(eps)))  # rounded up, never down
+    if private(guess):
+        return guess
+    return _bisect(private, 2 * guess)
 
 
 def laplace_halfwidth(scale: float, confidence: float = 0.95) -> float:
@@ -195,8 +248,9 @@ def laplace_halfwidth(scale: float, confidence: float = 0.95) -> float:
 
     Notes
     -----
-    ``P(|X| > t) = exp(−t/b)`` for Laplace noise; solving ``exp(−t/b) = 1 − c``
-    gives the formula. It applies to each coordinate of a vector release.
+    ``P(|X| > t) = exp(−t/b)`` for Laplace noise.  For the discrete Laplace
+    noise of a count, ``P(|X| > t) = 2e^{−(⌊t⌋+1)/b}/(1 + e^{−1/b}) ≤ e^{−t/b}``,
+    so the same half-width covers at least ``confidence``.
 
     Examples
     --------
@@ -213,259 +267,93 @@ def laplace_halfwidth(scale: float, confidence: float = 0.95) -> float:
 # ----------------------------------------------------------------------------- Gaussian
 
 
-def _log_ndtr(x: float) -> float:
-    """``log Φ(x)`` for the standard normal CDF, accurate in both tails."""
-    if x > 0:
-        # Φ(x) = 1 − Φ(−x); log1p keeps the tiny Φ(−x) instead of rounding 1 − it.
-        return math.log1p(-0.5 * math.erfc(x / _SQRT2))
-    if x > _LOG_NDTR_ASYMPTOTIC:
-        # erfc of a positive argument has full relative accuracy (no 1 − erf).
-        return math.log(0.5 * math.erfc(-x / _SQRT2))
-    # Asymptotic expansion Φ(x) = φ(x)/|x| · (1 − 1/x² + 3/x⁴ − 15/x⁶ + ...).
-    t = 1.0 / (x * x)
-    series = 1.0
-    term = 1.0
-    for n in range(1, 8):
-        term *= -(2 * n - 1) * t
-        series += term
-    return -0.5 * x * x - math.log(-x) - _HALF_LOG_2PI + math.log(series)
+def _gaussian_chain(sigma: float, space: tuple[Any, Any], delta: float) -> Any:
+    dp = _dp()
+    return dp.c.make_fix_delta(
+        dp.c.make_zCDP_to_approxDP(dp.m.make_gaussian(*space, scale=sigma)), delta)
 
 
-_CF_TERMS = 80  # continued fraction of erfcx: full double precision for u >= 2
-_CF_FROM = 2.0
-_LOG_SQRT_PI = 0.5 * math.log(math.pi)
-_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
-
-
-def _cf_tail(u: float, k: int) -> float:
-    """``t_k = u + ((k+1)/2)/(u + ((k+2)/2)/(u + …))``, so that ``erfcx(u) = 1/(√π·t_0)``.
-
-    Laplace's continued fraction of erfc, evaluated backwards from a fixed
-    depth; accurate to double precision for ``u >= 2``.
-    """
-    t = u
-    for n in range(_CF_TERMS, k, -1):
-        t = u + 0.5 * n / t
-    return t
-
-
-def _log_erfcx(u: float) -> float:
-    """``log erfcx(u) = log(e^{u²} erfc(u))`` without overflow or cancellation."""
-    if u < _CF_FROM:
-        return u * u + math.log(math.erfc(u))  # erfc(u) >= 0.0046 here: no underflow
-    return -_LOG_SQRT_PI - math.log(_cf_tail(u, 0))
-
-
-def _dlog_erfcx(u: float) -> float:
-    """``d/du log erfcx(u) = 2u − 2/(√π erfcx(u))`` (always < 0)."""
-    if u >= _CF_FROM:
-        return -1.0 / _cf_tail(u, 1)  # 2u − 2·t_0 = −2·(1/2)/t_1: no cancellation
-    if u < -26.0:  # e^{u²} erfc(u) overflows; its reciprocal is negligible beside 2u
-        return 2.0 * u
-    return 2.0 * u - _TWO_OVER_SQRT_PI / (math.exp(u * u) * math.erfc(u))
-
-
-def _gauss_legendre(n: int) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    """Nodes and weights of the n-point Gauss–Legendre rule on [-1, 1] (Newton on P_n)."""
-    nodes: list[float] = []
-    weights: list[float] = []
-    for i in range(1, n + 1):
-        x = math.cos(math.pi * (i - 0.25) / (n + 0.5))
-        for _ in range(100):
-            p0, p1 = 1.0, x
-            for k in range(2, n + 1):
-                p0, p1 = p1, ((2 * k - 1) * x * p1 - (k - 1) * p0) / k
-            dp = n * (x * p1 - p0) / (x * x - 1)
-            step = p1 / dp
-            x -= step
-            if abs(step) < 1e-16:
-                break
-        p0, p1 = 1.0, x
-        for k in range(2, n + 1):
-            p0, p1 = p1, ((2 * k - 1) * x * p1 - (k - 1) * p0) / k
-        dp = n * (x * p1 - p0) / (x * x - 1)
-        nodes.append(x)
-        weights.append(2.0 / ((1 - x * x) * dp * dp))
-    return tuple(nodes), tuple(weights)
-
-
-_GL_NODES, _GL_WEIGHTS = _gauss_legendre(10)
-_GL_MAX_WIDTH = 0.25
-
-
-def _log_profile(s: float, epsilon: float) -> float:
-    """``log δ(ε; σ)`` of the Gaussian mechanism with ``s = σ/Δ``; ``-inf`` for 0.
-
-    With ``a = p − q``, ``b = −p − q`` (``p = 1/(2s)``, ``q = εs``) the profile is
-    ``Φ(a) − e^ε Φ(b) = Φ(a)·(1 − e^r)``. Writing ``Φ(x) = ½ e^{−x²/2} erfcx(−x/√2)``
-    and using ``b² − a² = 2ε`` exactly, ``r = log erfcx(u_b) − log erfcx(u_a)`` with
-    ``u = −x/√2``: the ``e^ε`` and the Gaussian tails cancel symbolically instead of
-    numerically. When ``u_b − u_a = √2·p`` is small (small ε or large σ), ``r`` is
-    the integral of ``d log erfcx/du`` over that short interval (Gauss–Legendre),
-    so it keeps full relative precision where a difference of logs would not.
-    """
-    p = 0.5 / s
-    q = epsilon * s
-    u_a = (q - p) / _SQRT2
-    width = _SQRT2 * p
-    if width <= _GL_MAX_WIDTH:
-        half = 0.5 * width
-        mid = u_a + half
-        r = half * math.fsum(
-            w * _dlog_erfcx(mid + half * x) for x, w in zip(_GL_NODES, _GL_WEIGHTS, strict=True)
-        )
-    else:
-        r = _log_erfcx((q + p) / _SQRT2) - _log_erfcx(u_a)
-    if r >= 0:  # only by rounding: the profile is 0 to working precision
-        return -math.inf
-    return _log_ndtr(p - q) + math.log(-math.expm1(r))
-
-
-def gaussian_delta(sigma: float, l2: float, epsilon: float) -> float:
-    """Compute the privacy profile δ(ε) of the Gaussian mechanism (Balle & Wang, Thm 8).
-
-    Parameters
-    ----------
-    sigma : float
-        Standard deviation σ ≥ 0 of the noise.
-    l2 : float
-        ℓ2 sensitivity Δ2 of the released value.
-    epsilon : float
-        ε > 0.
-
-    Returns
-    -------
-    float
-        The least δ for which adding ``N(0, σ²)`` noise is ``(ε, δ)``-DP:
-        ``Φ(Δ/(2σ) − εσ/Δ) − e^ε Φ(−Δ/(2σ) − εσ/Δ)``.
-
-    Raises
-    ------
-    InputError
-        For a negative/NaN σ or sensitivity, or a bad ε.
-
-    Notes
-    -----
-    Computed in log space as ``Φ(a)·(1 − e^r)`` where ``r`` is obtained from the
-    scaled complementary error function ``erfcx``, so that ``e^ε`` and the two
-    Gaussian tails cancel symbolically (``b² − a² = 2ε``) rather than by
-    subtracting two nearly equal floats; ``log Φ`` uses ``erfc`` and, in the far
-    lower tail, its asymptotic series. Checked against 60-digit arithmetic for
-    ε in [1e-6, 1e3] and σ/Δ in [1e-3, 1e6]: relative error below 3e-13. It is
-    a checker for :func:`analytic_gaussian_sigma`, in the spirit of networkx's
-    ``is_*`` functions.
+def zcdp_epsilon(rho: float, delta: float) -> float:
+    """ε of ρ-zCDP at δ by Bun and Steinke's Prop 1.3: ``ρ + 2√(ρ ln(1/δ))``.
 
     Examples
     --------
-    >>> f"{gaussian_delta(3.73, 1, 1.0):.2e}"
-    '1.00e-05'
+    >>> round(zcdp_epsilon(0.01, 1e-6), 4)
+    0.7534
     """
-    sig = _check_scale(sigma, "sigma")
-    delta2 = _check_sensitivity(l2, "l2")
-    eps = _check_epsilon(epsilon)
-    if delta2 == 0:
-        return 0.0
-    if sig == 0 or delta2 == math.inf:
-        return 1.0
-    if sig == math.inf:
-        return 0.0
-    return math.exp(_log_profile(sig / delta2, eps))
+    return rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
 
 
-def analytic_gaussian_sigma(l2: float, epsilon: float, delta: float) -> float:
-    """Smallest σ for which Gaussian noise is (ε, δ)-DP (analytic Gaussian mechanism).
+def gaussian_sigma(l2: float | Fraction, epsilon: float, delta: float, *,
+                   integer: bool = False) -> float:
+    """Smallest σ whose OpenDP map (Gaussian → zCDP → (ε, δ)) meets ``(ε, δ)``.
 
     Parameters
     ----------
-    l2 : float
+    l2 : float or Fraction
         ℓ2 sensitivity Δ2 (``math.inf`` when unbounded).
     epsilon : float
-        ε > 0 (any size: the analytic calibration needs no ``ε < 1``).
+        ε > 0.
     delta : float
         δ in (0, 1).
+    integer : bool
+        Calibrate the discrete Gaussian on integers (counts).
 
     Returns
     -------
     float
-        σ, to a relative precision of about 1e-14; ``inf`` when Δ2 is ``inf``,
-        0 when Δ2 is 0.
-
-    Raises
-    ------
-    InputError
-        For a negative/NaN sensitivity, ``epsilon <= 0`` or δ outside (0, 1).
+        σ, to a relative 1e-7 (always on the private side).
 
     Notes
     -----
-    The profile δ(ε; σ) depends on σ only through ``s = σ/Δ2`` and decreases
-    from 1 (``s → 0``) to 0 (``s → ∞``), so σ = Δ2·s* where s* is the root of
-    ``δ(ε; s) = δ``. The root is bracketed by doubling/halving from ``s = 1`` and
-    refined by bisection in log space, always keeping the upper end on the
-    private side (``δ(ε; s) ≤ δ``), which is the value returned: it is sound
-    up to floating-point error in the profile. This is the bisection of
-    Balle and Wang's Algorithm 1, done on σ directly instead of on their
-    reparametrisation; the result is the same root.
+    The zCDP map of the Gaussian depends on ``Δ2/σ`` only; an integer space
+    takes integer distances, so for a count whose Δ2 is not an integer (√2 for
+    a histogram under substitution) σ is calibrated at distance 1 and
+    multiplied by Δ2.  The search starts from Bun and Steinke's conversion
+    ``ε = ρ + 2√(ρ ln(1/δ))``, which is private, and narrows down with OpenDP's
+    own (tighter) conversion.
 
     Examples
     --------
-    >>> round(analytic_gaussian_sigma(1, 1.0, 1e-5), 4)
-    3.7306
+    >>> round(gaussian_sigma(1, 1.0, 1e-5), 3)
+    4.045
     """
     delta2 = _check_sensitivity(l2, "l2")
     eps = _check_epsilon(epsilon)
     dlt = _check_delta(delta)
-    if delta2 == 0 or delta2 == math.inf:
-        return float(delta2)
-    target = math.log(dlt)
+    if math.isinf(delta2) or delta2 == 0:
+        return delta2
+    return _gaussian_sigma(delta2, eps, dlt, integer)
+
+
+@functools.lru_cache(maxsize=256)
+def _gaussian_sigma(delta2: float, eps: float, dlt: float, integer: bool) -> float:
+    space = _space(integer, "l2")
+    unit = integer and delta2 != math.floor(delta2)
+    d_in: int | float = 1 if unit else (int(delta2) if integer else delta2)
 
     def private(s: float) -> bool:
-        return _log_profile(s, eps) <= target
+        eps_at, _ = _gaussian_chain(s, space, dlt).map(d_in)
+        return bool(eps_at <= eps)
 
-    hi = 1.0
-    while not private(hi):
-        hi *= 2.0
-    lo = hi / 2.0
-    while private(lo):
-        hi = lo
-        lo /= 2.0
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if mid <= lo or mid >= hi or hi - lo <= 1e-15 * hi:
-            break
-        if private(mid):
-            hi = mid
-        else:
-            lo = mid
-    return delta2 * hi
+    log_term = math.log(1.0 / dlt)
+    rho = (math.sqrt(log_term + eps) - math.sqrt(log_term)) ** 2
+    guess = float(d_in) / math.sqrt(2.0 * rho) * (1 + 1e-9)
+    while not private(guess):  # only by rounding
+        guess *= 1.01
+    sigma = _bisect(private, guess, steps=30)
+    return sigma * delta2 if unit else sigma
 
 
 def classical_gaussian_sigma(l2: float, epsilon: float, delta: float) -> float:
     """Classical Gaussian calibration ``σ = Δ2·√(2 ln(1.25/δ))/ε``, valid for ε < 1.
 
-    Parameters
-    ----------
-    l2 : float
-        ℓ2 sensitivity Δ2.
-    epsilon : float
-        ε in (0, 1).
-    delta : float
-        δ in (0, 1).
-
-    Returns
-    -------
-    float
-        σ (``inf`` for an unbounded sensitivity).
+    Reported for reference beside OpenDP's σ (Dwork and Roth, Theorem A.1).
 
     Raises
     ------
     InputError
         For ``epsilon >= 1`` (the theorem does not hold there), or bad values.
-
-    Notes
-    -----
-    Dwork and Roth, Theorem A.1: for ε ∈ (0, 1) and ``c² > 2 ln(1.25/δ)``,
-    σ = cΔ2/ε gives (ε, δ)-DP. It is reported only for comparison: the analytic
-    σ is never larger.
 
     Examples
     --------
@@ -477,8 +365,7 @@ def classical_gaussian_sigma(l2: float, epsilon: float, delta: float) -> float:
     dlt = _check_delta(delta)
     if eps >= 1:
         raise InputError(
-            f"the classical Gaussian calibration needs epsilon < 1, not {epsilon!r}; "
-            "use analytic_gaussian_sigma",
+            f"the classical Gaussian calibration needs epsilon < 1, not {epsilon!r}",
             construct="epsilon",
         )
     if delta2 == 0:
@@ -489,27 +376,7 @@ def classical_gaussian_sigma(l2: float, epsilon: float, delta: float) -> float:
 def gaussian_halfwidth(sigma: float, confidence: float = 0.95) -> float:
     """Half-width ``t`` with ``P(|X| ≤ t) = confidence`` for ``X ~ N(0, σ²)``.
 
-    Parameters
-    ----------
-    sigma : float
-        Standard deviation σ ≥ 0.
-    confidence : float, optional
-        Coverage in (0, 1), default 0.95.
-
-    Returns
-    -------
-    float
-        ``σ·Φ⁻¹((1 + confidence)/2)``: ``1.959964·σ`` at 95 %.
-
-    Raises
-    ------
-    InputError
-        For a negative or NaN σ, or a confidence outside (0, 1).
-
-    Notes
-    -----
-    Two-sided normal quantile, from :class:`statistics.NormalDist`; it applies
-    to each coordinate of a vector release.
+    Returns ``σ·Φ⁻¹((1 + confidence)/2)``: ``1.959964·σ`` at 95 %.
 
     Examples
     --------
@@ -521,6 +388,161 @@ def gaussian_halfwidth(sigma: float, confidence: float = 0.95) -> float:
     if sig == 0:
         return 0.0
     return sig * NormalDist().inv_cdf(0.5 + 0.5 * c)
+
+
+# ----------------------------------------------------------------------------- sampling
+
+
+def _run(measurement: Any, data: Any) -> Any:
+    """Invoke an OpenDP measurement; a failure never shows the data."""
+    try:
+        return measurement(data)
+    except Exception as exc:  # noqa: BLE001 - OpenDP's errors may echo their input
+        raise ReleaseError(f"OpenDP could not sample the noise ({type(exc).__name__})",
+                           construct="noise") from None
+
+
+def sample_laplace(values: Sequence[int | float], *, l1: float | Fraction, epsilon: float,
+                   integer: bool) -> tuple[list[int | float], float]:
+    """Add Laplace noise for ε to every coordinate of ``values`` (ℓ1 sensitivity ``l1``).
+
+    Returns
+    -------
+    tuple
+        The noisy values and the scale used (discrete Laplace on integers).
+    """
+    scale = laplace_scale(l1, epsilon, integer=integer)
+    if scale == 0 or not values:
+        return list(values), scale
+    measurement = _dp().m.make_laplace(*_space(integer, "l1"), scale=scale)
+    data = [int(v) for v in values] if integer else [float(v) for v in values]
+    return list(_run(measurement, data)), scale
+
+
+def sample_gaussian(values: Sequence[int | float], *, l2: float | Fraction, epsilon: float,
+                    delta: float, integer: bool) -> tuple[list[int | float], float, float]:
+    """Add Gaussian noise for ``(ε, δ)`` to every coordinate (ℓ2 sensitivity ``l2``).
+
+    Returns
+    -------
+    tuple
+        The noisy values, σ, and the zCDP ρ = Δ2²/(2σ²) spent.
+    """
+    sigma = gaussian_sigma(l2, epsilon, delta, integer=integer)
+    delta2 = _check_sensitivity(l2, "l2")
+    if sigma == 0 or not values:
+        return list(values), sigma, 0.0
+    measurement = _dp().m.make_gaussian(*_space(integer, "l2"), scale=sigma)
+    data = [int(v) for v in values] if integer else [float(v) for v in values]
+    return list(_run(measurement, data)), sigma, delta2 * delta2 / (2.0 * sigma * sigma)
+
+
+def _quantile(candidates: Sequence[float], alpha: float, scale: float) -> Any:
+    dp = _dp()
+    domain = dp.vector_domain(dp.atom_domain(T=float, nan=False))
+    return dp.m.make_private_quantile(domain, dp.symmetric_distance(), dp.max_divergence(),
+                                      candidates=list(candidates), alpha=alpha, scale=scale)
+
+
+def quantile_scale(candidates: Sequence[float], alpha: float, rows: int,
+                   epsilon: float) -> float:
+    """Smallest scale of OpenDP's quantile mechanism that is ε-DP when ``rows`` rows change.
+
+    ``rows`` is the symmetric distance between the neighbours' multisets of
+    values: the count bound (times 2 under substitution).
+
+    Examples
+    --------
+    >>> quantile_scale([0.0, 1.0, 2.0], 0.5, 1, 1.0)
+    1.0
+    """
+    eps = _check_epsilon(epsilon)
+
+    def private(s: float) -> bool:
+        return bool(_quantile(candidates, alpha, s).map(rows) <= eps)
+
+    hi = 1.0
+    while not private(hi):
+        hi *= 2.0
+    return _bisect(private, hi)
+
+
+def sample_quantile(values: Sequence[float], *, candidates: Sequence[float], alpha: float,
+                    rows: int, epsilon: float) -> tuple[float, float]:
+    """The α-quantile of ``values`` by the exponential mechanism over ``candidates``.
+
+    Returns
+    -------
+    tuple
+        The released candidate and the scale used.
+    """
+    scale = quantile_scale(candidates, alpha, rows, epsilon)
+    released = _run(_quantile(candidates, alpha, scale), [float(v) for v in values])
+    return float(released), scale
+
+
+@dataclass(frozen=True, slots=True)
+class ThresholdCalibration:
+    """Scale and threshold of the Laplace threshold mechanism for ``(ε, δ)``."""
+
+    scale: float
+    threshold: int
+    epsilon: float
+    delta: float
+
+
+def threshold_calibration(l1: int, epsilon: float, delta: float) -> ThresholdCalibration:
+    """Scale for ε and the smallest threshold for δ, by OpenDP's map of ``make_laplace_threshold``.
+
+    ``l1`` bounds how many rows one neighbour changes over all groups, so it
+    bounds the groups touched (ℓ0), each group's change (ℓ∞) and their sum (ℓ1).
+
+    Examples
+    --------
+    >>> t = threshold_calibration(1, 1.0, 1e-6)
+    >>> t.scale, t.threshold
+    (1.0, 14)
+    """
+    eps = _check_epsilon(epsilon)
+    dlt = _check_delta(delta)
+    if l1 < 1:
+        l1 = 1
+    dp = _dp()
+    domain = dp.map_domain(dp.atom_domain(T=str), dp.atom_domain(T=_I64))
+    metric = dp.l01inf_distance(dp.absolute_distance(T=_I64))
+    d_in = (l1, l1, l1)
+    scale = laplace_scale(l1, eps, integer=True)
+
+    def ok(threshold: int) -> bool:
+        e, d = dp.m.make_laplace_threshold(domain, metric, scale=scale,
+                                           threshold=threshold).map(d_in)
+        return bool(e <= eps and d <= dlt)
+
+    hi = max(1, int(l1))
+    while not ok(hi):
+        hi *= 2
+    lo = hi // 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return ThresholdCalibration(scale, hi, eps, dlt)
+
+
+def select_partitions(counts: Mapping[str, int], calibration: ThresholdCalibration,
+                      ) -> dict[str, int]:
+    """The groups whose noisy count passes the threshold, with that noisy count."""
+    dp = _dp()
+    domain = dp.map_domain(dp.atom_domain(T=str), dp.atom_domain(T=_I64))
+    metric = dp.l01inf_distance(dp.absolute_distance(T=_I64))
+    measurement = dp.m.make_laplace_threshold(domain, metric, scale=calibration.scale,
+                                              threshold=calibration.threshold)
+    if not counts:
+        return {}
+    out = _run(measurement, {k: int(v) for k, v in counts.items()})
+    return {str(k): int(v) for k, v in out.items()}
 
 
 # ----------------------------------------------------------------------------- summary
@@ -537,13 +559,13 @@ class NoiseCalibration:
     delta : float or None
         The δ asked for (None: no Gaussian calibration).
     laplace_scale : float
-        Laplace scale ``Δ1/ε``.
+        Laplace scale from OpenDP's map (``Δ1/ε``).
     laplace_halfwidth_95 : float
         95 % error half-width of the Laplace noise, ``scale·ln 20``.
     gaussian_sigma : float or None
-        Analytic Gaussian σ for ``(ε, δ)`` and Δ2 (None without δ).
+        Gaussian σ for ``(ε, δ)`` and Δ2 through zCDP (None without δ).
     gaussian_method : str or None
-        ``"analytic"`` (Balle & Wang 2018) when σ is given, else None.
+        ``"zCDP"`` (OpenDP's Gaussian map and conversion) when σ is given.
     gaussian_classical_sigma : float or None
         Classical σ for reference, when δ is given and ε < 1; else None.
     gaussian_halfwidth_95 : float or None
@@ -561,16 +583,14 @@ class NoiseCalibration:
 
 
 def calibrate(
-    l1: float, l2: float, *, epsilon: float, delta: float | None = None
+    l1: float | Fraction, l2: float | Fraction, *, epsilon: float, delta: float | None = None
 ) -> NoiseCalibration:
-    """Laplace and Gaussian noise for a release of sensitivity (Δ1, Δ2).
+    """Laplace and Gaussian noise for a release of sensitivity (Δ1, Δ2), as ``cqsens release``.
 
     Parameters
     ----------
-    l1 : float
-        ℓ1 sensitivity (``math.inf`` when unbounded).
-    l2 : float
-        ℓ2 sensitivity (``math.inf`` when unbounded).
+    l1, l2 : float or Fraction
+        ℓ1 and ℓ2 sensitivity (``math.inf`` when unbounded).
     epsilon : float
         ε > 0.
     delta : float, optional
@@ -579,19 +599,14 @@ def calibrate(
     Returns
     -------
     NoiseCalibration
-        Laplace scale and 95 % half-width; with δ, the analytic Gaussian σ, its
-        95 % half-width and, for ε < 1, the classical σ for reference. Infinite
-        sensitivities give infinite scales.
+        The scales of OpenDP's float mechanisms (a count's discrete mechanism
+        has the same scale up to rounding: its map is the same function of
+        ``Δ/scale``) and their 95 % half-widths.
 
     Raises
     ------
     InputError
         For negative/NaN sensitivities, ε not a finite ``> 0``, or δ outside (0, 1).
-
-    Notes
-    -----
-    The analytic Gaussian σ is used always: it is exact for every ε > 0, while
-    the classical formula needs ε < 1 and is never smaller.
 
     Examples
     --------
@@ -609,8 +624,8 @@ def calibrate(
     if delta is None:
         return NoiseCalibration(eps, None, b, half_lap, None, None, None, None)
     dlt = _check_delta(delta)
-    sigma = analytic_gaussian_sigma(delta2, eps, dlt)
+    sigma = gaussian_sigma(delta2, eps, dlt)
     classical = classical_gaussian_sigma(delta2, eps, dlt) if eps < 1 else None
     return NoiseCalibration(
-        eps, dlt, b, half_lap, sigma, "analytic", classical, gaussian_halfwidth(sigma)
+        eps, dlt, b, half_lap, sigma, "zCDP", classical, gaussian_halfwidth(sigma)
     )

@@ -87,7 +87,7 @@ def to_text(analysis: Analysis, *, witness: bool = False) -> str:
         if noise.get("gaussian_sigma") is not None:
             lines.append(
                 f"  Gaussian at δ = {noise['delta']}: σ {fmt(noise['gaussian_sigma'])} "
-                f"({noise['gaussian_method']}, Balle & Wang 2018; 95 % within "
+                f"({noise['gaussian_method']}, OpenDP's map; 95 % within "
                 f"±{fmt(noise['gaussian_halfwidth_95'])})"
                 + (f"; classical σ {fmt(noise['gaussian_classical_sigma'])}"
                    if noise.get("gaussian_classical_sigma") is not None else ""))

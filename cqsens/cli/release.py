@@ -1,0 +1,187 @@
+"""``cqsens release``: a differentially private answer from a real database.
+
+The query is analysed first (an unbounded one is refused with the advice),
+run in a read-only transaction, and released with OpenDP's noise calibrated to
+the proven sensitivity.  With a ledger (``--ledger`` or ``ledger`` in
+``cqsens.toml``) the release is recorded, and refused beyond ``--budget``,
+before anything is printed.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from cqsens.cli.config import config_option, uses_config
+from cqsens.cli.exits import EXIT_OK, fail
+from cqsens.cli.options import dependency_options, timeout_option
+from cqsens.cli.params import DELTA, DIALECT, EPSILON
+from cqsens.db.connect import sqlite_file
+from cqsens.errors import CqsensError, InputError
+from cqsens.ir.schema import Schema
+from cqsens.pipeline import Analysis, analyze
+from cqsens.release.execute import release
+from cqsens.release.ledger import record
+from cqsens.report.release import render_csv, render_json, render_text, spent_line
+
+__all__ = ["release_cmd"]
+
+
+def _epsilon_parts(texts: tuple[str, ...]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for text in texts:
+        label, sep, value = text.rpartition("=")
+        try:
+            number = float(value)
+        except ValueError:
+            number = -1.0
+        if not sep or not label.strip() or not number > 0 or number == float("inf"):
+            raise click.BadParameter(f"{text!r}: expected 'AGGREGATE=ε' with ε > 0, "
+                                     "e.g. 'COUNT(*)=0.3'", param_hint="--epsilon-part")
+        out[label.strip()] = number
+    return out
+
+
+def _schema(schema: str | None, dialect: str | None, db: str) -> Schema | None:
+    from cqsens.db.reflect import reflect_schema
+    from cqsens.frontend.ddl import load_schema
+
+    if schema is not None:
+        return load_schema(Path(schema), dialect=dialect)
+    return reflect_schema(db)
+
+
+def _same_file(a: Path, b: Path | None) -> bool:
+    if b is None:
+        return False
+    try:
+        return a.resolve() == b.resolve() or (a.exists() and b.exists() and a.samefile(b))
+    except OSError:
+        return False
+
+
+@click.command("release")
+@click.argument("query", required=False, type=click.Path(dir_okay=False))
+@click.option("--sql", "sql_text", default=None, metavar="TEXT", help="The SQL query as text.")
+@config_option
+@click.option("--db", "db", required=True, metavar="URL",
+              help="The database to answer from: sqlite:///path.db or "
+                   "postgresql://user:password@host/db.")
+@click.option("--schema", "schema", type=click.Path(dir_okay=False), default=None,
+              help="SQL DDL file; reflected from --db when absent.")
+@click.option("--dialect", type=DIALECT, default=None, metavar="NAME",
+              help="sqlglot dialect of the query and DDL.")
+@dependency_options
+@click.option("--bounds", "value_bounds", multiple=True, metavar="'T.col=low:high'",
+              help="Value bounds of a summed/averaged column, e.g. 'Pat.age=0:120'.")
+@click.option("--contributions", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Rows one person may own.")
+@click.option("--rows", type=click.IntRange(min=1), default=None,
+              help="Number of rows, for the parity rule of a single-table MEDIAN.")
+@click.option("--epsilon", type=EPSILON, default=None, help="ε > 0 of the whole release.")
+@click.option("--delta", type=DELTA, default=None,
+              help="δ in (0, 1): for --mechanism gaussian and for partition selection.")
+@click.option("--mechanism", type=click.Choice(["laplace", "gaussian"]), default="laplace",
+              show_default=True, help="Noise added to counts and sums.")
+@click.option("--epsilon-part", "epsilon_parts", multiple=True, metavar="'AGG=ε'",
+              help="ε of one aggregate (as the output labels it); the rest of ε is split "
+                   "evenly over the other measurements.")
+@click.option("--keys", "keys_file", type=click.Path(dir_okay=False), default=None,
+              help="CSV file of the public GROUP BY keys (header: the group columns).")
+@click.option("--ledger", "ledger", type=click.Path(dir_okay=False), default=None,
+              help="SQLite file recording every release (created when absent).")
+@click.option("--budget", type=EPSILON, default=None,
+              help="Total ε the ledger may spend; a release beyond it is refused (exit 1).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "csv"]), default="text",
+              show_default=True, help="Output format.")
+@timeout_option(30.0, "Seconds the analysis may take")
+@uses_config(lambda kw: kw.get("query"))
+def release_cmd(
+    query: str | None,
+    sql_text: str | None,
+    db: str,
+    schema: str | None,
+    dialect: str | None,
+    fds: tuple[str, ...],
+    cds: tuple[str, ...],
+    constraints: str | None,
+    neighbor: str,
+    public: tuple[str, ...],
+    unit: str | None,
+    value_bounds: tuple[str, ...],
+    contributions: int,
+    rows: int | None,
+    epsilon: float | None,
+    delta: float | None,
+    mechanism: str,
+    epsilon_parts: tuple[str, ...],
+    keys_file: str | None,
+    ledger: str | None,
+    budget: float | None,
+    fmt: str,
+    timeout: float,
+) -> None:
+    """Release a differentially private answer to a SQL query from a database.
+
+    The query is analysed with the schema and dependencies as for `cqsens
+    analyze`; an unbounded query is refused with the advice (exit 1).  The
+    query runs in a read-only transaction and OpenDP's noise, calibrated to
+    the proven sensitivity, is added to each aggregate.  Only noisy values are
+    printed, with their 95 % error half-width.  GROUP BY keys come from --keys,
+    a public table, or DP partition selection (needs --delta).  With --ledger
+    the release is recorded before it is printed, and refused beyond --budget.
+
+    \b
+    Examples:
+      cqsens release examples/hospital/oncology.sql --db sqlite:///hospital.db \\
+          --constraints examples/hospital/constraints.txt --epsilon 1 --ledger ledger.sqlite
+      cqsens release --sql "SELECT sex, COUNT(*) FROM Pat GROUP BY sex" \\
+          --db sqlite:///hospital.db --epsilon 0.5 --delta 1e-6 --format json
+    """
+    if (query is None) == (sql_text is None):
+        raise click.UsageError("give the query: a .sql FILE or --sql TEXT (one of them)")
+    if epsilon is None:
+        raise click.UsageError("give --epsilon (or epsilon in cqsens.toml)")
+    if budget is not None and ledger is None:
+        raise click.UsageError("--budget needs a ledger: give --ledger FILE "
+                               "(or ledger in cqsens.toml)")
+    parts = _epsilon_parts(epsilon_parts)
+    if ledger is not None and _same_file(Path(ledger), sqlite_file(db)):
+        raise click.UsageError("--ledger must not be the --db database file")
+    try:
+        schema_obj = _schema(schema, dialect, db)
+
+        def run(source: str | Path, kind: str | None, name: str | None) -> Analysis:
+            return analyze(source, schema=schema_obj, fds=fds, cds=cds,
+                           constraints=constraints, dialect=dialect, neighbor=neighbor,
+                           kind=kind, name=name, prove_lower=False, bounds=value_bounds,
+                           contributions=contributions, rows=rows, timeout=timeout,
+                           public=public, unit=unit)
+
+        source: str | Path = Path(query) if query is not None else str(sql_text)
+        analysis = run(source, "sql" if query is None else None,
+                       "<sql>" if query is None else query)
+        result = release(analysis, url=db, epsilon=epsilon, delta=delta, mechanism=mechanism,
+                         reanalyse=lambda text: run(text, "sql", analysis.source),
+                         schema=schema_obj, bounds=value_bounds, keys_file=keys_file,
+                         public=public, epsilon_parts=parts)
+        spent = None
+        if ledger is not None:  # recorded and committed before anything is shown
+            spent = record(ledger, result.entry(), budget=budget)
+    except (InputError, CqsensError) as err:
+        fail(err)
+    if fmt == "json":
+        extra = None if spent is None or ledger is None else {
+            "file": ledger, "epsilon_spent": spent.epsilon, "delta_spent": spent.delta,
+            "releases": spent.releases, "budget": budget,
+            "epsilon_left": None if budget is None else max(0.0, budget - spent.epsilon)}
+        click.echo(render_json(result, extra))
+    elif fmt == "csv":
+        click.echo(render_csv(result))
+    else:
+        line = (spent_line(ledger, spent, budget) if spent is not None and ledger is not None
+                else "ledger: none (give --ledger to count this release against a budget)")
+        click.echo(render_text(result, line))
+    sys.exit(EXIT_OK)

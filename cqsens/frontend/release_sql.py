@@ -1,0 +1,312 @@
+"""The SQL a release runs: the user's query split into the aggregates it releases.
+
+``cqsens release`` never runs a SELECT item that combines aggregates: each
+aggregate is released on its own with its own noise, and the arithmetic of the
+SELECT list is recomputed from the noisy parts (post-processing keeps
+differential privacy: Dwork and Roth, The Algorithmic Foundations of
+Differential Privacy, 2014, Prop 2.1).  ``AVG(x)`` is released as ``SUM(x)``
+and ``COUNT(x)``; a MEDIAN, MIN or MAX is released by the exponential
+mechanism over the rows' values, so its rows are read instead of the aggregate.
+
+The plan keeps the user's FROM, WHERE and GROUP BY clauses (so the analysed
+query and the run query are the same query) and drops ORDER BY, LIMIT, FETCH,
+TOP and OFFSET, which must be applied to the noisy result (see the README,
+section Input).  sqlglot objects never leave :mod:`cqsens.frontend`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
+from cqsens.errors import InputError, UnsupportedQueryError
+from cqsens.frontend.select_items import aggregates_in, is_aggregate
+
+__all__ = ["Formula", "Item", "Part", "ReleasePlan", "release_plan"]
+
+#: aggregate kinds released by adding noise to a number
+NOISY_KINDS = ("count", "count_distinct", "sum")
+#: aggregate kinds released by the exponential mechanism over the rows' values
+QUANTILE_KINDS = {"median": 0.5, "min": 0.0, "max": 1.0}
+
+
+@dataclass(frozen=True, slots=True)
+class Formula:
+    """Arithmetic over released parts: ``op`` is ``part``, ``num``, ``null``, ``neg``,
+    ``abs``, ``round``, ``+``, ``-``, ``*`` or ``/``; ``value`` is a part index, a
+    number, or the digits of ``round``."""
+
+    op: str
+    args: tuple[Formula, ...] = ()
+    value: float | int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One released aggregate: its kind, its SQL call and, for a quantile, its argument."""
+
+    kind: str
+    sql: str
+    argument: str | None = None
+
+    @property
+    def integer(self) -> bool:
+        """Whether the released value is an integer (a count)."""
+        return self.kind in ("count", "count_distinct")
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One released SELECT item: its label and the formula over the parts."""
+
+    label: str
+    formula: Formula
+
+
+@dataclass(frozen=True, slots=True)
+class ReleasePlan:
+    """What a release runs and how it recombines the noisy parts.
+
+    Attributes
+    ----------
+    keys : tuple of str
+        The names of the group key's columns, in GROUP BY order.
+    key_tables : tuple of (str or None)
+        For each key that is a plain column, ``(table, column)`` as written in
+        the query's FROM clause; None for an expression.
+    parts : tuple of Part
+        The aggregates released, each once.
+    items : tuple of Item
+        The SELECT items that are released (group keys excluded).
+    analysed_sql : str
+        ``SELECT keys, parts FROM … GROUP BY …`` in the user's dialect: the
+        query whose sensitivity calibrates the noise.
+    """
+
+    keys: tuple[str, ...]
+    key_tables: tuple[tuple[str, str] | None, ...]
+    parts: tuple[Part, ...]
+    items: tuple[Item, ...]
+    analysed_sql: str
+    dialect: str | None
+    _tree: exp.Select
+    _keys: tuple[exp.Expr, ...]
+
+    def parts_sql(self, dialect: str) -> str:
+        """``SELECT keys…, noisy parts… FROM … GROUP BY …`` in ``dialect``."""
+        noisy = [sqlglot.parse_one(p.sql, read=self.dialect) for p in self.parts
+                 if p.kind in NOISY_KINDS]
+        tree = self._tree.copy()
+        tree.set("expressions", [k.copy() for k in self._keys] + noisy)
+        return _strip(tree).sql(dialect=dialect)
+
+    def domain_sql(self, dialect: str) -> str:
+        """``SELECT DISTINCT keys FROM table``, when every key is a column of one table."""
+        tables = {kt[0] for kt in self.key_tables if kt is not None}
+        assert len(tables) == 1 and all(kt is not None for kt in self.key_tables)
+        columns = [exp.column(kt[1]) for kt in self.key_tables if kt is not None]
+        return exp.select(*columns).distinct().from_(exp.to_table(tables.pop())) \
+            .sql(dialect=dialect)
+
+    def count_sql(self, dialect: str | None) -> str:
+        """``SELECT keys…, COUNT(*) FROM … GROUP BY …``: the rows of each group."""
+        tree = self._tree.copy()
+        tree.set("expressions", [k.copy() for k in self._keys] + [exp.Count(this=exp.Star())])
+        return _strip(tree).sql(dialect=dialect)
+
+    def rows_sql(self, index: int, dialect: str) -> str:
+        """``SELECT keys…, argument FROM … WHERE …``: the values of quantile part ``index``."""
+        part = self.parts[index]
+        assert part.argument is not None
+        tree = self._tree.copy()
+        keys = [_unalias(k) for k in self._keys]
+        tree.set("expressions", keys + [sqlglot.parse_one(part.argument, read=self.dialect)])
+        tree.set("group", None)
+        tree.set("having", None)
+        return _strip(tree).sql(dialect=dialect)
+
+
+def _strip(tree: exp.Select) -> exp.Select:
+    for arg in ("order", "limit", "offset", "fetch"):
+        tree.set(arg, None)
+    tree.set("top", None) if "top" in tree.args else None
+    return tree
+
+
+def _unalias(node: exp.Expr) -> exp.Expr:
+    return node.this.copy() if isinstance(node, exp.Alias) else node.copy()
+
+
+class _Builder:
+    def __init__(self, dialect: str | None, source: str) -> None:
+        self.dialect = dialect
+        self.source = source
+        self.parts: list[Part] = []
+
+    def part(self, kind: str, node: exp.Expr, argument: exp.Expr | None = None) -> Formula:
+        text = node.sql(dialect=self.dialect)
+        arg = argument.sql(dialect=self.dialect) if argument is not None else None
+        for i, p in enumerate(self.parts):
+            if p.kind == kind and p.sql == text:
+                return Formula("part", value=i)
+        self.parts.append(Part(kind, text, arg))
+        return Formula("part", value=len(self.parts) - 1)
+
+    def aggregate(self, node: exp.Expr) -> Formula:
+        if isinstance(node, exp.WithinGroup):  # PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY x)
+            order = node.expression
+            ordered = order.expressions[0] if isinstance(order, exp.Order) else order
+            column = ordered.this if isinstance(ordered, exp.Ordered) else ordered
+            return self.part("median", node, column)
+        if isinstance(node, exp.Count):
+            inner = node.this
+            return self.part("count_distinct" if isinstance(inner, exp.Distinct) else "count",
+                             node)
+        if isinstance(node, exp.Avg):
+            arg = node.this
+            if isinstance(arg, exp.Distinct):
+                raise UnsupportedQueryError(
+                    "AVG(DISTINCT …) is not released: release SUM(DISTINCT …) and "
+                    "COUNT(DISTINCT …) instead", source=self.source, construct="AVG(DISTINCT)")
+            total = self.part("sum", exp.Sum(this=arg.copy()))
+            count = self.part("count", exp.Count(this=arg.copy()))
+            return Formula("/", (total, count))
+        if isinstance(node, exp.Sum):
+            return self.part("sum", node)
+        for cls, kind in ((exp.Median, "median"), (exp.Min, "min"), (exp.Max, "max")):
+            if isinstance(node, cls):
+                return self.part(kind, node, node.this)
+        raise UnsupportedQueryError(f"{node.sql(dialect=self.dialect)} cannot be released",
+                                    source=self.source, construct=node.key.upper())
+
+    def formula(self, node: exp.Expr) -> Formula:
+        if is_aggregate(node):
+            return self.aggregate(node)
+        if isinstance(node, (exp.Paren, exp.Cast)):
+            return self.formula(node.this)
+        if isinstance(node, exp.Neg):
+            return Formula("neg", (self.formula(node.this),))
+        if isinstance(node, exp.Abs):
+            return Formula("abs", (self.formula(node.this),))
+        if isinstance(node, exp.Round):
+            digits = node.args.get("decimals")
+            return Formula("round", (self.formula(node.this),),
+                           value=int(digits.name) if isinstance(digits, exp.Literal) else 0)
+        if isinstance(node, exp.Null):
+            return Formula("null")
+        if isinstance(node, exp.Literal) and not node.is_string:
+            text = node.name
+            return Formula("num", value=int(text) if text.lstrip("-").isdigit() else float(text))
+        ops = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/"}
+        for cls, op in ops.items():
+            if isinstance(node, cls):
+                return Formula(op, (self.formula(node.this), self.formula(node.expression)))
+        raise UnsupportedQueryError(
+            f"{node.sql(dialect=self.dialect)} cannot be recomputed from noisy aggregates",
+            source=self.source, construct=node.key.upper())
+
+
+def _name(node: exp.Expr, dialect: str | None) -> str:
+    if isinstance(node, exp.Alias):
+        return node.alias
+    if isinstance(node, exp.Column):
+        return node.name
+    return node.sql(dialect=dialect)
+
+
+def _key_items(tree: exp.Select, dialect: str | None) -> list[exp.Expr]:
+    """The group key's expressions, with the alias of the SELECT item that repeats each."""
+    group = tree.args.get("group")
+    if group is None:
+        return []
+    items = list(tree.expressions)
+    aliases = {i.alias.lower(): i for i in items if isinstance(i, exp.Alias)}
+    out: list[exp.Expr] = []
+    for g in group.expressions:
+        if isinstance(g, exp.Literal) and g.is_int and 1 <= int(g.name) <= len(items):
+            out.append(items[int(g.name) - 1].copy())
+        elif isinstance(g, exp.Column) and not g.table and g.name.lower() in aliases:
+            out.append(aliases[g.name.lower()].copy())
+        else:
+            same = [i for i in items if _unalias(i) == g]
+            out.append(same[0].copy() if same else g.copy())
+    return out
+
+
+def _tables(tree: exp.Select) -> dict[str, str]:
+    """Alias (or name), lower case → table name, for the tables of the FROM clause."""
+    out: dict[str, str] = {}
+    for table in tree.find_all(exp.Table):
+        out[(table.alias_or_name or table.name).lower()] = table.name
+    return out
+
+
+def release_plan(sql: str, dialect: str | None, *, source: str = "<sql>") -> ReleasePlan:
+    """Split ``sql`` (one SELECT the analysis accepted) into its released parts.
+
+    Parameters
+    ----------
+    sql : str
+        The user's query.
+    dialect : str or None
+        Its sqlglot dialect.
+    source : str
+        The file name for messages.
+
+    Returns
+    -------
+    ReleasePlan
+
+    Raises
+    ------
+    InputError
+        A SELECT item that cannot be recomputed from noisy aggregates.
+
+    Examples
+    --------
+    >>> p = release_plan("SELECT sex, 100 * SUM(age) / COUNT(*) AS r FROM Pat GROUP BY sex", None)
+    >>> p.keys, [q.kind for q in p.parts], p.items[0].label
+    (('sex',), ['sum', 'count'], 'r')
+    >>> p.parts_sql("sqlite")
+    'SELECT sex, SUM(age), COUNT(*) FROM Pat GROUP BY sex'
+    """
+    try:
+        tree = sqlglot.parse_one(sql, read=dialect)
+    except SqlglotError as exc:
+        raise InputError(f"the query does not parse: {exc}", source=source,
+                         construct="SQL") from None
+    if not isinstance(tree, exp.Select):
+        raise UnsupportedQueryError("a release runs one SELECT", source=source,
+                                    construct=tree.key.upper())
+    builder = _Builder(dialect, source)
+    keys = _key_items(tree, dialect)
+    key_exprs = {_unalias(k) for k in keys}
+    items: list[Item] = []
+    for node in tree.expressions:
+        inner = _unalias(node)
+        if aggregates_in(inner) is None and not any(True for _ in inner.find_all(exp.AggFunc)):
+            if inner in key_exprs or all(c in key_exprs or c.name.lower() in
+                                         {_name(k, dialect).lower() for k in keys}
+                                         for c in inner.find_all(exp.Column)):
+                continue  # the group key, shown with every group
+        items.append(Item(_name(node, dialect), builder.formula(inner)))
+    tables = _tables(tree)
+    key_tables: list[tuple[str, str] | None] = []
+    for k in keys:
+        inner = _unalias(k)
+        if isinstance(inner, exp.Column) and (inner.table.lower() in tables or len(tables) == 1):
+            table = tables[inner.table.lower()] if inner.table else next(iter(tables.values()))
+            key_tables.append((table, inner.name))
+        else:
+            key_tables.append(None)
+    analysed = tree.copy()
+    analysed.set("expressions", [k.copy() for k in keys]
+                 + [sqlglot.parse_one(p.sql, read=dialect) for p in builder.parts])
+    return ReleasePlan(
+        keys=tuple(_name(k, dialect) for k in keys), key_tables=tuple(key_tables),
+        parts=tuple(builder.parts), items=tuple(items),
+        analysed_sql=_strip(analysed).sql(dialect=dialect), dialect=dialect,
+        _tree=tree, _keys=tuple(keys))
