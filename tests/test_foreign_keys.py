@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from cqsens.cli.main import cli
 from cqsens.db.reflect import reflect_schema
 from cqsens.errors import InputError, SchemaError
 from cqsens.frontend.ddl import schema_from_ddl
+from cqsens.witness.certificate import is_witness
 from cqsens.witness.references import references_hold
 from cqsens.witness.writers import to_sql_script
 
@@ -154,3 +156,25 @@ def test_cli_reads_the_unit_from_the_metadata_file() -> None:
     d = d[0] if isinstance(d, list) else d
     assert d["unit"] == "users(id)" and d["sensitivity"]["upper"] == 20
     assert d["sensitivity"]["lower"] == 20
+
+
+def test_is_witness_checks_keys_foreign_keys_and_the_person() -> None:
+    schema = schema_from_ddl(DDL)
+    person = cqsens.analyze(JOIN, schema=DDL, cds=CDS, unit="users")
+    row = cqsens.analyze("SELECT SUM(total) FROM orders", schema=DDL)
+    count = cqsens.analyze("SELECT COUNT(*) FROM orders", schema=DDL)
+    for a in (person, row, count):
+        assert a.witness is not None
+        assert is_witness(a.query_obj, a.sigma, a.witness, schema=schema)
+    # A without the user its orders reference breaks the foreign key
+    w = count.witness
+    assert w is not None
+    broken = replace(w, database=w.database.without_row(
+        "users", next(iter(w.database.rows["users"]))))
+    assert not is_witness(count.query_obj, count.sigma, broken, schema=schema)
+    assert is_witness(count.query_obj, count.sigma, broken)  # Σ alone does not see it
+    # one order fewer in the person: no longer one whole person
+    p = person.witness
+    assert p is not None
+    partial = replace(p, added=p.added[:-1])  # type: ignore[attr-defined]
+    assert not is_witness(person.query_obj, person.sigma, partial, schema=schema)

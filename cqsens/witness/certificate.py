@@ -7,29 +7,54 @@ from collections.abc import Mapping, Sequence
 
 from cqsens.ir.cq import CQ, AggregateQuery
 from cqsens.ir.dependencies import Sigma, satisfies
+from cqsens.ir.exact import Exact
 from cqsens.ir.expr import Predicate
+from cqsens.ir.schema import Schema
 from cqsens.witness.aggregate import AggregateWitness, released_change, released_values
 from cqsens.witness.evaluate import Database, count_answers
 from cqsens.witness.model import Witness
+from cqsens.witness.person import PersonWitness, cascade, witness_change
+from cqsens.witness.references import references_hold
+from cqsens.witness.schema_checks import column_checks
+from cqsens.witness.schema_checks import keys as schema_keys
 from cqsens.witness.values import Values
 
 __all__ = ["declared_hold", "is_aggregate_witness", "is_witness"]
 
 
-def is_witness(query: AggregateQuery | CQ, sigma: Sigma, witness: Witness) -> bool:
+def is_witness(query: AggregateQuery | CQ, sigma: Sigma, witness: Witness, *,
+               schema: Schema | None = None,
+               value_bounds: Mapping[str, tuple[Exact, Exact]] | None = None) -> bool:
     """Certificate check: re-evaluate the witness from scratch.
 
     Both databases satisfy Σ, they are one row apart (t is not in A), and the
-    counts are the ones claimed.  An :class:`AggregateWitness` is checked by
-    :func:`is_aggregate_witness`.
+    counts are the ones claimed.  With ``schema`` they also keep its keys, its
+    CHECKs and ``value_bounds`` (``--bounds``), and its foreign keys.  An
+    :class:`AggregateWitness` is checked by :func:`is_aggregate_witness`; a
+    :class:`PersonWitness` must add exactly one person: a row of the unit table
+    and every row that references it.
     """
+    checks = keys = None
+    if schema is not None:
+        columns = query.columns if isinstance(query, AggregateQuery) else {}
+        checks = column_checks(schema, value_bounds=value_bounds or {}, columns=columns)
+        keys = schema_keys(schema)
+    if isinstance(witness, PersonWitness):
+        return isinstance(query, AggregateQuery) and schema is not None and _is_person_witness(
+            query, sigma, witness, schema, checks, keys)
     if isinstance(witness, AggregateWitness):
-        return isinstance(query, AggregateQuery) and is_aggregate_witness(query, sigma, witness)
+        return isinstance(query, AggregateQuery) and is_aggregate_witness(
+            query, sigma, witness, column_checks=checks, keys=keys) and (
+            schema is None or all(references_hold(d, schema)
+                                  for d in (witness.database, witness.after)))
     a = witness.database
     if witness.row in a.rows.get(witness.relation, frozenset()):
         return False
     full = a.with_row(witness.relation, witness.row)
-    if not satisfies(a.rows, sigma) or not satisfies(full.rows, sigma):
+    if not declared_hold(a, sigma, column_checks=checks, keys=keys) or not declared_hold(
+            full, sigma, column_checks=checks, keys=keys):
+        return False
+    if schema is not None and not (references_hold(a, schema) and references_hold(full, schema)):
         return False
     return (
         count_answers(query, a) == witness.count_without
@@ -63,6 +88,27 @@ def declared_hold(
         finally:
             conn.close()
     return True
+
+
+def _is_person_witness(
+    query: AggregateQuery, sigma: Sigma, witness: PersonWitness, schema: Schema,
+    checks: Mapping[tuple[str, int], Sequence[Predicate]] | None,
+    keys: Mapping[str, tuple[tuple[int, ...], ...]] | None,
+) -> bool:
+    before, after = witness.database, witness.after
+    if witness.row in before.rows.get(witness.relation, frozenset()):
+        return False
+    added = {(r, row) for r in after.rows for row in after.rows[r]
+             if row not in before.rows.get(r, frozenset())}
+    removed = [row for r in before.rows for row in before.rows[r]
+               if row not in after.rows.get(r, frozenset())]
+    if removed or added != set(witness.added) or added != set(
+            cascade(after, witness.relation, witness.row, schema)):
+        return False
+    if not all(declared_hold(d, sigma, column_checks=checks, keys=keys)
+               and references_hold(d, schema) for d in (before, after)):
+        return False
+    return witness_change(query, before, after) == witness.change
 
 
 def is_aggregate_witness(

@@ -39,7 +39,7 @@ from cqsens.witness.references import (
 )
 from cqsens.witness.search import find_witness
 
-__all__ = ["PersonWitness", "cascade", "find_person_witness"]
+__all__ = ["PersonWitness", "cascade", "find_person_witness", "witness_change"]
 
 Row = tuple[Value, ...]
 
@@ -89,6 +89,30 @@ class PersonWitness(Witness):
         return out
 
 
+def witness_change(query: AggregateQuery, before: Database, after: Database) -> Fraction | None:
+    """The change of the released value between ``before`` and ``after``, run in SQLite:
+    the count for a single COUNT (or a CQ), else the ℓ1 change of the released vector."""
+    got = _change(query, before, after)
+    return None if got is None else got[0]
+
+
+def _change(query: AggregateQuery, before: Database, after: Database) -> \
+        tuple[Fraction, str, str] | None:
+    if query.sql is None or len(query.aggregates) == 1 and not query.group_by \
+            and query.aggregate in ("count", "count_distinct"):
+        x, y = count_answers(query, before), count_answers(query, after)
+        return Fraction(abs(y - x)), str(x), str(y)
+    sql = sqlite_query(query.sql, query.dialect) or ""
+    try:
+        rb, ra = released_values(query, before, sql), released_values(query, after, sql)
+    except sqlite3.Error:
+        return None
+    if rb is None or ra is None:
+        return None
+    got = released_change(query, rb, ra)
+    return None if got is None else (got[0], show_released(rb), show_released(ra))
+
+
 def cascade(db: Database, relation: str, row: Row, schema: Schema) -> list[tuple[str, Row]]:
     """``row`` of ``relation`` and every row of ``db`` that references it along foreign
     keys, the referenced rows first."""
@@ -133,33 +157,6 @@ class _Search:
             moved.append((relation, new))
         return (out, moved) if out != full else None
 
-    def released(self, db: Database) -> tuple[Fraction | None, str] | None:
-        """The released value(s) on ``db``: a number for a single COUNT, else the vector."""
-        if self.query.sql is None or len(self.query.aggregates) == 1 and not \
-                self.query.group_by and self.query.aggregate in ("count", "count_distinct"):
-            n = count_answers(self.query, db)
-            return Fraction(n), str(n)
-        return None
-
-    def change(self, before: Database, after: Database) -> tuple[Fraction, str, str] | None:
-        simple = self.released(before)
-        if simple is not None:
-            other = self.released(after)
-            assert other is not None and simple[0] is not None and other[0] is not None
-            return abs(other[0] - simple[0]), simple[1], other[1]
-        sql = sqlite_query(self.query.sql, self.query.dialect) or ""
-        try:
-            rb = released_values(self.query, before, sql)
-            ra = released_values(self.query, after, sql)
-        except sqlite3.Error:
-            return None
-        if rb is None or ra is None:
-            return None
-        got = released_change(self.query, rb, ra)
-        if got is None:
-            return None
-        return got[0], show_released(rb), show_released(ra)
-
     def best_person(self, full: Database, unit: str) -> PersonWitness | None:
         """The person of ``full`` whose removal changes the released value most."""
         name = next((t for t in full.rows if t.lower() == unit.lower()), None)
@@ -177,7 +174,7 @@ class _Search:
             for bigger, person in ((full, rows), *((pushed,) if pushed else ())):
                 if bigger is not full and not self.valid(bigger):
                     continue
-                got = self.change(smaller, bigger)
+                got = _change(self.query, smaller, bigger)
                 if got is None or got[0] == 0:
                     continue
                 if best is None or got[0] > best.change:
