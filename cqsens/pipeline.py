@@ -425,20 +425,29 @@ def _person_witness(state: State) -> State:
     keys = witness_keys(options.schema)
     upper = state.release.l1
     extremes: dict[tuple[str, int], Value] = {}
+    background: dict[tuple[str, int], Value] = {}
     for agg in query.aggregates:
-        if agg.kind == "sum" and isinstance(agg.column, Var) and agg.column_name is not None:
+        if agg.kind in VALUE_KINDS and isinstance(agg.column, Var) \
+                and agg.column_name is not None:
             vb = value_bound(agg.column_name, cli=options.value_bounds, schema=options.schema,
                              query=query, variable=agg.column.name)
-            end: Exact = vb.high if vb.high >= -vb.low else vb.low
-            if end not in (math.inf, -math.inf):
-                extremes.update({(a.relation, p): concrete(end)
-                                 for a in query.cq.relation_atoms()
-                                 for p, x in enumerate(a.terms) if x == agg.column})
+            if math.inf in (vb.high, -vb.low):
+                continue
+            # the person's values at the end that moves the statistic most, a second
+            # person's at the other end (so MIN, MAX, AVG, MEDIAN stay defined)
+            end: Exact = (vb.low if agg.kind == "min" or agg.kind == "sum" and vb.high < -vb.low
+                          else vb.high)
+            other: Exact = vb.high if end == vb.low else vb.low
+            places = [(a.relation, p) for a in query.cq.relation_atoms()
+                      for p, x in enumerate(a.terms) if x == agg.column]
+            extremes.update({place: concrete(end) for place in places})
+            if agg.kind != "sum":
+                background.update({place: concrete(other) for place in places})
     witness = find_person_witness(
         query, state.sigma, person, schema=options.schema, upper=upper,
         valid=lambda db: declared_hold(db, state.sigma, column_checks=checks, keys=keys),
         column_checks=checks, keys=keys, time_budget=options.witness_time, seed=options.seed,
-        extremes=extremes)
+        extremes=extremes, background=background)
     if witness is None:
         return replace(state, lower_note=(
             f"none proven (no witness found within {options.witness_time:g} s; "

@@ -28,7 +28,7 @@ from cqsens.ir.dependencies import Sigma
 from cqsens.ir.exact import Exact, display
 from cqsens.ir.expr import Predicate
 from cqsens.ir.schema import Schema
-from cqsens.witness.aggregate import released_change, released_values, show_released
+from cqsens.witness.aggregate import released_change, released_values, renamed, show_released
 from cqsens.witness.evaluate import Database, Value, count_answers
 from cqsens.witness.model import Witness
 from cqsens.witness.references import (
@@ -142,6 +142,22 @@ class _Search:
     column_checks: Mapping[tuple[str, int], Sequence[Predicate]]
     hidden: dict[str, int] = field(default_factory=dict)
     extremes: Mapping[tuple[str, int], Value] = field(default_factory=dict)
+    background: Mapping[tuple[str, int], Value] = field(default_factory=dict)
+
+    def doubled(self, full: Database) -> Database | None:
+        """``full`` with a renamed copy of its rows beside it (another person and what
+        it references), the copy's released columns at ``background``: removing one
+        person then leaves the other, so MIN, MAX, AVG and MEDIAN stay defined."""
+        kept = set(self.column_checks) | set(self.background)
+        rename = renamed(full, lambda r, p, v: (r, p) in kept, 7)
+        out = full
+        for relation, rows in full.rows.items():
+            for row in rows:
+                new = tuple(self.background.get((relation, p), v)
+                            for p, v in enumerate(rename(relation, row)))
+                out = out.with_row(relation, new)
+        ok = references_hold(out, self.schema) and self.valid(out)
+        return out if ok and out != full else None
 
     def pushed(self, full: Database, rows: Sequence[tuple[str, Row]]) -> \
             tuple[Database, list[tuple[str, Row]]] | None:
@@ -198,6 +214,7 @@ def find_person_witness(
     time_budget: float,
     seed: int = 0,
     extremes: Mapping[tuple[str, int], Value] | None = None,
+    background: Mapping[tuple[str, int], Value] | None = None,
 ) -> PersonWitness | None:
     """Two databases one person apart whose released values differ most, or None.
 
@@ -206,10 +223,13 @@ def find_person_witness(
     of the unit table added is ``D*`` (after completing referenced rows), and
     every person of ``D*`` is tried.  ``valid`` checks everything declared but
     the foreign keys, which are checked here.  ``extremes`` are values to try in the
-    person's rows (relation, position → value): the summed columns at their bound.
+    person's rows (relation, position → value): the released columns at the bound's end
+    that moves the value most; ``background`` the values of a second person kept beside
+    (the other end), so that MIN, MAX, AVG and MEDIAN are defined without the first.
     """
     search = _Search(query, schema, valid, column_checks,
-                     hidden=dict(query.row_positions), extremes=dict(extremes or {}))
+                     hidden=dict(query.row_positions), extremes=dict(extremes or {}),
+                     background=dict(background or {}))
     unit = person.unit.table
     groups = sorted(person.groups, key=lambda g: -g.value if g.value != math.inf else -1e300)
     best: PersonWitness | None = None
@@ -254,6 +274,10 @@ def _from_group(search: _Search, query: AggregateQuery, sigma: Sigma, group: Per
     if full is None or not references_hold(full, search.schema) or not search.valid(full):
         return None
     person = search.best_person(full, unit)
+    doubled = search.doubled(full) if search.background else None
+    other = search.best_person(doubled, unit) if doubled is not None else None
+    if other is not None and (person is None or other.change > person.change):
+        person = other
     if person is None:
         return None
     return replace(person, checks=base.checks,

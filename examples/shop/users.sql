@@ -1,0 +1,2 @@
+-- How many users: one person is one users row, so 1.
+SELECT COUNT(*) FROM users
