@@ -86,6 +86,7 @@ class Analysis:
     aggregates: tuple[AggregateRecord, ...] = ()
     contributions: int = 1
     noise: NoiseCalibration | None = None
+    summary: str = ""  # the reason of a set operation, from its parts (cqsens.compound)
 
     @property
     def free(self) -> tuple[str, ...]:
@@ -109,6 +110,8 @@ class Analysis:
 
     def reason(self) -> str:
         """The one-line reason for the bound, in terms of the released statistic."""
+        if self.summary:
+            return self.summary
         base = reason(self.core, self.bound, self.satisfiable)
         first = self.aggregates[0] if self.aggregates else None
         if first is None or first.kind in ("count", "count_distinct") or not self.satisfiable:

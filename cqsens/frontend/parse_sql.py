@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import sqlglot
 from sqlglot import exp
@@ -39,14 +39,16 @@ from cqsens.frontend.limits import (
     check_sql_tokens,
 )
 from cqsens.frontend.select_items import aggregates_in
+from cqsens.frontend.set_operations import split_set_operation
 from cqsens.frontend.sql_expr import ExprReader, node_position, text_start
 from cqsens.frontend.sql_expr import conjuncts as and_parts
 from cqsens.frontend.subqueries import inline_semijoins
+from cqsens.ir.compound import CompoundQuery
 from cqsens.ir.cq import CQ, Aggregate, AggregateQuery, Atom, Const, Term, Var
 from cqsens.ir.expr import Expr, Slot
 from cqsens.ir.schema import Schema
 
-__all__ = ["parse_sql", "parse_statements"]
+__all__ = ["parse_query", "parse_sql", "parse_statements"]
 
 _REST = "rest"
 ROW_COLUMN = "_row"
@@ -480,20 +482,54 @@ def parse_sql(
     >>> print(parse_sql("SELECT SUM(t.v) FROM T t WHERE t.v > 1 OR t.w IS NULL").cq)
     Q(t_v, t_w, t_rest, t__row) :- T(t_v, t_w, t_rest, t__row), [t_v > 1 OR t_w IS NULL].
     """
+    query = parse_query(sql, schema=schema, dialect=dialect, source=source)
+    if isinstance(query, CompoundQuery):
+        first = _parse_statement(sql, dialect, source)
+        raise _Translator(sql, schema, source).unsupported(
+            first, query.operator,
+            "a set operation is several conjunctive queries; cqsens.analyze (and the command "
+            "line) combine their sensitivities")
+    return query
+
+
+def parse_query(
+    sql: str,
+    *,
+    schema: Schema | None = None,
+    dialect: str | None = None,
+    source: str = "<sql>",
+) -> AggregateQuery | CompoundQuery:
+    """Like :func:`parse_sql`, and a set operation becomes a :class:`CompoundQuery`.
+
+    ``q1 UNION ALL q2`` of aggregate queries, and an aggregate over ``(q1 UNION
+    q2) AS t`` in FROM, are split into parts, each translated on its own
+    (:mod:`cqsens.frontend.set_operations`; docs/rules.md, rule set-operations).
+    """
     tree = _parse_statement(sql, dialect, source)
     tr = _Translator(sql, schema, source)
-    if isinstance(tree, (exp.Union, exp.Except, exp.Intersect)):
-        raise tr._set_operation(tree)
-    if not isinstance(tree, exp.Select):
-        raise tr.unsupported(tree, type(tree).__name__.upper(), "cqsens analyses SELECT queries")
-    return _Query(tr, tree, dialect).translate()
+    split = split_set_operation(tree, tr.unsupported, dialect)
+    if split is None:
+        if not isinstance(tree, exp.Select):
+            raise tr.unsupported(tree, type(tree).__name__.upper(),
+                                 "cqsens analyses SELECT queries")
+        return _Query(tr, tree, dialect).translate()
+    parts: list[AggregateQuery] = []
+    for part, distinct in zip(split.parts, split.distinct, strict=True):
+        query = _Query(_Translator(sql, schema, source), part, dialect, standalone=True,
+                       distinct_expressions=distinct).translate()
+        parts.append(replace(query, text=query.sql or ""))
+    return CompoundQuery(tuple(parts), split.kind, split.operator, split.whole, dialect=dialect,
+                         source=source, text=sql, notes=tuple(split.notes))
 
 
 class _Query:
     """The translation of one SELECT: atoms, filters, groups and aggregates."""
 
-    def __init__(self, tr: _Translator, tree: exp.Select, dialect: str | None) -> None:
+    def __init__(self, tr: _Translator, tree: exp.Select, dialect: str | None, *,
+                 standalone: bool = False, distinct_expressions: bool = False) -> None:
         self.tr = tr
+        self.standalone = standalone  # a part of a set operation: its SQL is its own
+        self.distinct_expressions = distinct_expressions
         self.tree = tree
         self.dialect = dialect
         self.refs: dict[int, tuple[_Instance, int]] = {}
@@ -572,7 +608,8 @@ class _Query:
         tree = self.tree
         cut = [key for key in ("order", "limit", "offset") if tree.args.get(key) is not None]
         if not cut:  # the statement as written, unless its aggregates were taken apart
-            return tree.sql(dialect=self.dialect) if self.split else self.tr.sql
+            return tree.sql(dialect=self.dialect) if self.split or self.standalone \
+                else self.tr.sql
         names = {"order": "ORDER BY", "offset": "OFFSET"}
         shown = [names.get(key) or _limit_name(tree.args[key], self.dialect) for key in cut]
         self.tr.notes.append(
@@ -816,6 +853,8 @@ def _count(
         return Aggregate("count", label), all_vars
     if isinstance(arg, exp.Distinct):
         cols = arg.expressions
+        if q.distinct_expressions:
+            return _distinct_rows(q, cols, label)
         if not cols or not all(isinstance(c, exp.Column) for c in cols):
             raise q.tr.unsupported(arg, "COUNT(DISTINCT expression)",
                                    "count distinct plain columns")
@@ -830,6 +869,21 @@ def _count(
     q.tr.notes.append(f"{label} counts the rows where its expression is not NULL, a subset of "
                       "the rows: it is bounded as COUNT(*)")
     return Aggregate("count", label), all_vars
+
+
+def _distinct_rows(
+    q: _Query, items: list[exp.Expr], label: str
+) -> tuple[Aggregate, tuple[Term, ...]]:
+    """The distinct result rows of a part of a set operation, counted by the columns they read.
+
+    A new distinct row of expressions ``f(c)`` comes from a new distinct tuple of the
+    columns ``c`` it reads (an old tuple gives an old row), so one tuple changes the
+    number of distinct rows by at most as much as the number of distinct ``c``
+    (docs/rules.md, rule set-operations).
+    """
+    terms = tuple(dict.fromkeys(q.final(q.term_of(c)) for item in items
+                                for c in item.find_all(exp.Column)))
+    return Aggregate("count_distinct", label, columns=terms), terms
 
 
 def _expression_aggregate(q: _Query, kind: str, arg: exp.Expr, label: str) -> Aggregate:

@@ -1,0 +1,52 @@
+"""A statement made of several aggregate queries joined by a set operation.
+
+``SELECT COUNT(*) FROM a UNION ALL SELECT COUNT(*) FROM b`` releases two counts;
+``SELECT COUNT(*) FROM (q1 UNION q2) AS t`` one count made of two parts.  Each
+part is an :class:`~cqsens.ir.cq.AggregateQuery` analysed on its own; how the
+parts' sensitivities combine is ``combination`` (docs/rules.md, rule
+set-operations):
+
+``"concat"``
+    the parts are released side by side: ℓ1 adds, ℓ2 is the root of the sum of
+    squares;
+``"sum"``
+    every released value is the sum of the parts' values (aggregates over a
+    ``UNION ALL``): ℓ1 and ℓ2 add;
+``"count"``
+    a count of result rows (``COUNT(*)`` over ``UNION`` or ``INTERSECT``): one
+    row changes it by at most the sum of the parts' count bounds Δᵢ, and the
+    COUNT or histogram rule applies to that sum.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cqsens.ir.cq import AggregateQuery
+
+__all__ = ["COMBINATIONS", "CompoundQuery"]
+
+COMBINATIONS: tuple[str, ...] = ("concat", "sum", "count")
+
+
+@dataclass(frozen=True, slots=True)
+class CompoundQuery:
+    """Parts joined by ``operator`` (``UNION ALL``, ``UNION``, ``INTERSECT``...).
+
+    ``sql`` is the whole statement without its post-processing clauses (run in
+    SQLite to check a lower bound), ``text`` the statement as written.
+    """
+
+    parts: tuple[AggregateQuery, ...]
+    combination: str
+    operator: str
+    sql: str
+    dialect: str | None = None
+    source: str = "<sql>"
+    text: str = ""
+    notes: tuple[str, ...] = ()
+
+    @property
+    def grouped(self) -> bool:
+        """True when the parts are histograms (GROUP BY)."""
+        return any(p.group_by for p in self.parts)
