@@ -74,8 +74,8 @@ def _bounds(compound: CompoundQuery, parts: Sequence[Analysis], *, neighbor: str
     if kind == "concat":
         squares = _total([_square(a.l2) for a in parts])
         l2 = math.inf if squares == math.inf else sqrt_upper(squares)
-        records = tuple(replace(r, label=f"part {i}: {r.label}")
-                        for i, a in enumerate(parts, start=1) for r in a.aggregates)
+        records = tuple(replace(r, label=f"{compound.name(i)}: {r.label}")
+                        for i, a in enumerate(parts) for r in a.aggregates)
         return _total([a.l1 for a in parts]), l2, records
     if kind == "sum":
         records = tuple(
@@ -118,8 +118,8 @@ def _change(compound: CompoundQuery, parts: Sequence[Analysis], before: Database
     """What the whole statement releases on both databases and the ℓ1/ℓ2 change (a part's
     values keyed by its number for side-by-side releases), or None when unreadable."""
     pieces = ([(parts[0].query_obj, compound.sql, "")] if compound.combination != "concat"
-              else [(a.query_obj, a.query_obj.sql, f"part {i}")
-                    for i, a in enumerate(parts, start=1)])
+              else [(a.query_obj, a.query_obj.sql, compound.name(i))
+                    for i, a in enumerate(parts)])
     rb_all: Released = {}
     ra_all: Released = {}
     l1, squares = Fraction(0), 0.0
@@ -164,7 +164,8 @@ def _verified_witness(compound: CompoundQuery, parts: Sequence[Analysis],
         sql = sqlite_query(compound.sql, compound.dialect) or ""
         best = AggregateWitness(
             before_db, w.relation, w.row, 0, 0,
-            f"the witness of part {i} ({w.construction}), with the whole statement run on it",
+            f"the witness of {compound.name(i - 1)} ({w.construction}), with the whole statement "
+            "run on it",
             hidden=w.hidden, checks=w.checks, query_sql=sql, after=after_db,
             neighbor=w.neighbor if isinstance(w, AggregateWitness) else "add-remove",
             replacement=w.replacement if isinstance(w, AggregateWitness) else None,
@@ -212,14 +213,16 @@ def combine_analyses(
     l1, l2, records = _bounds(compound, parts, neighbor=neighbor, contributions=k)
     rule = _RULES[compound.combination]
     lines = [f"The statement is {compound.operator} over {len(parts)} parts, each a conjunctive "
-             f"query analysed on its own; {rule} (docs/rules.md, rule set-operations)."]
-    for i, a in enumerate(parts, start=1):
+             f"query analysed on its own; {rule} (docs/rules.md, rule {compound.rule})."]
+    for i, a in enumerate(parts):
         count = f", count bound Δ = {text(a.aggregates[0].count_bound)}" \
             if compound.combination == "count" else ""
-        lines.append(f"Part {i}: {a.query_obj.sql} — ℓ1 {text(a.l1)}{count}: {a.reason()}.")
+        name = compound.name(i)
+        lines.append(f"{name[0].upper()}{name[1:]}: {a.query_obj.sql} — ℓ1 {text(a.l1)}{count}: "
+                     f"{a.reason()}.")
     lines.append(f"Released statistic: ℓ1 = {text(l1)}, ℓ2 = {text(l2)}.")
     notes = tuple(dict.fromkeys([*compound.notes, *(n for a in parts for n in a.notes)]))
-    suggestion = tuple(f"part {i}: {s}" for i, a in enumerate(parts, start=1)
+    suggestion = tuple(f"{compound.name(i)}: {s}" for i, a in enumerate(parts)
                        for s in a.suggestion)
     witness = _verified_witness(compound, parts, schema) if prove_lower else None
     lower: Weight | None = None
@@ -238,7 +241,7 @@ def combine_analyses(
         if epsilon is not None else None
     sigma = Sigma.of([d for a in parts for d in a.sigma])
     reason = (f"{compound.operator} of {len(parts)} parts: {rule}; "
-              + "; ".join(f"part {i} ℓ1 {text(a.l1)}" for i, a in enumerate(parts, start=1)))
+              + "; ".join(f"{compound.name(i)} ℓ1 {text(a.l1)}" for i, a in enumerate(parts)))
     return replace(
         first,
         query=compound.text.strip(),

@@ -32,6 +32,7 @@ from sqlglot.tokenizer_core import Token
 from cqsens.errors import ParseError, SchemaError, UnsupportedQueryError
 from cqsens.frontend.common_conjuncts import factor_common_conjuncts
 from cqsens.frontend.derived_tables import inline_derived_tables
+from cqsens.frontend.grouping_sets import split_grouping_sets
 from cqsens.frontend.limits import (
     MAX_ATOMS,
     check_count,
@@ -508,6 +509,8 @@ def parse_query(
     tree = _parse_statement(sql, dialect, source)
     tr = _Translator(sql, schema, source)
     split = split_set_operation(tree, tr.unsupported, dialect)
+    if split is None and isinstance(tree, exp.Select):
+        split = split_grouping_sets(tree, tr.unsupported, dialect)
     if split is None:
         if not isinstance(tree, exp.Select):
             raise tr.unsupported(tree, type(tree).__name__.upper(),
@@ -519,7 +522,8 @@ def parse_query(
                        distinct_expressions=distinct).translate()
         parts.append(replace(query, text=query.sql or ""))
     return CompoundQuery(tuple(parts), split.kind, split.operator, split.whole, dialect=dialect,
-                         source=source, text=sql, notes=tuple(split.notes))
+                         source=source, text=sql, notes=tuple(split.notes),
+                         names=tuple(split.names))
 
 
 class _Query:
@@ -781,6 +785,12 @@ class _Query:
         """
         if group is None:
             return ()
+        special = [g for g in group.expressions
+                   if isinstance(g, (exp.Rollup, exp.Cube, exp.GroupingSets))]
+        if special or group.args.get("rollup") or group.args.get("cube"):
+            raise self.tr.unsupported(special[0] if special else group,
+                                      "ROLLUP / CUBE / GROUPING SETS here",
+                                      "cqsens reads them in the outermost SELECT only")
         out: list[Term] = []
         for g in group.expressions:
             if isinstance(g, exp.Column):

@@ -55,6 +55,7 @@ class SetSplit:
     distinct: list[bool]
     whole: str
     notes: list[str] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
 
 
 def _name(node: exp.Expr) -> str:

@@ -34,7 +34,8 @@ class CompoundQuery:
     """Parts joined by ``operator`` (``UNION ALL``, ``UNION``, ``INTERSECT``...).
 
     ``sql`` is the whole statement without its post-processing clauses (run in
-    SQLite to check a lower bound), ``text`` the statement as written.
+    SQLite to check a lower bound), ``text`` the statement as written, ``names``
+    how the output calls each part (``part i`` when empty).
     """
 
     parts: tuple[AggregateQuery, ...]
@@ -45,6 +46,17 @@ class CompoundQuery:
     source: str = "<sql>"
     text: str = ""
     notes: tuple[str, ...] = ()
+    names: tuple[str, ...] = ()
+
+    def name(self, index: int) -> str:
+        """How the output names part ``index`` (from 0): ``part 1``, ``grouping set (a)``."""
+        return self.names[index] if index < len(self.names) else f"part {index + 1}"
+
+    @property
+    def rule(self) -> str:
+        """The rule of docs/rules.md that combines the parts."""
+        return "set-operations" if "UNION" in self.operator or "INTERSECT" in self.operator \
+            else "grouping-sets"
 
     @property
     def grouped(self) -> bool:
