@@ -42,7 +42,7 @@ T = TypeVar("T")
 
 _RULES = {
     "concat": "the parts are released side by side: ℓ1 = Σ ℓ1ᵢ, ℓ2 = √(Σ ℓ2ᵢ²)",
-    "sum": "each released value is the sum of the parts' values (UNION ALL): ℓ1 = Σ ℓ1ᵢ, "
+    "sum": "each released value is a sum (or signed sum) of the parts' values: ℓ1 ≤ Σ ℓ1ᵢ, "
            "ℓ2 ≤ Σ ℓ2ᵢ by the triangle inequality",
     "count": "one row changes the number of result rows by at most Σ Δᵢ, the sum of the "
              "parts' count bounds, and the COUNT or histogram rule applies to that sum",

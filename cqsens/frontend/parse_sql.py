@@ -39,6 +39,7 @@ from cqsens.frontend.limits import (
     check_expression_tree,
     check_sql_tokens,
 )
+from cqsens.frontend.outer_joins import split_outer_joins
 from cqsens.frontend.select_items import aggregates_in
 from cqsens.frontend.set_operations import split_set_operation
 from cqsens.frontend.sql_expr import ExprReader, node_position, text_start
@@ -511,6 +512,8 @@ def parse_query(
     split = split_set_operation(tree, tr.unsupported, dialect)
     if split is None and isinstance(tree, exp.Select):
         split = split_grouping_sets(tree, tr.unsupported, dialect)
+    if split is None and isinstance(tree, exp.Select) and tree.args.get("joins"):
+        split = split_outer_joins(tree, tr.unsupported, dialect, schema)
     if split is None:
         if not isinstance(tree, exp.Select):
             raise tr.unsupported(tree, type(tree).__name__.upper(),

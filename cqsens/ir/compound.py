@@ -55,6 +55,8 @@ class CompoundQuery:
     @property
     def rule(self) -> str:
         """The rule of docs/rules.md that combines the parts."""
+        if "JOIN" in self.operator:
+            return "outer-joins"
         return "set-operations" if "UNION" in self.operator or "INTERSECT" in self.operator \
             else "grouping-sets"
 
