@@ -89,6 +89,7 @@ class Analysis:
     unit: str | None = None  # the privacy unit, users(id); None: one row
     dependency_names: tuple[str, ...] = ()  # Σ by column names, in Σ's order
     unit_reason: str = ""
+    summary: str = ""  # the reason of a set operation, from its parts (cqsens.compound)
 
     @property
     def free(self) -> tuple[str, ...]:
@@ -112,6 +113,8 @@ class Analysis:
 
     def reason(self) -> str:
         """The one-line reason for the bound, in terms of the released statistic."""
+        if self.summary:
+            return self.summary
         base = self.unit_reason or reason(self.core, self.bound, self.satisfiable)
         first = self.aggregates[0] if self.aggregates else None
         if first is None or first.kind in ("count", "count_distinct") or not self.satisfiable:

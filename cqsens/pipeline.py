@@ -27,6 +27,7 @@ from pathlib import Path
 
 from cqsens.analysis import AggregateRecord, Analysis
 from cqsens.budget import deadline
+from cqsens.compound import combine_analyses, part_items
 from cqsens.engine.core import in_cq_core
 from cqsens.engine.count import CORE_BUDGET, CountBound, count_bound
 from cqsens.engine.gaifman import is_connected
@@ -45,8 +46,9 @@ from cqsens.explain import (
     suggestion,
 )
 from cqsens.frontend.ddl import load_schema
-from cqsens.frontend.load import load_query, resolve_sigma
+from cqsens.frontend.load import load_query, load_statement, resolve_sigma
 from cqsens.frontend.sqlgen import sqlite_query
+from cqsens.ir.compound import CompoundQuery
 from cqsens.ir.cq import CQ, AggregateQuery, Var
 from cqsens.ir.dependencies import Dependency, Sigma
 from cqsens.ir.exact import Exact, display
@@ -682,15 +684,58 @@ def _analyze(
     cli_bounds = parse_value_bounds(bounds)
     parsed_schema = load_schema(schema, dialect=dialect)
     check_value_bounds(cli_bounds, parsed_schema)
-    query = load_query(source, schema=parsed_schema, dialect=dialect, kind=kind, name=name)
+    query = load_statement(source, schema=parsed_schema, dialect=dialect, kind=kind, name=name)
+    options = replace(options, schema=parsed_schema, value_bounds=cli_bounds,
+                      references=_references(parsed_schema),
+                      unit=resolve_unit(unit, parsed_schema) if unit is not None else None)
+    if isinstance(query, CompoundQuery):
+        return _analyze_compound(query, fds=fds, cds=cds, constraints=constraints,
+                                 options=options, public=public)
+    return _analyze_one(query, fds=fds, cds=cds, constraints=constraints, options=options,
+                        public=public)
+
+
+def _analyze_one(
+    query: AggregateQuery,
+    *,
+    fds: Sequence[str | Dependency],
+    cds: Sequence[str | Dependency],
+    constraints: str | Path | None,
+    options: Options,
+    public: Sequence[str],
+) -> Analysis:
+    parsed_schema = options.schema
     sigma, notes = resolve_sigma(query, schema=parsed_schema, fds=fds, cds=cds,
                                  constraints=constraints)
     sigma = Sigma.of([*sigma, *_row_identity_keys(query)])
-    options = replace(options, schema=parsed_schema, value_bounds=cli_bounds,
-                      public=_public_tables(public, query, parsed_schema),
-                      references=_references(parsed_schema),
-                      unit=resolve_unit(unit, parsed_schema) if unit is not None else None)
+    options = replace(options, public=_public_tables(public, query, parsed_schema))
     state = State(query, sigma, options, notes=tuple(query.notes) + tuple(notes))
     for stage in PIPELINE:
         state = stage(state)
     return _analysis(state)
+
+
+def _analyze_compound(
+    compound: CompoundQuery,
+    *,
+    fds: Sequence[str | Dependency],
+    cds: Sequence[str | Dependency],
+    constraints: str | Path | None,
+    options: Options,
+    public: Sequence[str],
+) -> Analysis:
+    """Each part analysed on its own, then combined (docs/rules.md, rule set-operations)."""
+    used = [q.cq.relations() for q in compound.parts]
+    everywhere = [r for rels in used for r in rels]
+    share = replace(options, witness_time=options.witness_time / len(compound.parts),
+                    epsilon=None, delta=None)
+    parts: list[Analysis] = []
+    for index, part in enumerate(compound.parts):
+        names = used[index]
+        tables = [n.strip() for item in public for n in item.split(",") if n.strip()]
+        parts.append(_analyze_one(
+            part, fds=part_items(fds, names, everywhere, first=index == 0),
+            cds=part_items(cds, names, everywhere, first=index == 0), constraints=constraints,
+            options=share, public=part_items(tables, names, everywhere, first=index == 0)))
+    return combine_analyses(compound, parts, schema=options.schema, epsilon=options.epsilon,
+                            delta=options.delta, prove_lower=options.prove_lower)

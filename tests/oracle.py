@@ -9,6 +9,7 @@ bound on the global sensitivity, so it must never exceed a sound upper bound.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 
 from cqsens.ir.cq import CQ
 from cqsens.ir.dependencies import Sigma, satisfies
@@ -57,3 +58,80 @@ def local_sensitivity(
     return best, tried
 
 
+
+
+# ----------------------------------------------------------------------------- SQL statements
+
+Rows = dict[str, list[tuple[object, ...]]]
+Released = dict[tuple[object, ...], list[float]]
+
+
+def released(ddl: str, statements: list[str], db: Rows) -> Released:
+    """The vector the statements release on ``db`` (tables as bags), run in SQLite.
+
+    Result columns whose names start with ``g`` are the group key; the others are
+    released values.  Several statements are released side by side (their keys
+    are tagged with the statement's number).
+    """
+    import sqlite3
+
+    conn = sqlite3.connect(":memory:")
+    conn.executescript(ddl)
+    for name, rows in db.items():
+        if rows:
+            marks = ", ".join("?" for _ in rows[0])
+            conn.executemany(f"INSERT INTO {name} VALUES ({marks})", rows)
+    out: Released = {}
+    for index, sql in enumerate(statements):
+        cursor = conn.execute(sql)
+        groups = sum(1 for d in cursor.description if d[0].lower().startswith("g"))
+        for row in cursor.fetchall():
+            key = (index, *row[:groups])
+            assert key not in out, f"two rows for group {key} of {sql}"
+            out[key] = [float(v or 0) for v in row[groups:]]
+    conn.close()
+    return out
+
+
+def _distance(x: Released, y: Released) -> tuple[float, float]:
+    width = max((len(v) for v in [*x.values(), *y.values()]), default=0)
+    zero = [0.0] * width
+    diffs = [abs(a - b) for g in set(x) | set(y)
+             for a, b in zip(x.get(g, zero), y.get(g, zero), strict=True)]
+    return sum(diffs), sum(d * d for d in diffs) ** 0.5
+
+
+def sql_sensitivity(
+    ddl: str,
+    statements: list[str],
+    db: Rows,
+    candidates: Rows,
+    ok: Callable[[Rows], bool],
+    *,
+    neighbor: str = "add-remove",
+) -> tuple[float, float]:
+    """(largest ℓ1, largest ℓ2) change of the released vector over every neighbour of ``db``.
+
+    Add-remove: each row removed (one copy), each candidate row added; substitute:
+    each row replaced by each candidate row of its table.  A neighbour must satisfy ``ok``.
+    """
+    base = released(ddl, statements, db)
+    neighbours: list[Rows] = []
+    for name, rows in db.items():
+        for i in range(len(rows)):
+            smaller = {**db, name: rows[:i] + rows[i + 1:]}
+            if neighbor == "add-remove":
+                neighbours.append(smaller)
+                continue
+            for row in candidates.get(name, []):  # the row changed in place
+                neighbours.append({**smaller, name: [*smaller[name], row]})
+        if neighbor == "add-remove":
+            for row in candidates.get(name, []):
+                neighbours.append({**db, name: [*rows, row]})
+    best1 = best2 = 0.0
+    for moved in neighbours:
+        if not ok(moved):
+            continue
+        d1, d2 = _distance(base, released(ddl, statements, moved))
+        best1, best2 = max(best1, d1), max(best2, d2)
+    return best1, best2

@@ -54,7 +54,7 @@ def _broken_folder(tmp_path: Path) -> Path:
     folder.mkdir()
     (folder / "good.sql").write_text("SELECT COUNT(*) FROM R WHERE R.a = 1")
     (folder / "bad.sql").write_text("SELECT COUNT(*) FROM R\nWHERE (")
-    (folder / "union.sql").write_text("SELECT COUNT(*) FROM R UNION SELECT COUNT(*) FROM S")
+    (folder / "union.sql").write_text("SELECT COUNT(*) FROM R EXCEPT SELECT COUNT(*) FROM S")
     (folder / "join.cq").write_text("Q(x) :- R(x, y), S(y, z).")
     (folder / "schema_like.sql").write_text("CREATE TABLE X (a INT)")
     return folder
@@ -66,7 +66,7 @@ def test_broken_files_are_rows_and_the_batch_goes_on(tmp_path: Path) -> None:
     by_name = {Path(r["file"]).name: r for r in result.rows}
     assert set(by_name) == {"good.sql", "bad.sql", "union.sql", "join.cq"}
     assert by_name["bad.sql"]["status"] == "error" and "bad.sql:2:" in by_name["bad.sql"]["error"]
-    assert "UNION" in by_name["union.sql"]["error"]
+    assert "EXCEPT" in by_name["union.sql"]["error"]
     assert by_name["good.sql"]["upper"] == 1
     assert by_name["join.cq"]["upper"] == "inf"
     assert any("schema_like.sql" in s for s in result.skipped)

@@ -568,7 +568,8 @@ def test_sql_highlighting_escapes_and_round_trips() -> None:
 def test_error_row_shows_its_query(tmp_path: Path) -> None:
     from cqsens.batch import analyze_paths
 
-    (tmp_path / "bad.sql").write_text("SELECT COUNT(*) FROM R UNION SELECT COUNT(*) FROM S\n")
+    (tmp_path / "bad.sql").write_text("SELECT COUNT(*) FROM R UNION SELECT COUNT(*) FROM S "
+                                      "EXCEPT SELECT 1\n")
     batch = analyze_paths([tmp_path], timeout=None, schema=None, constraints=None,
                           fds=[], cds=[]).as_dict()
     assert batch["rows"][0]["status"] == "error"

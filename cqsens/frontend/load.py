@@ -13,12 +13,13 @@ from pathlib import Path
 
 from cqsens.errors import DependencyError, SchemaError, read_text
 from cqsens.frontend.parse_cq import ROWS, parse_cq, parse_dependencies, parse_dependency
-from cqsens.frontend.parse_sql import parse_sql
+from cqsens.frontend.parse_sql import parse_query, parse_sql
+from cqsens.ir.compound import CompoundQuery
 from cqsens.ir.cq import CQ, AggregateQuery
 from cqsens.ir.dependencies import AnyDependency, Dependency, Sigma
 from cqsens.ir.schema import Schema
 
-__all__ = ["load_query", "resolve_sigma"]
+__all__ = ["load_query", "load_statement", "resolve_sigma"]
 
 
 _QUERY_CHARS = re.compile(r"[\s():]")
@@ -34,6 +35,26 @@ def load_query(
     name: str | None = None,
 ) -> AggregateQuery:
     """Read SQL or CQ text (or a ``.sql``/``.cq`` file) into an AggregateQuery.
+
+    A set operation (several conjunctive queries) is an error here; read it
+    with :func:`load_statement`.
+    """
+    query = load_statement(source, schema=schema, dialect=dialect, kind=kind, name=name)
+    if isinstance(query, CompoundQuery):
+        return parse_sql(query.text, schema=schema, dialect=dialect, source=query.source)
+    return query
+
+
+def load_statement(
+    source: str | Path,
+    *,
+    schema: Schema | None = None,
+    dialect: str | None = None,
+    kind: str | None = None,
+    name: str | None = None,
+) -> AggregateQuery | CompoundQuery:
+    """Read SQL or CQ text (or a ``.sql``/``.cq`` file) into an AggregateQuery, or a
+    CompoundQuery for a set operation of aggregate queries.
 
     A :class:`~pathlib.Path` is always a file and a ``str`` with ``kind``
     given is always text: nothing is guessed from how the text ends.  Only a
@@ -62,7 +83,7 @@ def load_query(
         if schema is not None:
             _check_cq_against_schema(cq, schema, origin or "<cq>")
         return AggregateQuery(cq=cq, source=origin or "<cq>", heads=(cq.head,), body=cq, text=text)
-    query = parse_sql(text, schema=schema, dialect=dialect, source=origin or "<sql>")
+    query = parse_query(text, schema=schema, dialect=dialect, source=origin or "<sql>")
     return replace(query, text=text)
 
 

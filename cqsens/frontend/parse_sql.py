@@ -19,34 +19,33 @@ References
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-import sqlglot
 from sqlglot import exp
-from sqlglot.errors import ParseError as SqlglotParseError
-from sqlglot.errors import TokenError
-from sqlglot.tokenizer_core import Token
 
-from cqsens.errors import ParseError, SchemaError, UnsupportedQueryError
+from cqsens.errors import SchemaError, UnsupportedQueryError
 from cqsens.frontend.common_conjuncts import factor_common_conjuncts
 from cqsens.frontend.derived_tables import inline_derived_tables
+from cqsens.frontend.grouping_sets import split_grouping_sets
 from cqsens.frontend.limits import (
     MAX_ATOMS,
     check_count,
-    check_expression_tree,
-    check_sql_tokens,
 )
+from cqsens.frontend.outer_joins import split_outer_joins
 from cqsens.frontend.select_items import aggregates_in
+from cqsens.frontend.set_operations import split_set_operation
+from cqsens.frontend.sql_aggregates import aggregate_of, limit_name
 from cqsens.frontend.sql_expr import ExprReader, node_position, text_start
 from cqsens.frontend.sql_expr import conjuncts as and_parts
+from cqsens.frontend.sql_terms import TermClasses, literal_const, var_name
+from cqsens.frontend.statements import parse_statement, parse_statements
 from cqsens.frontend.subqueries import inline_semijoins
-from cqsens.ir.cq import CQ, Aggregate, AggregateQuery, Atom, Const, Term, Var
+from cqsens.ir.compound import CompoundQuery
+from cqsens.ir.cq import CQ, Aggregate, AggregateQuery, Atom, Term, Var
 from cqsens.ir.expr import Expr, Slot
 from cqsens.ir.schema import Schema
 
-__all__ = ["parse_sql", "parse_statements"]
+__all__ = ["parse_query", "parse_sql", "parse_statements"]
 
 _REST = "rest"
 ROW_COLUMN = "_row"
@@ -274,173 +273,6 @@ class _Translator:
         return inst, len(inst.columns) - 1
 
 
-class _UnionFind:
-    """Classes of terms; a constant, else the earliest variable, represents each class."""
-
-    def __init__(self, order: dict[Var, int]) -> None:
-        self.parent: dict[Term, Term] = {}
-        self.order = order
-
-    def find(self, t: Term) -> Term:
-        self.parent.setdefault(t, t)
-        while self.parent[t] != t:
-            self.parent[t] = self.parent[self.parent[t]]
-            t = self.parent[t]
-        return t
-
-    def union(self, a: Term, b: Term) -> bool | None:
-        """Merge; constants win.
-
-        Returns False on two constants that differ whatever the database's typing
-        and collation ('F' and 'M'), None on two that might be equal (5 and '5',
-        'a' and 'A'): the caller keeps the second as a filter.
-        """
-        ra, rb = self.find(a), self.find(b)
-        if ra == rb:
-            return True
-        if isinstance(ra, Const) and isinstance(rb, Const):
-            return False if ra.definitely_differs(rb) else None
-        if isinstance(rb, Const) or (
-            isinstance(ra, Var) and isinstance(rb, Var) and self._rank(rb) < self._rank(ra)
-        ):
-            ra, rb = rb, ra
-        self.parent[rb] = ra
-        return True
-
-    def _rank(self, v: Var) -> int:
-        return self.order.get(v, 1 << 30)
-
-
-def _literal(node: exp.Expr) -> Const | None:
-    if isinstance(node, exp.Paren):
-        return _literal(node.this)
-    if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
-        inner = _literal(node.this)
-        return None if inner is None or isinstance(inner.value, str) else Const(-inner.value)
-    if isinstance(node, exp.Literal):
-        if node.is_string:
-            return Const(node.this)
-        text = node.this
-        try:
-            return Const(int(text))
-        except ValueError:
-            try:
-                return Const(float(text))
-            except ValueError:
-                return None
-    return None
-
-
-_SAFE = re.compile(r"[^A-Za-z0-9_]")
-
-
-def _var_name(alias: str, column: str) -> str:
-    prefix = "" if column.lower().startswith(alias.lower() + "_") else f"{alias}_"
-    name = _SAFE.sub("_", f"{prefix}{column}")
-    return name if re.match(r"[A-Za-z_]", name) else f"v_{name}"
-
-
-def _syntax_error(exc: SqlglotParseError | TokenError, text: str, source: str,
-                  what: str) -> ParseError:
-    """sqlglot's error as a ParseError at its position (a tokenizer error at the text's
-    point it names, else at the start)."""
-    errors = getattr(exc, "errors", None) or [{}]
-    first = errors[0] if errors else {}
-    message = str(exc).splitlines()[0]
-    if first.get("description"):
-        message = first["description"]
-    if "<Token" in message or "TokenType" in message:
-        near = (first.get("highlight") or "").strip()
-        message = (f"syntax error near {near!r}" if near
-                   else "syntax error (unexpected end of input?)")
-    missing = re.match(r"Required keyword: '(\w+)' missing for <class '[\w.]+\.(\w+)'>", message)
-    if missing:
-        message = f"incomplete {missing[2].upper()} (a part of it is missing)"
-    line, column = first.get("line"), first.get("col")
-    if isinstance(exc, TokenError):
-        cause = str(exc.__cause__ or exc)
-        found = re.search(r"(\d+):(\d+)", cause)
-        line, column = (int(found[1]), int(found[2])) if found else text_start(text)
-        message = cause.splitlines()[0] if found else "unterminated string, identifier or comment"
-    if not isinstance(line, int):
-        line, column = text_start(text)
-    return ParseError(f"the {what} does not parse: {message}", source=source,
-                      line=line, column=column if isinstance(column, int) else 1,
-                      construct=f"{what} syntax")
-
-
-def parse_statements(
-    text: str,
-    *,
-    dialect: str | None,
-    source: str,
-    what: str = "SQL",
-    integers: bool = True,
-    check: Callable[[list[Token]], None] | None = None,
-) -> list[exp.Expr]:
-    """Parse SQL text into sqlglot statements within the limits of :mod:`cqsens.frontend.limits`.
-
-    The tokens are checked (nesting, literal sizes) before the parser sees
-    them, and every statement's tree afterwards (depth, AND/OR count).
-
-    Parameters
-    ----------
-    text : str
-        The SQL text.
-    dialect : str, optional
-        sqlglot dialect name.
-    source : str
-        File name for errors.
-    what : str
-        ``"SQL"`` or ``"schema"``, for messages.
-    integers : bool
-        Refuse integer literals beyond 64 bits (queries: yes; schemas: no).
-    check : callable, optional
-        Further checks of the tokens (the DDL reader refuses empty list items).
-
-    Raises
-    ------
-    ParseError
-        Unknown dialect, a syntax error or input over a limit, with its position.
-    """
-    try:
-        reader = sqlglot.Dialect.get_or_raise(dialect)
-    except ValueError as exc:  # unknown dialect
-        raise ParseError(str(exc), source="--dialect", construct="--dialect") from exc
-    try:
-        tokens = reader.tokenize(text)
-    except TokenError as exc:
-        raise _syntax_error(exc, text, source, what) from exc
-    check_sql_tokens(tokens, source=source, integers=integers)
-    if check is not None:
-        check(tokens)
-    start = text_start(text)
-    try:
-        statements = reader.parser().parse(tokens, text)
-    except (SqlglotParseError, TokenError) as exc:
-        raise _syntax_error(exc, text, source, what) from exc
-    except RecursionError as exc:  # a last resort: check_sql_tokens should refuse first
-        raise ParseError(f"the {what} is nested too deeply to read", source=source,
-                         line=start[0], column=start[1], construct="nesting depth") from exc
-    found = [s for s in statements if s is not None]
-    for statement in found:
-        check_expression_tree(statement, source=source, position=start)
-    return found
-
-
-def _parse_statement(sql: str, dialect: str | None, source: str) -> exp.Expr:
-    """The one statement of ``sql``, or a ParseError with its position."""
-    found = parse_statements(sql, dialect=dialect, source=source)
-    if len(found) != 1:
-        line, column = (node_position(found[1], text_start(sql)) if len(found) > 1
-                        else text_start(sql))
-        raise ParseError(
-            f"expected exactly one SQL statement, found {len(found)}",
-            source=source, line=line, column=column, construct="SQL statement",
-        )
-    return found[0]
-
-
 def parse_sql(
     sql: str,
     *,
@@ -480,26 +312,65 @@ def parse_sql(
     >>> print(parse_sql("SELECT SUM(t.v) FROM T t WHERE t.v > 1 OR t.w IS NULL").cq)
     Q(t_v, t_w, t_rest, t__row) :- T(t_v, t_w, t_rest, t__row), [t_v > 1 OR t_w IS NULL].
     """
-    tree = _parse_statement(sql, dialect, source)
+    query = parse_query(sql, schema=schema, dialect=dialect, source=source)
+    if isinstance(query, CompoundQuery):
+        first = parse_statement(sql, dialect, source)
+        raise _Translator(sql, schema, source).unsupported(
+            first, query.operator,
+            "a set operation is several conjunctive queries; cqsens.analyze (and the command "
+            "line) combine their sensitivities")
+    return query
+
+
+def parse_query(
+    sql: str,
+    *,
+    schema: Schema | None = None,
+    dialect: str | None = None,
+    source: str = "<sql>",
+) -> AggregateQuery | CompoundQuery:
+    """Like :func:`parse_sql`, and a set operation becomes a :class:`CompoundQuery`.
+
+    ``q1 UNION ALL q2`` of aggregate queries, and an aggregate over ``(q1 UNION
+    q2) AS t`` in FROM, are split into parts, each translated on its own
+    (:mod:`cqsens.frontend.set_operations`; docs/rules.md, rule set-operations).
+    """
+    tree = parse_statement(sql, dialect, source)
     tr = _Translator(sql, schema, source)
-    if isinstance(tree, (exp.Union, exp.Except, exp.Intersect)):
-        raise tr._set_operation(tree)
-    if not isinstance(tree, exp.Select):
-        raise tr.unsupported(tree, type(tree).__name__.upper(), "cqsens analyses SELECT queries")
-    return _Query(tr, tree, dialect).translate()
+    split = split_set_operation(tree, tr.unsupported, dialect)
+    if split is None and isinstance(tree, exp.Select):
+        split = split_grouping_sets(tree, tr.unsupported, dialect)
+    if split is None and isinstance(tree, exp.Select) and tree.args.get("joins"):
+        split = split_outer_joins(tree, tr.unsupported, dialect, schema)
+    if split is None:
+        if not isinstance(tree, exp.Select):
+            raise tr.unsupported(tree, type(tree).__name__.upper(),
+                                 "cqsens analyses SELECT queries")
+        return _Query(tr, tree, dialect).translate()
+    parts: list[AggregateQuery] = []
+    for part, distinct in zip(split.parts, split.distinct, strict=True):
+        query = _Query(_Translator(sql, schema, source), part, dialect, standalone=True,
+                       distinct_expressions=distinct).translate()
+        parts.append(replace(query, text=query.sql or ""))
+    return CompoundQuery(tuple(parts), split.kind, split.operator, split.whole, dialect=dialect,
+                         source=source, text=sql, notes=tuple(split.notes),
+                         names=tuple(split.names))
 
 
 class _Query:
     """The translation of one SELECT: atoms, filters, groups and aggregates."""
 
-    def __init__(self, tr: _Translator, tree: exp.Select, dialect: str | None) -> None:
+    def __init__(self, tr: _Translator, tree: exp.Select, dialect: str | None, *,
+                 standalone: bool = False, distinct_expressions: bool = False) -> None:
         self.tr = tr
+        self.standalone = standalone  # a part of a set operation: its SQL is its own
+        self.distinct_expressions = distinct_expressions
         self.tree = tree
         self.dialect = dialect
         self.refs: dict[int, tuple[_Instance, int]] = {}
         self.order: dict[Var, int] = {}
         self.row_positions: dict[str, int] = {}
-        self.uf = _UnionFind(self.order)
+        self.uf = TermClasses(self.order)
         self.split = False
         self.labels: dict[int, str] = {}  # an aggregate taken out of an arithmetic combination
 
@@ -572,9 +443,10 @@ class _Query:
         tree = self.tree
         cut = [key for key in ("order", "limit", "offset") if tree.args.get(key) is not None]
         if not cut:  # the statement as written, unless its aggregates were taken apart
-            return tree.sql(dialect=self.dialect) if self.split else self.tr.sql
+            return tree.sql(dialect=self.dialect) if self.split or self.standalone \
+                else self.tr.sql
         names = {"order": "ORDER BY", "offset": "OFFSET"}
-        shown = [names.get(key) or _limit_name(tree.args[key], self.dialect) for key in cut]
+        shown = [names.get(key) or limit_name(tree.args[key], self.dialect) for key in cut]
         self.tr.notes.append(
             f"{' and '.join(shown)} {'acts' if len(shown) == 1 else 'act'} on the released "
             "result: cqsens analyses the full result (every group), and they must be applied "
@@ -611,7 +483,7 @@ class _Query:
         for inst in instances:
             inst.variables = []
             for c in inst.columns:
-                name = _var_name(inst.alias, c)
+                name = var_name(inst.alias, c)
                 base, n = name, 2
                 while name in used and used[name] != (inst.alias.lower(), c.lower()):
                     name = f"{base}_{n}"  # emp.dept_id and emp_dept.id must not meet
@@ -687,7 +559,7 @@ class _Query:
         return satisfiable, filters
 
     def _equality(self, left: exp.Expr, right: exp.Expr) -> bool | None:
-        lc, rc = _literal(left), _literal(right)
+        lc, rc = literal_const(left), literal_const(right)
         pairs: list[tuple[Term, Term]] = []
         if isinstance(left, exp.Column) and isinstance(right, exp.Column):
             pairs.append((self.term_of(left), self.term_of(right)))
@@ -744,6 +616,12 @@ class _Query:
         """
         if group is None:
             return ()
+        special = [g for g in group.expressions
+                   if isinstance(g, (exp.Rollup, exp.Cube, exp.GroupingSets))]
+        if special or group.args.get("rollup") or group.args.get("cube"):
+            raise self.tr.unsupported(special[0] if special else group,
+                                      "ROLLUP / CUBE / GROUPING SETS here",
+                                      "cqsens reads them in the outermost SELECT only")
         out: list[Term] = []
         for g in group.expressions:
             if isinstance(g, exp.Column):
@@ -768,7 +646,7 @@ class _Query:
     def _aggregate(
         self, node: exp.Expr, label: str, all_vars: tuple[Var, ...]
     ) -> tuple[Aggregate, tuple[Term, ...]]:
-        return _aggregate(self, node, label, all_vars)
+        return aggregate_of(self, node, label, all_vars)
 
     def _split_combinations(self) -> None:
         """Replace each arithmetic combination of aggregates in SELECT by its aggregates.
@@ -795,97 +673,3 @@ class _Query:
                 self.split = True
                 items.append(copy)
         self.tree.set("expressions", items)
-
-def _limit_name(node: exp.Expr, dialect: str | None) -> str:
-    """LIMIT, FETCH or TOP, as the statement spells it."""
-    if isinstance(node, exp.Fetch):
-        return "FETCH"
-    return "TOP" if dialect in ("tsql", "teradata") else "LIMIT"
-
-
-_VALUE_AGGREGATES: dict[type[exp.Expr], str] = {
-    exp.Sum: "sum", exp.Avg: "avg", exp.Median: "median", exp.Min: "min", exp.Max: "max",
-}
-
-
-def _count(
-    q: _Query, node: exp.Count, label: str, all_vars: tuple[Var, ...]
-) -> tuple[Aggregate, tuple[Term, ...]]:
-    arg = node.this
-    if isinstance(arg, exp.Star) or arg is None or isinstance(arg, exp.Literal):
-        return Aggregate("count", label), all_vars
-    if isinstance(arg, exp.Distinct):
-        cols = arg.expressions
-        if not cols or not all(isinstance(c, exp.Column) for c in cols):
-            raise q.tr.unsupported(arg, "COUNT(DISTINCT expression)",
-                                   "count distinct plain columns")
-        terms = tuple(q.final(q.term_of(c)) for c in cols)
-        return Aggregate("count_distinct", label, columns=terms), terms
-    if isinstance(arg, exp.Column):
-        column = q.final(q.term_of(arg))
-        return Aggregate("count", label, column=column, column_name=q._column_name(arg)), all_vars
-    # COUNT(CASE WHEN p THEN 1 END) counts the rows where the expression is not NULL: a
-    # subset of the rows, which one tuple changes by at most as much as COUNT(*).
-    _expression_aggregate(q, "count", arg, label)  # checks the expression is one cqsens reads
-    q.tr.notes.append(f"{label} counts the rows where its expression is not NULL, a subset of "
-                      "the rows: it is bounded as COUNT(*)")
-    return Aggregate("count", label), all_vars
-
-
-def _expression_aggregate(q: _Query, kind: str, arg: exp.Expr, label: str) -> Aggregate:
-    """A value aggregate over an expression: the typed expression over the row's terms."""
-    terms: list[Term] = []
-    names: list[str] = []
-    index: dict[Term, int] = {}
-
-    def column(col: exp.Column) -> Expr:
-        t = q.final(q.term_of(col))
-        if t not in index:
-            index[t] = len(terms)
-            terms.append(t)
-            names.append(q._column_name(col))
-        return Slot(index[t])
-
-    def reject(node: exp.Expr, construct: str, why: str) -> Exception:
-        return q.tr.unsupported(node, construct, why)
-
-    expression = ExprReader(column, reject).expr(arg)
-    return Aggregate(kind, label, expression=expression, terms=tuple(terms),
-                     term_columns=tuple(names))
-
-
-def _aggregate(
-    q: _Query, node: exp.Expr, label: str, all_vars: tuple[Var, ...]
-) -> tuple[Aggregate, tuple[Term, ...]]:
-    """(Aggregate, counted head terms) for one SELECT item."""
-    tr = q.tr
-    if isinstance(node, exp.Count):
-        return _count(q, node, label, all_vars)
-    kind = _VALUE_AGGREGATES.get(type(node))
-    if kind is not None:
-        arg = node.this
-        if isinstance(arg, exp.Distinct):
-            raise tr.unsupported(node, f"{kind.upper()}(DISTINCT ...)", "aggregate every row")
-        if not isinstance(arg, exp.Column):
-            return _expression_aggregate(q, kind, arg, label), all_vars
-        column = q.final(q.term_of(arg))
-        return Aggregate(kind, label, column=column, column_name=q._column_name(arg)), all_vars
-    if isinstance(node, exp.WithinGroup) and isinstance(node.this, exp.PercentileCont):
-        fraction = _literal(node.this.this)
-        order = node.expression
-        cols = [o.this for o in order.expressions] if isinstance(order, exp.Order) else []
-        if fraction is None or fraction.value != 0.5 or len(cols) != 1 \
-                or not isinstance(cols[0], exp.Column):
-            raise tr.unsupported(node, "PERCENTILE_CONT",
-                                 "only the median PERCENTILE_CONT(0.5) of one column")
-        column = q.final(q.term_of(cols[0]))
-        return Aggregate("median", label, column=column,
-                         column_name=q._column_name(cols[0])), all_vars
-    if isinstance(node, exp.Column):
-        raise tr.unsupported(node, f"plain column {node.sql()} in SELECT",
-                             "select aggregates only (or GROUP BY the column)")
-    if isinstance(node, exp.AggFunc):
-        raise tr.unsupported(node, f"aggregate {node.key.upper()}",
-                             "supported: COUNT, SUM, AVG, MEDIAN, PERCENTILE_CONT(0.5), MIN, MAX")
-    raise tr.unsupported(node, f"SELECT expression {node.sql()}",
-                         "select aggregates only (COUNT, SUM, AVG, MEDIAN, MIN, MAX)")

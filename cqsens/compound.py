@@ -1,0 +1,286 @@
+"""The sensitivity of a set operation, from the analyses of its parts.
+
+A :class:`~cqsens.ir.compound.CompoundQuery` is analysed part by part (each an
+ordinary conjunctive aggregate query); :func:`combine_analyses` adds the parts'
+sensitivities as its ``combination`` says (docs/rules.md, rule set-operations)
+and checks a lower bound by running the whole statement in SQLite on the
+witness databases of each part: a part's witness is reported only when the
+whole statement really changes on it, and by as much as it is seen to change.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from fractions import Fraction
+from typing import TypeVar
+
+from cqsens.analysis import AggregateRecord, Analysis
+from cqsens.engine.paper import PaperValue
+from cqsens.engine.paths import Weight
+from cqsens.frontend.sqlgen import sqlite_query
+from cqsens.ir.compound import CompoundQuery
+from cqsens.ir.cq import AggregateQuery
+from cqsens.ir.dependencies import Sigma
+from cqsens.ir.exact import Exact, display, sqrt_upper, text
+from cqsens.ir.schema import Schema
+from cqsens.release.aggregates import count_bound, histogram_bound
+from cqsens.release.noise import calibrate
+from cqsens.witness.aggregate import (
+    AggregateWitness,
+    Released,
+    released_change,
+    released_values,
+)
+from cqsens.witness.evaluate import Database
+
+__all__ = ["combine_analyses", "part_items"]
+
+T = TypeVar("T")
+
+_RULES = {
+    "concat": "the parts are released side by side: ℓ1 = Σ ℓ1ᵢ, ℓ2 = √(Σ ℓ2ᵢ²)",
+    "sum": "each released value is a sum (or signed sum) of the parts' values: ℓ1 ≤ Σ ℓ1ᵢ, "
+           "ℓ2 ≤ Σ ℓ2ᵢ by the triangle inequality",
+    "count": "one row changes the number of result rows by at most Σ Δᵢ, the sum of the "
+             "parts' count bounds, and the COUNT or histogram rule applies to that sum",
+}
+
+
+def _total(values: Sequence[Exact]) -> Exact:
+    out: Exact = 0
+    for v in values:
+        out = out + v
+    return out
+
+
+def _weights(values: Sequence[Weight]) -> Weight:
+    out: Weight = 0
+    for v in values:
+        out = out + v
+    return out
+
+
+def _square(x: Exact) -> Exact:
+    return x * x if x != math.inf else math.inf
+
+
+def _bounds(compound: CompoundQuery, parts: Sequence[Analysis], *, neighbor: str,
+            contributions: int) -> tuple[Exact, Exact, tuple[AggregateRecord, ...]]:
+    """(ℓ1, ℓ2, records) of the whole statement."""
+    kind = compound.combination
+    if kind == "concat":
+        squares = _total([_square(a.l2) for a in parts])
+        l2 = math.inf if squares == math.inf else sqrt_upper(squares)
+        records = tuple(replace(r, label=f"{compound.name(i)}: {r.label}")
+                        for i, a in enumerate(parts) for r in a.aggregates)
+        return _total([a.l1 for a in parts]), l2, records
+    if kind == "sum":
+        records = tuple(
+            AggregateRecord(f"{first.label} over {compound.operator}", first.kind,
+                            _weights([a.aggregates[j].count_bound for a in parts]),
+                            _total([a.aggregates[j].l1 for a in parts]),
+                            _total([a.aggregates[j].l2 for a in parts]),
+                            f"sum of the parts' bounds ({_RULES['sum']})", first.values)
+            for j, first in enumerate(parts[0].aggregates))
+        return _total([a.l1 for a in parts]), _total([a.l2 for a in parts]), records
+    delta = _weights([a.aggregates[0].count_bound for a in parts])
+    rule = histogram_bound if compound.grouped else count_bound
+    b = rule(delta, neighbor=neighbor, contributions=contributions)
+    record = AggregateRecord(f"COUNT(*) over {compound.operator}", "count", delta, b.l1, b.l2,
+                             f"{_RULES['count']}; {b.rule}", None)
+    return b.l1, b.l2, (record,)
+
+
+def _merged_columns(parts: Sequence[Analysis]) -> dict[str, tuple[str, ...]]:
+    out: dict[str, tuple[str, ...]] = {}
+    for a in parts:
+        for relation, columns in a.query_obj.columns.items():
+            out.setdefault(relation, tuple(columns))
+    return out
+
+
+def _run(query: AggregateQuery, sql: str | None, dialect: str | None,
+         db: Database) -> Released | None:
+    statement = sqlite_query(sql or "", dialect)
+    if statement is None:
+        return None
+    try:
+        return released_values(query, db, statement)
+    except sqlite3.Error:
+        return None
+
+
+def _change(compound: CompoundQuery, parts: Sequence[Analysis], before: Database,
+            after: Database) -> tuple[Released, Released, Fraction, float] | None:
+    """What the whole statement releases on both databases and the ℓ1/ℓ2 change (a part's
+    values keyed by its number for side-by-side releases), or None when unreadable."""
+    pieces = ([(parts[0].query_obj, compound.sql, "")] if compound.combination != "concat"
+              else [(a.query_obj, a.query_obj.sql, compound.name(i))
+                    for i, a in enumerate(parts)])
+    rb_all: Released = {}
+    ra_all: Released = {}
+    l1, squares = Fraction(0), 0.0
+    for query, sql, tag in pieces:
+        rb, ra = _run(query, sql, compound.dialect, before), _run(query, sql, compound.dialect,
+                                                                   after)
+        if rb is None or ra is None:
+            return None
+        change = released_change(query, rb, ra)
+        if change is None:
+            return None
+        l1 += change[0]
+        squares += change[1] ** 2
+        prefix: tuple[str, ...] = (tag,) if tag else ()
+        rb_all.update({(*prefix, *key): v for key, v in rb.items()})
+        ra_all.update({(*prefix, *key): v for key, v in ra.items()})
+    return rb_all, ra_all, l1, math.sqrt(squares)
+
+
+def _verified_witness(compound: CompoundQuery, parts: Sequence[Analysis],
+                      schema: Schema | None) -> AggregateWitness | None:
+    """The part witness on which the whole statement changes most, evaluated on it."""
+    columns = _merged_columns(parts)
+    types = {r.name: r.types for r in schema.relations} if schema is not None else {}
+    best: AggregateWitness | None = None
+    for i, a in enumerate(parts, start=1):
+        w = a.witness
+        if w is None or w.unbounded:
+            continue
+        after = w.after if isinstance(w, AggregateWitness) else w.database.with_row(w.relation,
+                                                                                    w.row)
+        extra = {r: c for r, c in columns.items() if r not in w.database.columns}
+        before_db = Database({**w.database.columns, **extra}, w.database.rows,
+                             {**types, **w.database.types})
+        after_db = Database({**after.columns, **extra}, after.rows, {**types, **after.types})
+        found = _change(compound, parts, before_db, after_db)
+        if found is None:
+            continue
+        rb, ra, l1, l2 = found
+        if l1 == 0 or (best is not None and l1 <= best.l1):
+            continue
+        sql = sqlite_query(compound.sql, compound.dialect) or ""
+        best = AggregateWitness(
+            before_db, w.relation, w.row, 0, 0,
+            f"the witness of {compound.name(i - 1)} ({w.construction}), with the whole statement "
+            "run on it",
+            hidden=w.hidden, checks=w.checks, query_sql=sql, after=after_db,
+            neighbor=w.neighbor if isinstance(w, AggregateWitness) else "add-remove",
+            replacement=w.replacement if isinstance(w, AggregateWitness) else None,
+            released_before=rb, released_after=ra, l1=l1, l2=l2)
+    return best
+
+
+def _paper(parts: Sequence[Analysis]) -> dict[str, PaperValue]:
+    why = "a set operation: the paper's values are for one conjunctive query (see each part)"
+    return {key: PaperValue(None, why) for key in parts[0].paper}
+
+
+def combine_analyses(
+    compound: CompoundQuery,
+    parts: Sequence[Analysis],
+    *,
+    schema: Schema | None,
+    epsilon: float | None = None,
+    delta: float | None = None,
+    prove_lower: bool = True,
+) -> Analysis:
+    """The analysis of ``compound`` from the analyses of its parts (in order).
+
+    Parameters
+    ----------
+    compound : CompoundQuery
+        The statement and how its parts combine.
+    parts : sequence of Analysis
+        One analysis per part, all under the same neighbour model.
+    schema : Schema, optional
+        Gives the columns' types when a part's witness is run on the whole statement.
+    epsilon, delta : float, optional
+        Recalibrate the noise to the combined sensitivity.
+    prove_lower : bool
+        Look for a lower bound among the parts' witnesses.
+
+    Returns
+    -------
+    Analysis
+        ``upper``, ``l1`` and ``l2`` of the whole statement; the CQ, core and
+        bound shown are the first part's (each part is listed in the explanation).
+    """
+    first = parts[0]
+    neighbor, k = first.neighbor, first.contributions
+    l1, l2, records = _bounds(compound, parts, neighbor=neighbor, contributions=k)
+    rule = _RULES[compound.combination]
+    lines = [f"The statement is {compound.operator} over {len(parts)} parts, each a conjunctive "
+             f"query analysed on its own; {rule} (docs/rules.md, rule {compound.rule})."]
+    for i, a in enumerate(parts):
+        count = f", count bound Δ = {text(a.aggregates[0].count_bound)}" \
+            if compound.combination == "count" else ""
+        name = compound.name(i)
+        lines.append(f"{name[0].upper()}{name[1:]}: {a.query_obj.sql} — ℓ1 {text(a.l1)}{count}: "
+                     f"{a.reason()}.")
+    lines.append(f"Released statistic: ℓ1 = {text(l1)}, ℓ2 = {text(l2)}.")
+    notes = tuple(dict.fromkeys([*compound.notes, *(n for a in parts for n in a.notes)]))
+    suggestion = tuple(f"{compound.name(i)}: {s}" for i, a in enumerate(parts)
+                       for s in a.suggestion)
+    witness = _verified_witness(compound, parts, schema) if prove_lower else None
+    lower: Weight | None = None
+    lower_note = "not searched (--no-lower)" if not prove_lower else (
+        "none proven: no part's witness changes the whole statement (each part's witness is "
+        "run on the whole statement)")
+    if l1 == 0 and prove_lower:
+        lower, lower_note = 0, ""
+    elif witness is not None:
+        lower, lower_note = witness.lower, ""
+        if l1 != math.inf and witness.l1 > l1:
+            raise AssertionError(
+                f"internal error: witness difference {witness.l1} exceeds the upper bound {l1} "
+                f"for {compound.text.strip()}; please report it")
+    noise = calibrate(display(l1), display(l2), epsilon=epsilon, delta=delta) \
+        if epsilon is not None else None
+    sigma = Sigma.of([d for a in parts for d in a.sigma])
+    reason = (f"{compound.operator} of {len(parts)} parts: {rule}; "
+              + "; ".join(f"{compound.name(i)} ℓ1 {text(a.l1)}" for i, a in enumerate(parts)))
+    return replace(
+        first,
+        query=compound.text.strip(),
+        source=compound.source,
+        sigma=sigma,
+        dependency_names=tuple(dict.fromkeys(n for a in parts for n in a.dependency_names)),
+        connected=all(a.connected for a in parts),
+        satisfiable=any(a.satisfiable for a in parts),
+        delta_str=_weights([a.delta_str for a in parts]),
+        paper=_paper(parts),
+        upper=l1,
+        lower=lower,
+        l1=l1,
+        l2=l2,
+        explanation=tuple(lines),
+        notes=notes,
+        core_minimal=all(a.core_minimal for a in parts),
+        suggestion=suggestion,
+        witness=witness,
+        lower_note=lower_note,
+        aggregates=records,
+        noise=noise,
+        summary=reason,
+    )
+
+
+def part_items(items: Sequence[T], relations: Iterable[str],
+               everywhere: Iterable[str], *, first: bool) -> list[T]:
+    """The dependencies (``R[...]`` texts or values) or public tables that concern a part.
+
+    An item naming a relation that no part uses is kept for the first part, whose
+    analysis then reports it as unknown.
+    """
+    names = {r.lower() for r in relations}
+    used = {r.lower() for r in everywhere}
+    out: list[T] = []
+    for item in items:
+        relation = (item.split("[", 1)[0] if isinstance(item, str)
+                    else str(getattr(item, "relation", ""))).strip().lower()
+        if relation in names or (first and relation not in used):
+            out.append(item)
+    return out

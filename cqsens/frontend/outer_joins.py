@@ -1,0 +1,303 @@
+"""Split a COUNT or SUM over ``LEFT`` / ``RIGHT`` / ``FULL JOIN`` into conjunctive counts.
+
+A row ``c`` of the preserved side appears ``max(1, m(c))`` times in ``C LEFT JOIN B
+ON θ``, where ``m(c)`` is its number of matches in ``B``; and ``max(1, m) = m + 1 −
+[m ≥ 1]``.  So the count is a signed sum of three monotone counts: the inner
+join ``C ⋈θ B``, the preserved side ``C`` alone, and the semi-join ``C ⋉θ B``
+(``EXISTS``).  Several LEFT JOINs expand term by term; a join whose ON condition
+rejects the NULLs of a padded table adds nothing to the terms where that table
+is padded.  A WHERE condition that rejects NULLs of a null-supplying table makes
+its join an inner join; any other condition on it (``IS NULL``: an anti-join,
+negation) is rejected.  The aggregates (COUNT, SUM) are sums over the rows, so
+the released values are signed sums of the terms' values, and their change is at
+most the sum of the terms' changes (docs/rules.md, rule outer-joins).
+
+``A RIGHT JOIN B`` is ``B LEFT JOIN A`` (as the only join); ``A FULL JOIN B ON θ``
+(the only join, no WHERE) counts ``|A ⋈ B| + |A| − |A ⋉ B| + |B| − |B ⋉ A|``.
+sqlglot objects never leave :mod:`cqsens.frontend`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from cqsens.frontend.select_items import is_aggregate
+from cqsens.frontend.set_operations import SetSplit
+from cqsens.frontend.sql_expr import conjuncts
+from cqsens.ir.schema import Schema
+
+__all__ = ["MAX_OUTER_JOINS", "split_outer_joins"]
+
+Reject = Callable[[exp.Expr, str, str], Exception]
+MAX_OUTER_JOINS = 3
+"""The most LEFT JOINs one query may have (they make up to 3^3 = 27 conjunctive counts)."""
+
+_COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Between, exp.In,
+                exp.Like, exp.ILike)
+_STRICT = (exp.Column, exp.Paren, exp.Cast, exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Neg)
+
+
+@dataclass
+class _Outer:
+    table: exp.Table
+    on: list[exp.Expr]
+
+    @property
+    def alias(self) -> str:
+        return self.table.alias_or_name.lower()
+
+
+class _Splitter:
+    def __init__(self, tree: exp.Select, reject: Reject, schema: Schema | None) -> None:
+        self.tree = tree
+        self.reject = reject
+        self.schema = schema
+        from_ = tree.args.get("from_") or tree.args.get("from")
+        assert isinstance(from_, exp.From)
+        self.tables: list[exp.Table] = []
+        for item in [from_.this, *from_.expressions, *(j.this for j in tree.args["joins"])]:
+            if not isinstance(item, exp.Table):
+                raise reject(item, "outer join with a derived table",
+                             "join base tables with LEFT JOIN")
+            self.tables.append(item)
+
+    def owners(self, node: exp.Expr) -> set[str]:
+        """The aliases of the tables whose columns ``node`` reads."""
+        out: set[str] = set()
+        for col in node.find_all(exp.Column):
+            if col.table:
+                out.add(col.table.lower())
+                continue
+            found = [t.alias_or_name.lower() for t in self.tables
+                     if self.schema is not None and (rel := self.schema.find(t.name)) is not None
+                     and rel.index(col.name) is not None]
+            out.update(found or (t.alias_or_name.lower() for t in self.tables))
+        return out
+
+    def rejects_nulls(self, cond: exp.Expr, alias: str) -> bool:
+        """Whether ``cond`` is false or unknown when the columns of ``alias`` are NULL."""
+        if isinstance(cond, exp.Not) and isinstance(cond.this, exp.Is):
+            return self._strict(cond.this.this, alias)
+        if not isinstance(cond, _COMPARISONS):
+            return False
+        operands = [cond.this, *(v for k, v in cond.args.items()
+                                 if k != "this" and isinstance(v, exp.Expr))]
+        return any(self._strict(o, alias) for o in operands)
+
+    def _strict(self, node: exp.Expr, alias: str) -> bool:
+        """An expression that is NULL when a column of ``alias`` it reads is NULL."""
+        if isinstance(node, exp.Column):
+            return alias in self.owners(node)
+        if isinstance(node, _STRICT):
+            return any(self._strict(c, alias) for c in node.args.values()
+                       if isinstance(c, exp.Expr))
+        return False
+
+
+def _join_parts(tree: exp.Select, reject: Reject,
+                schema: Schema | None) -> tuple[list[exp.Expr], list[_Outer], str] | None:
+    """(inner joins, LEFT JOINs in order, operator) after RIGHT/FULL are rewritten."""
+    joins = list(tree.args.get("joins") or [])
+    sides = [(j.args.get("side") or "").upper() for j in joins]
+    if not any(sides):
+        return None
+    operator = " / ".join(dict.fromkeys(f"{s} JOIN" for s in sides if s))
+    inner: list[exp.Expr] = []
+    outer: list[_Outer] = []
+    for join, side in zip(joins, sides, strict=True):
+        if side and (join.args.get("using") or (join.args.get("method") or "").upper()
+                     == "NATURAL"):
+            raise reject(join, f"{side} JOIN ... USING", "write the join condition with ON")
+        if side == "RIGHT" and len(joins) != 1:
+            raise reject(join, "RIGHT JOIN beside other joins",
+                         "write it as a LEFT JOIN, with the preserved table first")
+        if side == "FULL" and (len(joins) != 1 or tree.args.get("where") is not None):
+            raise reject(join, "FULL JOIN beside other joins or a WHERE",
+                         "cqsens reads FULL JOIN between two tables with an ON condition only")
+        if not side:
+            inner.append(join)
+            continue
+        if not isinstance(join.this, exp.Table):
+            raise reject(join.this, f"{side} JOIN of a derived table",
+                         "join base tables with LEFT JOIN")
+        on = join.args.get("on")
+        outer.append(_Outer(join.this, conjuncts(on) if on is not None else []))
+    return inner, outer, operator
+
+
+def _aggregates_read_core(tree: exp.Select, splitter: _Splitter, padded: set[str],
+                          reject: Reject, operator: str) -> None:
+    group = tree.args.get("group")
+    nodes = [*tree.expressions, *(group.expressions if group is not None else [])]
+    for node in nodes:
+        for agg in node.find_all(exp.AggFunc, exp.WithinGroup):
+            if not is_aggregate(agg):
+                continue
+            star = isinstance(agg, exp.Count) and (
+                agg.this is None or isinstance(agg.this, (exp.Star, exp.Literal)))
+            if not star and not isinstance(agg, (exp.Count, exp.Sum)) or isinstance(
+                    agg.this, exp.Distinct):
+                raise reject(agg, f"{agg.sql()} over {operator}",
+                             "only COUNT and SUM, sums over the rows, are read over an outer "
+                             "join")
+        if splitter.owners(node) & padded:
+            raise reject(node, f"a column of the null-supplying side of {operator}",
+                         "aggregate and group the preserved tables' columns (the others are "
+                         "NULL in the unmatched rows)")
+
+
+def _build(tree: exp.Select, core_where: list[exp.Expr], outer: list[_Outer],
+           present: tuple[int, ...], semi: tuple[int, ...]) -> exp.Select:
+    part = tree.copy()
+    joins = [j for j in part.args.get("joins") or [] if not j.args.get("side")]
+    for j in present:
+        on = exp.and_(*[c.copy() for c in outer[j].on]) if outer[j].on else None
+        joins.append(exp.Join(this=outer[j].table.copy(), on=on))
+    part.set("joins", joins or None)
+    where = [c.copy() for c in core_where]
+    for j in semi:
+        inner = exp.select("1").from_(outer[j].table.copy())
+        if outer[j].on:
+            inner = inner.where(exp.and_(*[c.copy() for c in outer[j].on]))
+        where.append(exp.Exists(this=inner))
+    part.set("where", exp.Where(this=exp.and_(*where)) if where else None)
+    return part
+
+
+def split_outer_joins(tree: exp.Select, reject: Reject, dialect: str | None,
+                      schema: Schema | None) -> SetSplit | None:
+    """The conjunctive counts whose signed sum a query over outer joins releases, or None
+    without LEFT, RIGHT or FULL JOIN (docs/rules.md, rule outer-joins).
+
+    Parameters
+    ----------
+    tree : sqlglot Select
+        The statement (not changed).
+    reject : callable
+        Builds the error for a construct that cannot be read.
+    dialect : str, optional
+        The statement's dialect, for the SQL of the parts.
+    schema : Schema, optional
+        Tells which table an unqualified column belongs to.
+    """
+    found = _join_parts(tree, reject, schema)
+    if found is None:
+        return None
+    tree = tree.copy()
+    whole = tree.copy()
+    for key in ("order", "limit", "offset"):
+        tree.set(key, None)
+        whole.set(key, None)
+    side = (tree.args["joins"][0].args.get("side") or "").upper()
+    from_ = tree.args.get("from_") or tree.args.get("from")
+    assert isinstance(from_, exp.From)
+    left = from_.this
+    right = tree.args["joins"][0].this
+    swapped = tree.copy()  # B LEFT JOIN A: the rows of B, for RIGHT and FULL
+    swapped.set("from_", exp.From(this=right.copy()))
+    swapped.set("joins", [exp.Join(this=left.copy(), side="LEFT",
+                                   on=tree.args["joins"][0].args.get("on"))])
+    operator = found[2]
+    if side == "RIGHT":
+        tree = swapped.copy()
+    parts_found = _join_parts(tree, reject, schema)
+    assert parts_found is not None
+    inner, outer = parts_found[0], parts_found[1]
+    splitter = _Splitter(tree, reject, schema)
+    where = tree.args.get("where")
+    pending = [c for c in (conjuncts(where.this) if where is not None else [])]
+    pending += [c for j in inner for c in (conjuncts(j.args["on"]) if j.args.get("on")
+                                           is not None else [])]
+    for j in inner:
+        j.set("on", None)
+    # a condition that rejects the NULLs of a null-supplying table makes its join inner
+    changed = True
+    while changed:
+        changed = False
+        nullable = {o.alias: o for o in outer}
+        for cond in pending:
+            for alias in splitter.owners(cond) & set(nullable):
+                if splitter.rejects_nulls(cond, alias):
+                    o = nullable[alias]
+                    outer.remove(o)
+                    pending.extend(o.on)
+                    tree.append("joins", exp.Join(this=o.table.copy()))
+                    changed = True
+                    break
+            if changed:
+                break
+    kept = [j for j in tree.args.get("joins") or []
+            if not j.args.get("side") and j.this.alias_or_name.lower()
+            not in {o.alias for o in outer}]
+    tree.set("joins", kept)
+    padded = {o.alias for o in outer}
+    for cond in pending:
+        touched = splitter.owners(cond) & padded
+        if touched:
+            raise reject(cond, f"a WHERE condition on the null-supplying side of {operator}",
+                         "it keeps the unmatched (NULL) rows, as an anti-join does (negation, "
+                         "Thm 4); compare the column so that NULL fails, or use an inner join")
+    if not outer:
+        return _inner_only(whole, tree, pending, dialect, operator)
+    if len(outer) > MAX_OUTER_JOINS:
+        raise reject(outer[MAX_OUTER_JOINS].table, f"more than {MAX_OUTER_JOINS} outer joins",
+                     f"cqsens expands at most {MAX_OUTER_JOINS} LEFT JOINs")
+    _aggregates_read_core(tree, splitter, padded, reject, operator)
+    for index, o in enumerate(outer):
+        earlier = {p.alias for p in outer[:index]}
+        for alias in {a for c in o.on for a in splitter.owners(c)} & earlier:
+            if not any(splitter.rejects_nulls(c, alias) for c in o.on):
+                raise reject(o.table, f"{operator} whose ON keeps NULLs of {alias}",
+                             "an ON condition on an earlier outer-joined table must reject its "
+                             "NULLs (compare its column)")
+    terms: list[tuple[tuple[int, ...], tuple[int, ...], frozenset[int]]] = [((), (), frozenset())]
+    for number, o in enumerate(outer):
+        refs = {a for c in o.on for a in splitter.owners(c)}
+        out = []
+        for present, semi, pad in terms:
+            if refs & {outer[i].alias for i in pad}:
+                out.append((present, semi, pad))  # o cannot match a NULL-padded row
+                continue
+            out += [((*present, number), semi, pad), (present, semi, pad | {number}),
+                    (present, (*semi, number), pad | {number})]
+        terms = out
+    parts = [_build(tree, pending, outer, present, semi) for present, semi, _ in terms]
+    if side == "FULL":  # the rows of the right table that match nothing
+        assert isinstance(left, exp.Table)
+        back = [_Outer(left.copy(), outer[0].on)]
+        parts += [_build(swapped, [], back, (), ()), _build(swapped, [], back, (), (0,))]
+    names = [_describe(outer, present, semi) for present, semi, _ in terms]
+    if side == "FULL":
+        names += [f"{right.alias_or_name} alone", f"{right.alias_or_name} ⋉ "
+                  f"{left.alias_or_name}"]
+    note = (f"{operator}: each preserved row counts max(1, m) = m + 1 − [m ≥ 1] times, m its "
+            f"matches, so the released values are a signed sum of {len(parts)} conjunctive "
+            "aggregates (inner join, preserved side, semi-join) and change by at most the sum "
+            "of their changes (docs/rules.md, rule outer-joins)")
+    split = SetSplit("sum", operator, parts, [False] * len(parts), whole.sql(dialect=dialect),
+                     [note])
+    split.names = names
+    return split
+
+
+def _describe(outer: list[_Outer], present: tuple[int, ...], semi: tuple[int, ...]) -> str:
+    joined = [o.table.alias_or_name for i, o in enumerate(outer) if i in present]
+    exists = [o.table.alias_or_name for i, o in enumerate(outer) if i in semi]
+    text = "inner join" + (f" with {', '.join(joined)}" if joined else " without "
+                           + ", ".join(o.table.alias_or_name for o in outer))
+    return text + (f", EXISTS {', '.join(exists)}" if exists else "")
+
+
+def _inner_only(whole: exp.Select, tree: exp.Select, where: list[exp.Expr],
+                dialect: str | None, operator: str) -> SetSplit:
+    """Every outer join turned inner by a NULL-rejecting WHERE: one conjunctive part."""
+    part = tree.copy()
+    part.set("where", exp.Where(this=exp.and_(*[c.copy() for c in where])) if where else None)
+    note = (f"{operator} read as an inner join: a WHERE condition rejects the NULLs of its "
+            "null-supplying side (docs/rules.md, rule outer-joins)")
+    split = SetSplit("sum", operator, [part], [False], whole.sql(dialect=dialect), [note])
+    split.names = ["inner join"]
+    return split

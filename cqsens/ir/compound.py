@@ -1,0 +1,66 @@
+"""A statement made of several aggregate queries joined by a set operation.
+
+``SELECT COUNT(*) FROM a UNION ALL SELECT COUNT(*) FROM b`` releases two counts;
+``SELECT COUNT(*) FROM (q1 UNION q2) AS t`` one count made of two parts.  Each
+part is an :class:`~cqsens.ir.cq.AggregateQuery` analysed on its own; how the
+parts' sensitivities combine is ``combination`` (docs/rules.md, rule
+set-operations):
+
+``"concat"``
+    the parts are released side by side: ℓ1 adds, ℓ2 is the root of the sum of
+    squares;
+``"sum"``
+    every released value is the sum of the parts' values (aggregates over a
+    ``UNION ALL``): ℓ1 and ℓ2 add;
+``"count"``
+    a count of result rows (``COUNT(*)`` over ``UNION`` or ``INTERSECT``): one
+    row changes it by at most the sum of the parts' count bounds Δᵢ, and the
+    COUNT or histogram rule applies to that sum.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cqsens.ir.cq import AggregateQuery
+
+__all__ = ["COMBINATIONS", "CompoundQuery"]
+
+COMBINATIONS: tuple[str, ...] = ("concat", "sum", "count")
+
+
+@dataclass(frozen=True, slots=True)
+class CompoundQuery:
+    """Parts joined by ``operator`` (``UNION ALL``, ``UNION``, ``INTERSECT``...).
+
+    ``sql`` is the whole statement without its post-processing clauses (run in
+    SQLite to check a lower bound), ``text`` the statement as written, ``names``
+    how the output calls each part (``part i`` when empty).
+    """
+
+    parts: tuple[AggregateQuery, ...]
+    combination: str
+    operator: str
+    sql: str
+    dialect: str | None = None
+    source: str = "<sql>"
+    text: str = ""
+    notes: tuple[str, ...] = ()
+    names: tuple[str, ...] = ()
+
+    def name(self, index: int) -> str:
+        """How the output names part ``index`` (from 0): ``part 1``, ``grouping set (a)``."""
+        return self.names[index] if index < len(self.names) else f"part {index + 1}"
+
+    @property
+    def rule(self) -> str:
+        """The rule of docs/rules.md that combines the parts."""
+        if "JOIN" in self.operator:
+            return "outer-joins"
+        return "set-operations" if "UNION" in self.operator or "INTERSECT" in self.operator \
+            else "grouping-sets"
+
+    @property
+    def grouped(self) -> bool:
+        """True when the parts are histograms (GROUP BY)."""
+        return any(p.group_by for p in self.parts)
