@@ -3,18 +3,21 @@
 The command connects to a SQLite or PostgreSQL database (``--db URL``), takes
 its schema from ``--schema FILE`` or reflects it from the database, and
 
-* checks every declared dependency — the FDs of the schema's single-column
-  keys, ``--fd``, ``--cd`` and ``--constraints FILE`` — with SQL run in the
+* checks every declared dependency — the FDs of the schema's keys, ``--fd``,
+  ``--cd`` and ``--constraints FILE``, single-column, composite
+  ``R[a,b->c]<=k`` or rows-per-value ``R[a->*]<=k`` — with SQL run in the
   database, listing the offending values of each violation;
+* checks every foreign key of the schema (SQLite enforces them only under
+  ``PRAGMA foreign_keys``), listing values that reference no row;
 * measures the fan-out of every ordered pair of columns of every table and
   proposes cardinality dependencies for the undeclared pairs, which are
   *observed in this data, not guaranteed*; ``-o FILE`` writes them as a
   constraints file that ``--constraints`` reads (with ``--schema``).
 
 Exit codes: 0 when the profile ran (violations found or not; ``--strict`` makes
-violations exit 1), 1 on bad input (URL, unreachable server, wrong password,
-missing table or column, bad dependency), 2 on bad usage.  Passwords in the URL
-are masked in every message.
+violated dependencies and broken foreign keys exit 1), 1 on bad input (URL,
+unreachable server, wrong password, missing table or column, bad dependency),
+2 on bad usage.  Passwords in the URL are masked in every message.
 """
 
 from __future__ import annotations
@@ -55,6 +58,18 @@ def _profile(db: str, schema_file: str | None, dialect: str | None, constraints:
     return profile_database(db, schema=schema, deps=deps, origins=origins, samples=samples)
 
 
+def _violated(report: Profile) -> str:
+    """``2 declared dependencies are``, ``1 foreign key is``, or both joined by ``and``."""
+    parts = []
+    deps, keys = len(report.violations), len(report.broken_foreign_keys)
+    if deps:
+        parts.append(f"{deps} declared {'dependency' if deps == 1 else 'dependencies'}")
+    if keys:
+        parts.append(f"{keys} foreign {'key' if keys == 1 else 'keys'}")
+    verb = "is" if deps + keys == 1 else "are"
+    return f"{' and '.join(parts)} {verb}"
+
+
 def _write_proposals(report: Profile, db: str, output: Path) -> None:
     """Write the proposed dependencies as a constraints file (exits 1 if it cannot)."""
     text = proposals_text(report.fanouts, report.schema, database=mask_url(db))
@@ -85,7 +100,8 @@ def _write_proposals(report: Profile, db: str, output: Path) -> None:
 @click.option("--samples", type=click.IntRange(min=0), default=3, show_default=True,
               help="Offending values shown per violated dependency.")
 @click.option("--strict", is_flag=True,
-              help="Exit 1 when a declared dependency is violated (default: exit 0).")
+              help="Exit 1 when a declared dependency or a foreign key is violated "
+                   "(default: exit 0).")
 @uses_config(lambda kw: None)
 def profile(
     db: str,
@@ -100,14 +116,15 @@ def profile(
     samples: int,
     strict: bool,
 ) -> None:
-    """Check declared dependencies against a live database and measure fan-outs.
+    """Check declared dependencies and foreign keys against a live database; measure fan-outs.
 
-    Every declared dependency (schema keys, --fd, --cd, --constraints) is
-    checked with SQL run in the database; violations are listed with offending
-    values.  The fan-out of every pair of columns is measured and undeclared
+    Every declared dependency (schema keys, --fd, --cd, --constraints; also
+    R[a,b->c]<=k and rows per value R[a->*]<=k) and every foreign key of the
+    schema is checked with SQL run in the database; violations are listed with
+    offending values.  The fan-out of every pair of columns is measured and undeclared
     pairs get a proposed cardinality dependency: OBSERVED IN THIS DATA, NOT
     GUARANTEED.  Exit code 0 when the profile ran (1 with --strict if a
-    dependency is violated), 1 on bad input, 2 on bad usage.
+    dependency or foreign key is violated), 1 on bad input, 2 on bad usage.
 
     \b
     Examples:
@@ -124,7 +141,6 @@ def profile(
     click.echo(render_json(report) if fmt == "json" else render_text(report))
     if target is not None:
         _write_proposals(report, db, target)
-    if strict and report.violations:
-        many = "dependency is" if len(report.violations) == 1 else "dependencies are"
-        fail(f"error: {len(report.violations)} declared {many} violated in the database")
+    if strict and report.violated:
+        fail(f"error: {_violated(report)} violated in the database")
     sys.exit(EXIT_OK)

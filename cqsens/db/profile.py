@@ -6,7 +6,9 @@ and :func:`proposals` turns the undeclared pairs into cardinality
 dependencies ``R[i->j]<=k``.  Those are **observed in this data, not
 guaranteed**: the next insert may break them.  :func:`profile_database` puts
 the fan-outs together with the checks of the declared dependencies
-(:func:`cqsens.db.check.check_constraints`) into one :class:`Profile`.
+(:func:`cqsens.db.check.check_constraints`: single-column, composite and
+rows-per-value) and of the schema's foreign keys
+(:func:`cqsens.db.check.check_foreign_keys`) into one :class:`Profile`.
 """
 
 from __future__ import annotations
@@ -20,12 +22,19 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from cqsens.db.catalogue import BoundTable, Catalogue, count_distinct
-from cqsens.db.check import PLAIN_NAME, ConstraintCheck, check_constraints, dependency_label
+from cqsens.db.check import (
+    PLAIN_NAME,
+    ConstraintCheck,
+    ForeignKeyCheck,
+    check_constraints,
+    check_foreign_keys,
+    dependency_label,
+)
 from cqsens.db.connect import connect, mask_url
 from cqsens.db.reflect import reflect_schema
 from cqsens.errors import DependencyError, read_text
 from cqsens.frontend.parse_cq import ROWS, parse_dependency
-from cqsens.ir.dependencies import AnyDependency, Dependency, MultiDependency
+from cqsens.ir.dependencies import AnyDependency, Dependency
 from cqsens.ir.schema import Schema
 
 __all__ = [
@@ -113,9 +122,11 @@ class FanOut:
         }
 
 
-def _least_declared(deps: Iterable[Dependency]) -> dict[tuple[str, int, int], int]:
+def _least_declared(deps: Iterable[AnyDependency]) -> dict[tuple[str, int, int], int]:
     out: dict[tuple[str, int, int], int] = {}
     for d in deps:
+        if not isinstance(d, Dependency) or d.j == ROWS:
+            continue  # bounds a set of columns or the rows: not a pair's fan-out
         key = (d.relation.lower(), d.i, d.j)
         if key not in out or d.k < out[key]:
             out[key] = d.k
@@ -126,7 +137,7 @@ def measure_fanouts(
     url: str,
     schema: Schema | None = None,
     *,
-    declared: Iterable[Dependency] = (),
+    declared: Iterable[AnyDependency] = (),
     tables: Iterable[str] | None = None,
 ) -> list[FanOut]:
     """The observed fan-out of every ordered pair of columns of every table.
@@ -141,9 +152,9 @@ def measure_fanouts(
         ``sqlite:///path.db`` or ``postgresql://...``.
     schema : Schema, optional
         The tables and columns to measure; reflected from the database when None.
-    declared : iterable of Dependency
-        Declared dependencies (keys included, if wanted): fills
-        :attr:`FanOut.declared`, and declared pairs get no proposal.
+    declared : iterable of Dependency or MultiDependency
+        Declared dependencies (keys included, if wanted): the single-column
+        ones fill :attr:`FanOut.declared`, and declared pairs get no proposal.
     tables : iterable of str, optional
         Measure only these tables (case-insensitive); all by default.
 
@@ -272,18 +283,30 @@ def proposals_text(fanouts: Iterable[FanOut], schema: Schema | None = None, *,
 
 @dataclass(frozen=True, slots=True)
 class Profile:
-    """What ``cqsens profile`` reports: declared dependencies checked, fan-outs measured."""
+    """What ``cqsens profile`` reports: declared dependencies and foreign keys checked,
+    fan-outs measured."""
 
     database: str
     schema: Schema
     checks: tuple[ConstraintCheck, ...]
     fanouts: tuple[FanOut, ...]
     note: str = field(default=OBSERVED_NOTE)
+    foreign_keys: tuple[ForeignKeyCheck, ...] = ()
 
     @property
     def violations(self) -> list[ConstraintCheck]:
-        """The checks that failed."""
+        """The dependency checks that failed."""
         return [c for c in self.checks if not c.ok]
+
+    @property
+    def broken_foreign_keys(self) -> list[ForeignKeyCheck]:
+        """The foreign keys the data breaks."""
+        return [f for f in self.foreign_keys if not f.ok]
+
+    @property
+    def violated(self) -> int:
+        """Violated declared constraints: dependencies and foreign keys."""
+        return len(self.violations) + len(self.broken_foreign_keys)
 
     @property
     def proposals(self) -> list[Dependency]:
@@ -297,7 +320,9 @@ class Profile:
             "schema": self.schema.source,
             "tables": self.schema.relation_names(),
             "checks": [c.to_dict() for c in self.checks],
-            "violations": len(self.violations),
+            "violations": self.violated,
+            "foreign_keys": [f.to_dict() for f in self.foreign_keys],
+            "foreign_key_violations": len(self.broken_foreign_keys),
             "fanouts": [f.to_dict(self.schema) for f in self.fanouts],
             "proposals": [dependency_label(p, self.schema) for p in self.proposals],
             "proposals_note": self.note,
@@ -308,12 +333,13 @@ def profile_database(
     url: str,
     *,
     schema: Schema | None = None,
-    deps: Iterable[Dependency] = (),
-    origins: Mapping[Dependency, str] | None = None,
+    deps: Iterable[AnyDependency] = (),
+    origins: Mapping[AnyDependency, str] | None = None,
     include_keys: bool = True,
+    foreign_keys: bool = True,
     samples: int = 3,
 ) -> Profile:
-    """Check the declared dependencies and measure every fan-out.
+    """Check the declared dependencies and foreign keys, and measure every fan-out.
 
     Parameters
     ----------
@@ -321,14 +347,17 @@ def profile_database(
         ``sqlite:///path.db`` or ``postgresql://...``.
     schema : Schema, optional
         Reflected from the database when None.
-    deps : iterable of Dependency
-        Declared dependencies beyond the schema's keys.
+    deps : iterable of Dependency or MultiDependency
+        Declared dependencies beyond the schema's keys: single-column,
+        composite ``R[a,b->c]<=k`` and rows-per-value ``R[a->*]<=k``.
     origins : mapping, optional
         Where each of ``deps`` was declared (for the report).
     include_keys : bool
-        Also check the FDs the schema's single-column keys imply.
+        Also check the FDs the schema's keys imply (single-column and composite).
+    foreign_keys : bool
+        Also check the schema's foreign keys (:attr:`Profile.foreign_keys`).
     samples : int
-        Offending values reported per violated dependency.
+        Offending values reported per violated dependency or broken foreign key.
 
     Returns
     -------
@@ -355,23 +384,29 @@ def profile_database(
     """
     if schema is None:
         schema = reflect_schema(url)
-    declared: list[Dependency] = []
-    where: dict[Dependency, str] = {}
+    declared: list[AnyDependency] = []
+    where: dict[AnyDependency, str] = {}
     if include_keys:
         for rel in schema.relations:
             for d in rel.key_dependencies():
                 if d not in where:
                     declared.append(d)
                     where[d] = f"key {rel.name}.{rel.columns[d.i]}"
+            for m in rel.composite_key_dependencies():
+                if m not in where:
+                    declared.append(m)
+                    where[m] = f"key {rel.name}({', '.join(rel.columns[i] for i in m.sources)})"
     for given in deps:
         found = schema.find(given.relation)
-        d = replace(given, relation=found.name) if found is not None else given
-        if d not in where:
-            declared.append(d)
-            where[d] = (origins or {}).get(given, "")
+        named = replace(given, relation=found.name) if found is not None else given
+        if named not in where:
+            declared.append(named)
+            where[named] = (origins or {}).get(given, "")
     checks = check_constraints(url, schema, declared, samples=samples, origins=where)
+    keys = check_foreign_keys(url, schema, samples=samples) if foreign_keys else []
     fanouts = measure_fanouts(url, schema, declared=declared)
-    return Profile(mask_url(url.strip()), schema, tuple(checks), tuple(fanouts))
+    return Profile(mask_url(url.strip()), schema, tuple(checks), tuple(fanouts),
+                   foreign_keys=tuple(keys))
 
 
 def declared_dependencies(
@@ -380,8 +415,11 @@ def declared_dependencies(
     fds: tuple[str, ...] = (),
     cds: tuple[str, ...] = (),
     constraints: str | None = None,
-) -> tuple[list[Dependency], dict[Dependency, str]]:
+) -> tuple[list[AnyDependency], dict[AnyDependency, str]]:
     """The dependencies of ``--fd``, ``--cd`` and ``--constraints``, with their origins.
+
+    Single-column ``R[i->j]<=k``, composite ``R[a,b->j]<=k`` and rows-per-value
+    ``R[a->*]<=k`` dependencies are all accepted.
 
     Parameters
     ----------
@@ -394,7 +432,7 @@ def declared_dependencies(
 
     Returns
     -------
-    (list of Dependency, dict)
+    (list of Dependency or MultiDependency, dict)
         The dependencies in order, and where each was declared (``--fd``,
         ``--cd``, ``file:line``).
 
@@ -407,22 +445,15 @@ def declared_dependencies(
     --------
     >>> from cqsens.frontend.ddl import schema_from_ddl
     >>> s = schema_from_ddl("CREATE TABLE PatDoc (pat INT, doc INT)")
-    >>> deps, where = declared_dependencies(s, cds=("patdoc[pat->doc]<=3",))
+    >>> deps, where = declared_dependencies(s, cds=("patdoc[pat->doc]<=3",
+    ...                                             "patdoc[pat,doc->*]<=2"))
     >>> [str(d) for d in deps], list(where.values())
-    (['PatDoc[1->2]<=3'], ['--cd'])
+    (['PatDoc[1->2]<=3', 'PatDoc[1,2->*]<=2'], ['--cd', '--cd'])
     """
-    deps: list[Dependency] = []
-    origins: dict[Dependency, str] = {}
+    deps: list[AnyDependency] = []
+    origins: dict[AnyDependency, str] = {}
 
     def add(dep: AnyDependency, origin: str) -> None:
-        if dep.j == ROWS:
-            raise DependencyError(f"{dep.relation}[...->*] bounds the copies of a row, which "
-                                  "cqsens profile does not check", source=origin,
-                                  construct="dependency")
-        if isinstance(dep, MultiDependency):
-            raise DependencyError(f"{dep} has several columns on the left of ->: cqsens profile "
-                                  "checks single-column dependencies only", source=origin,
-                                  construct="dependency")
         if dep not in origins:
             deps.append(dep)
             origins[dep] = origin

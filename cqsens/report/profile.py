@@ -1,7 +1,8 @@
 """Text and JSON renderings of a live-database profile (``cqsens profile``).
 
 The text rendering lists the declared dependencies checked in the database,
-with the offending values of each violation, then the table of observed
+with the offending values of each violation, then the foreign keys checked
+(when the schema has some) with their missing values, then the table of observed
 fan-outs and the cardinality dependencies they suggest, which are *observed in
 this data, not guaranteed*.  Renderers return strings; only the command line
 prints them.
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-from cqsens.db.check import dependency_label
+from cqsens.db.check import ConstraintCheck, dependency_label
 from cqsens.db.profile import OBSERVED_NOTE, Profile
 
 __all__ = ["render_json", "render_text"]
@@ -22,7 +23,41 @@ def _plural(n: int, word: str, many: str | None = None) -> str:
 
 
 def _value(value: object) -> str:
+    if isinstance(value, tuple):  # a composite value, or a sample row
+        return "(" + ", ".join(_value(v) for v in value) + ")"
     return repr(value) if isinstance(value, str) else str(value)
+
+
+def _violation(c: ConstraintCheck) -> list[str]:
+    """The violated dependency with its offending values, for example."""
+    src = c.source
+    out = [f"  {c.label} is violated by {_plural(c.violating, src + ' value')}"
+           + (", for example:" if c.offenders else ".")]
+    for o in c.offenders:
+        shown = ", ".join(_value(v) for v in o.sample)
+        more = ", ..." if len(o.sample) < o.count else ""
+        what = _plural(o.count, "row") if c.kind == "rows" else f"{o.count} distinct {c.target}"
+        out.append(f"    {src} = {_value(o.value)}: {what} ({shown}{more})")
+    return out
+
+
+def _foreign_keys(report: Profile) -> list[str]:
+    """The foreign keys checked, with the missing values of each broken one."""
+    keys = report.foreign_keys
+    out = [f"Foreign keys, checked in the database ({len(keys)}):"]
+    rows = [["", "foreign key", "result"]]
+    rows += [["ok" if f.ok else "FAIL", f.label, f.summary()] for f in keys]
+    out += _table(rows)
+    broken = report.broken_foreign_keys
+    for f in broken:
+        out.append(f"  {f.label} is broken by {_plural(f.missing, 'row')}"
+                   + (", for example:" if f.offenders else "."))
+        names = f.columns[0] if len(f.columns) == 1 else f"({', '.join(f.columns)})"
+        for o in f.offenders:
+            out.append(f"    {names} = {_value(o.value)}: {_plural(o.count, 'row')}, "
+                       f"no such {f.target} row")
+    out.append(f"  {_plural(len(keys), 'foreign key')} checked, {len(broken)} broken.")
+    return out
 
 
 def _table(rows: list[list[str]], indent: str = "  ") -> list[str]:
@@ -55,20 +90,16 @@ def render_text(report: Profile) -> str:
             rows.append(["ok" if c.ok else "FAIL", c.label, c.origin or "-", c.summary()])
         out += _table(rows)
         for c in report.violations:
-            ci, cj = c.columns
-            out.append(f"  {c.label} is violated by {_plural(c.violating, ci + ' value')}"
-                       + (", for example:" if c.offenders else "."))
-            for o in c.offenders:
-                shown = ", ".join(_value(v) for v in o.sample)
-                more = ", ..." if len(o.sample) < o.count else ""
-                out.append(f"    {ci} = {_value(o.value)}: {o.count} distinct {cj} "
-                           f"({shown}{more})")
+            out += _violation(c)
     else:
         out.append("  (none: declare some with --constraints, --fd, --cd or schema keys)")
     bad = len(report.violations)
     out.append(f"  {_plural(len(checks), 'dependency', 'dependencies')} checked, "
                f"{bad} violated.")
     out.append("")
+    if report.foreign_keys:
+        out += _foreign_keys(report)
+        out.append("")
     out.append(f"Fan-outs ({OBSERVED_NOTE}): the most distinct <to> values seen "
                "with one <from> value")
     if report.fanouts:
