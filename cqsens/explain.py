@@ -262,7 +262,7 @@ def suggestion(query: AggregateQuery, sigma: Sigma, core: CQ, schema: Schema | N
         cds = " and ".join(named(d, 3) for d in option)
         advice_text = (f"declare {fds} (FD: the upper bound becomes {fmt_weight(fd_bound)}) or "
                        f"{cds} (CD: the upper bound becomes {fmt_weight(cd_bound)}; any other "
-                       "bound k works too)")
+                       "bound in place of 3 works too)")
         lines.append(("To bound it, " if n == 0 else "Or instead, ") + advice_text + ".")
     return lines
 
@@ -341,7 +341,7 @@ def person_suggestion(person: PersonBound, sigma: Sigma, core: CQ, schema: Schem
         source = relation.columns[fk.columns[0]]
         target_name = "*" if key == row else relation.columns[key]
         candidates.append((Dependency(relation.name, fk.columns[0], key, 3),
-                           f"{relation.name}[{source}->{target_name}]<=k"))
+                           f"{relation.name}[{source}->{target_name}]<=3"))
     if not candidates:
         return []
     chosen = [text for dep, text in candidates]
@@ -351,5 +351,5 @@ def person_suggestion(person: PersonBound, sigma: Sigma, core: CQ, schema: Schem
         return [f"No rows-per-person bound helps: even {' and '.join(chosen)} leave it "
                 "unbounded."]
     return [f"To bound it, declare how many rows one person has: "
-            f"{' and '.join(repr(c) for c in chosen)} (with k = 3 the bound becomes "
-            f"{fmt_weight(bound)}; each k is yours to state)."]
+            f"{' and '.join(repr(c) for c in chosen)} (with 3 rows each the bound becomes "
+            f"{fmt_weight(bound)}; put the numbers your data guarantee in place of 3)."]

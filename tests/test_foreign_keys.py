@@ -120,7 +120,7 @@ def test_unit_witness_adds_one_whole_person() -> None:
 def test_unit_advice_names_rows_per_person() -> None:
     a = cqsens.analyze("SELECT COUNT(*) FROM items", schema=DDL, unit="users")
     assert a.upper == float("inf")
-    assert "orders[uid->oid]<=k" in a.suggestion[0] and "items[oid->iid]<=k" in a.suggestion[0]
+    assert "orders[uid->oid]<=3" in a.suggestion[0] and "items[oid->iid]<=3" in a.suggestion[0]
 
 
 @pytest.mark.parametrize(("unit", "schema", "message"), [
