@@ -30,6 +30,7 @@ from cqsens.release.aggregates import (
     AggregateBound,
     avg_bound,
     count_bound,
+    grouped_range_bound,
     histogram_bound,
     median_bound,
     min_max_bound,
@@ -318,8 +319,11 @@ def aggregate_bound(
     Notes
     -----
     Grouped value aggregates: one tuple touches at most Δ rows (add-remove),
-    hence at most Δ groups, 2Δ under substitution; each group's value moves at
-    most by the scalar bound, so ℓ1 ≤ groups × that and ℓ2 ≤ √groups × that.
+    hence at most Δ groups; each group's value moves at most by the scalar bound,
+    so ℓ1 ≤ groups × that and ℓ2 ≤ √groups × that. Under substitution a group
+    touched by the removal or the addition alone moves by at most the add-remove
+    bound a, one touched by both by at most the substitution bound s:
+    ℓ1 ≤ Δk·max(s, 2a) (:func:`cqsens.release.aggregates.grouped_range_bound`).
     A grouped SUM moves by at most max(|m|,|M|) per touched row: ℓ1 ≤ Δ·max(|m|,|M|)
     add-remove and twice that under substitution (ℓ2 ≤ √2 times it).
     """
@@ -351,19 +355,25 @@ def aggregate_bound(
                                   "group (docs/rules.md, rule grouped-value-aggregates)")
         return sum_bound(count_delta, lo, hi, neighbor=neighbor, contributions=k,
                          single_table_unfiltered=single_table_unfiltered and not grouped)
-    if kind == "avg":
-        scalar = avg_bound(count_delta, lo, hi, neighbor=neighbor, contributions=k)
-    elif kind == "median":
-        scalar = median_bound(count_delta, lo, hi, neighbor=neighbor, rows=rows, contributions=k)
-    elif kind in ("min", "max"):
-        scalar = min_max_bound(count_delta, lo, hi, neighbor=neighbor, contributions=k)
-    else:  # pragma: no cover - parse_sql only produces the kinds above
+    if kind not in ("avg", "median", "min", "max"):  # pragma: no cover - not produced
         raise InputError(f"unknown aggregate {kind}")
+
+    def scalar_bound(model: str) -> AggregateBound:
+        if kind == "avg":
+            return avg_bound(count_delta, lo, hi, neighbor=model, contributions=k)
+        if kind == "median":
+            return median_bound(count_delta, lo, hi, neighbor=model, rows=rows, contributions=k)
+        return min_max_bound(count_delta, lo, hi, neighbor=model, contributions=k)
+
+    scalar = scalar_bound(neighbor)
     if not grouped:
         return scalar
-    groups = (2 if neighbor == "substitute" else 1) * count_delta * k
     if count_delta == 0:
         return AggregateBound(0, 0, neighbor, scalar.rule)
+    if neighbor == "substitute":
+        return grouped_range_bound(scalar, scalar_bound("add-remove"), count_delta * k,
+                                   kind=kind)
+    groups = count_delta * k
     return AggregateBound(groups * scalar.l1, math.sqrt(groups) * scalar.l2, neighbor,
                           f"grouped {kind.upper()}: at most {_num(groups)} groups touched, each by "
                           f"at most the scalar bound ({scalar.rule})")

@@ -72,8 +72,14 @@ def _grouped_candidates(
     moved = tuple(ren1(rel, t)[p] if (rel, p) in group_positions else v for p, v in enumerate(t))
     moved_changed = tuple(_PLACEHOLDER if (rel, p) in agg_positions else v
                           for p, v in enumerate(moved))
+    both = copy
+    for r, rows in a.rows.items():
+        for row in rows:
+            both = both.with_row(r, ren1(r, row))
+    both = both.with_row(rel, ren1(rel, t))
     for c, name in ((fresh_groups, "A plus a fresh copy of A ∪ {t}"),
-                    (copy, "A plus a copy of A ∪ {t} in the same groups")):
+                    (copy, "A plus a copy of A ∪ {t} in the same groups"),
+                    (both, "A plus a copy of A ∪ {t} in the same groups and a fresh one")):
         present = c.rows.get(rel, frozenset())
         for t2, how in ((moved, "t moved to the copy's group"),
                         (moved_changed, "t moved to the copy's group, value changed")):
