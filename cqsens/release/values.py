@@ -310,8 +310,13 @@ def aggregate_bound(
     values: ValueBound | None,
     single_table_unfiltered: bool,
     rows: int | None = None,
+    groups: Exact | None = None,
 ) -> AggregateBound:
     """ℓ1/ℓ2 of one aggregate given the CQ engine's count bound.
+
+    ``groups`` bounds how many groups one tuple touches (the count bound of the
+    query whose free variables are the GROUP BY variables); AVG, MEDIAN, MIN and
+    MAX use it in place of Δ when it is smaller.
 
     ``count_delta`` is the bound on the counted answers (with the group columns
     free for a histogram, or the COUNT(*) bound for value aggregates).
@@ -370,12 +375,12 @@ def aggregate_bound(
         return scalar
     if count_delta == 0:
         return AggregateBound(0, 0, neighbor, scalar.rule)
+    touched: Exact = count_delta if groups is None or groups > count_delta else groups
     if neighbor == "substitute":
-        return grouped_range_bound(scalar, scalar_bound("add-remove"), count_delta * k,
-                                   kind=kind)
-    groups = count_delta * k
-    return AggregateBound(groups * scalar.l1, math.sqrt(groups) * scalar.l2, neighbor,
-                          f"grouped {kind.upper()}: at most {_num(groups)} groups touched, each by "
+        return grouped_range_bound(scalar, scalar_bound("add-remove"), touched * k, kind=kind)
+    many = touched * k
+    return AggregateBound(many * scalar.l1, math.sqrt(many) * scalar.l2, neighbor,
+                          f"grouped {kind.upper()}: at most {_num(many)} groups touched, each by "
                           f"at most the scalar bound ({scalar.rule})")
 
 
