@@ -10,9 +10,9 @@ import itertools
 import math
 import sqlite3
 import time
-from dataclasses import replace
 from collections.abc import Callable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
+from dataclasses import replace
 from fractions import Fraction
 
 from cqsens.ir.cq import AggregateQuery, Var
