@@ -245,6 +245,18 @@ def _count_upper(state: State, cq: CQ) -> Weight:
     return person.value
 
 
+def _groups_upper(state: State, cq: CQ) -> Weight | None:
+    """How many groups one tuple (or person) can touch: the count bound of the query whose
+    free variables are the GROUP BY variables (docs/rules.md, rule grouped-value-aggregates);
+    None without GROUP BY or when a grouping term is not a variable of the body."""
+    group_by = state.query.group_by
+    body = {t for a in cq.relation_atoms() for t in a.terms}
+    if not group_by or not all(isinstance(g, Var) and g in body for g in group_by):
+        return None
+    head = tuple(dict.fromkeys(g for g in group_by if isinstance(g, Var)))
+    return _count_upper(state, CQ(head, cq.atoms, cq.name, cq.satisfiable))
+
+
 def _single_table_unfiltered(query: AggregateQuery) -> bool:
     """One atom, no filter, no constant and no repeated column (an equality is a filter too)."""
     atoms = query.cq.relation_atoms()
@@ -302,7 +314,9 @@ def stage_release(state: State) -> State:
         b = aggregate_bound(agg, count_delta, grouped=bool(query.group_by),
                             neighbor=options.neighbor, contributions=options.contributions,
                             values=values, single_table_unfiltered=single and not nullable,
-                            rows=options.rows if single and not nullable else None)
+                            rows=options.rows if single and not nullable else None,
+                            groups=_groups_upper(state, query.cq_for(index))
+                            if agg.kind in VALUE_KINDS and agg.kind != "sum" else None)
         if options.unit is not None:
             b = replace(b, rule=b.rule.replace("one tuple added or removed",
                                                "one person added or removed")

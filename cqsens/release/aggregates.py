@@ -74,6 +74,7 @@ __all__ = [
     "avg_bound",
     "min_max_bound",
     "median_bound",
+    "grouped_range_bound",
     "vector_bound",
 ]
 
@@ -741,6 +742,77 @@ def median_bound(
     rows = _check_rows(rows)
     value, rule = _median_rule(delta, low, high, neighbor, k, rows)
     return AggregateBound(value, value, neighbor, rule)
+
+
+def grouped_range_bound(
+    substitute: AggregateBound,
+    add_remove: AggregateBound,
+    touched: Exact,
+    *,
+    kind: str,
+) -> AggregateBound:
+    """Substitution sensitivity of a grouped ``AVG``, ``MEDIAN``, ``MIN`` or ``MAX``.
+
+    Parameters
+    ----------
+    substitute : AggregateBound
+        The scalar bound of the aggregate under substitution (``s``), for the same Δ and k.
+    add_remove : AggregateBound
+        The scalar bound of the aggregate under add-remove (``a``), for the same Δ and k.
+    touched : int, Fraction or float
+        ``G``: how many groups the removed (or the added) tuples can touch, ``k·Δ``.
+    kind : str
+        The aggregate's name, for the rule sentence.
+
+    Returns
+    -------
+    AggregateBound
+        ``l1 = G·max(s, 2a)`` and ``l2 = √(G·max(s², 2a²))``.
+
+    Notes
+    -----
+    Every group is assumed defined (at least one row) on both neighbours. A
+    substitution removes tuples, which touch a set ``G1`` of at most ``G`` groups,
+    then adds tuples, touching a set ``G2`` of at most ``G`` groups; the
+    intermediate database is in the class (closed under removal). A group in
+    ``G1`` only keeps, in ``B'``, the rows it has after the removal, so it is
+    defined there and its change is one removal: at most ``a``; a group in
+    ``G2`` only likewise changes by at most ``a``; a group in both changes by at
+    most ``s``. With ``c = |G1 ∩ G2|`` the ℓ1 change is at most
+    ``c·s + 2(G − c)·a``, linear in ``c ∈ [0, G]``, so at most ``G·max(s, 2a)``;
+    the squared ℓ2 change is at most ``c·s² + 2(G − c)·a²`` ≤ ``G·max(s², 2a²)``.
+    Since ``a ≤ s`` this is never above ``2G·s``, the bound that counts every
+    touched group at ``s`` (docs/rules.md, rule grouped-value-aggregates).
+
+    Examples
+    --------
+    >>> s, a = avg_bound(1, 0, 10, neighbor="substitute"), avg_bound(1, 0, 10)
+    >>> b = grouped_range_bound(s, a, 1, kind="avg")
+    >>> (b.l1, b.l2)
+    (10, 10)
+    >>> s, a = min_max_bound(1, 0, 10, neighbor="substitute"), min_max_bound(1, 0, 10)
+    >>> b = grouped_range_bound(s, a, 1, kind="min")
+    >>> (b.l1, float(b.l2))
+    (20, 14.142135623730951)
+    """
+    touched = _check_count_delta(touched)
+    if touched == 0 or (substitute.l1 == 0 and add_remove.l1 == 0):
+        return AggregateBound(0, 0, "substitute", f"grouped {kind.upper()}: nothing changes.")
+    both, single = substitute.l1, _mul(2, add_remove.l1)
+    per: Exact = both if both >= single else single
+    squares_both = _mul(substitute.l2, substitute.l2)
+    squares_single = _mul(2, _mul(add_remove.l2, add_remove.l2))
+    per2: Exact = squares_both if squares_both >= squares_single else squares_single
+    l1 = _mul(touched, per)
+    l2 = sqrt_upper(_mul(touched, per2))
+    rule = (
+        f"grouped {kind.upper()} under substitution: the removal and the addition each touch "
+        f"at most G = {_fmt(touched)} groups; a group touched by one of them moves by at "
+        f"most the add-remove bound a = {_fmt(add_remove.l1)}, a group touched by both by "
+        f"at most the substitution bound s = {_fmt(substitute.l1)}, so ℓ1 ≤ G·max(s, 2a) = "
+        f"{_fmt(l1)} (docs/rules.md, rule grouped-value-aggregates)"
+    )
+    return AggregateBound(l1, l2, "substitute", rule)
 
 
 def vector_bound(bounds: Sequence[AggregateBound]) -> AggregateBound:

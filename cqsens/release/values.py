@@ -30,6 +30,7 @@ from cqsens.release.aggregates import (
     AggregateBound,
     avg_bound,
     count_bound,
+    grouped_range_bound,
     histogram_bound,
     median_bound,
     min_max_bound,
@@ -309,8 +310,13 @@ def aggregate_bound(
     values: ValueBound | None,
     single_table_unfiltered: bool,
     rows: int | None = None,
+    groups: Exact | None = None,
 ) -> AggregateBound:
     """ℓ1/ℓ2 of one aggregate given the CQ engine's count bound.
+
+    ``groups`` bounds how many groups one tuple touches (the count bound of the
+    query whose free variables are the GROUP BY variables); AVG, MEDIAN, MIN and
+    MAX use it in place of Δ when it is smaller.
 
     ``count_delta`` is the bound on the counted answers (with the group columns
     free for a histogram, or the COUNT(*) bound for value aggregates).
@@ -318,8 +324,11 @@ def aggregate_bound(
     Notes
     -----
     Grouped value aggregates: one tuple touches at most Δ rows (add-remove),
-    hence at most Δ groups, 2Δ under substitution; each group's value moves at
-    most by the scalar bound, so ℓ1 ≤ groups × that and ℓ2 ≤ √groups × that.
+    hence at most Δ groups; each group's value moves at most by the scalar bound,
+    so ℓ1 ≤ groups × that and ℓ2 ≤ √groups × that. Under substitution a group
+    touched by the removal or the addition alone moves by at most the add-remove
+    bound a, one touched by both by at most the substitution bound s:
+    ℓ1 ≤ Δk·max(s, 2a) (:func:`cqsens.release.aggregates.grouped_range_bound`).
     A grouped SUM moves by at most max(|m|,|M|) per touched row: ℓ1 ≤ Δ·max(|m|,|M|)
     add-remove and twice that under substitution (ℓ2 ≤ √2 times it).
     """
@@ -351,21 +360,27 @@ def aggregate_bound(
                                   "group (docs/rules.md, rule grouped-value-aggregates)")
         return sum_bound(count_delta, lo, hi, neighbor=neighbor, contributions=k,
                          single_table_unfiltered=single_table_unfiltered and not grouped)
-    if kind == "avg":
-        scalar = avg_bound(count_delta, lo, hi, neighbor=neighbor, contributions=k)
-    elif kind == "median":
-        scalar = median_bound(count_delta, lo, hi, neighbor=neighbor, rows=rows, contributions=k)
-    elif kind in ("min", "max"):
-        scalar = min_max_bound(count_delta, lo, hi, neighbor=neighbor, contributions=k)
-    else:  # pragma: no cover - parse_sql only produces the kinds above
+    if kind not in ("avg", "median", "min", "max"):  # pragma: no cover - not produced
         raise InputError(f"unknown aggregate {kind}")
+
+    def scalar_bound(model: str) -> AggregateBound:
+        if kind == "avg":
+            return avg_bound(count_delta, lo, hi, neighbor=model, contributions=k)
+        if kind == "median":
+            return median_bound(count_delta, lo, hi, neighbor=model, rows=rows, contributions=k)
+        return min_max_bound(count_delta, lo, hi, neighbor=model, contributions=k)
+
+    scalar = scalar_bound(neighbor)
     if not grouped:
         return scalar
-    groups = (2 if neighbor == "substitute" else 1) * count_delta * k
     if count_delta == 0:
         return AggregateBound(0, 0, neighbor, scalar.rule)
-    return AggregateBound(groups * scalar.l1, math.sqrt(groups) * scalar.l2, neighbor,
-                          f"grouped {kind.upper()}: at most {_num(groups)} groups touched, each by "
+    touched: Exact = count_delta if groups is None or groups > count_delta else groups
+    if neighbor == "substitute":
+        return grouped_range_bound(scalar, scalar_bound("add-remove"), touched * k, kind=kind)
+    many = touched * k
+    return AggregateBound(many * scalar.l1, math.sqrt(many) * scalar.l2, neighbor,
+                          f"grouped {kind.upper()}: at most {_num(many)} groups touched, each by "
                           f"at most the scalar bound ({scalar.rule})")
 
 

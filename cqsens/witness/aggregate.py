@@ -106,18 +106,22 @@ def aggregate_sql(query: AggregateQuery, columns: Mapping[str, tuple[str, ...]])
 
 
 def _group_positions(query: AggregateQuery, names: Sequence[str]) -> list[int] | None:
-    """Positions of the GROUP BY columns in the result, found by their column names."""
-    wanted: list[str] = []
-    for term in query.group_by:
-        found = next((query.columns.get(a.relation, ())[p] for a in query.cq.relation_atoms()
-                      for p, x in enumerate(a.terms)
-                      if x == term and p < len(query.columns.get(a.relation, ()))), None)
-        if found is None:
-            return None
-        wanted.append(found.lower())
+    """Positions of the GROUP BY columns in the result, found by their column names.
+
+    A grouping variable joined over several tables has one name per column it
+    fills (``e.dept = d.id``); the result shows one of them."""
     lowered = [n.lower().split(".")[-1].strip('"') for n in names]
-    positions = [lowered.index(w) for w in wanted if w in lowered]
-    if len(positions) != len(wanted) or len(names) - len(positions) != len(query.aggregates):
+    positions: list[int] = []
+    for term in query.group_by:
+        found = [query.columns.get(a.relation, ())[p].lower()
+                 for a in query.cq.relation_atoms() for p, x in enumerate(a.terms)
+                 if x == term and p < len(query.columns.get(a.relation, ()))]
+        shown = next((lowered.index(n) for n in found
+                      if n in lowered and lowered.index(n) not in positions), None)
+        if shown is None:
+            return None
+        positions.append(shown)
+    if len(names) - len(positions) != len(query.aggregates):
         return None
     return positions
 

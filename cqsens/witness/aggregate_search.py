@@ -12,6 +12,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
+from dataclasses import replace
 from fractions import Fraction
 
 from cqsens.ir.cq import AggregateQuery, Var
@@ -32,6 +33,7 @@ __all__ = ["find_aggregate_witness"]
 
 _PLACEHOLDER = 9_999_999  # the changed aggregated value of t', before values are assigned
 _LARGE = 5_000  # rows above which the copying variants are skipped
+_SPLITS = 9  # values joined on both sides above which no split between m and M is tried
 
 
 def _positions(query: AggregateQuery, var: Var) -> set[tuple[str, int]]:
@@ -72,8 +74,14 @@ def _grouped_candidates(
     moved = tuple(ren1(rel, t)[p] if (rel, p) in group_positions else v for p, v in enumerate(t))
     moved_changed = tuple(_PLACEHOLDER if (rel, p) in agg_positions else v
                           for p, v in enumerate(moved))
+    both = copy
+    for r, rows in a.rows.items():
+        for row in rows:
+            both = both.with_row(r, ren1(r, row))
+    both = both.with_row(rel, ren1(rel, t))
     for c, name in ((fresh_groups, "A plus a fresh copy of A ∪ {t}"),
-                    (copy, "A plus a copy of A ∪ {t} in the same groups")):
+                    (copy, "A plus a copy of A ∪ {t} in the same groups"),
+                    (both, "A plus a copy of A ∪ {t} in the same groups and a fresh one")):
         present = c.rows.get(rel, frozenset())
         for t2, how in ((moved, "t moved to the copy's group"),
                         (moved_changed, "t moved to the copy's group, value changed")):
@@ -118,7 +126,8 @@ def _candidates(
 
 def _assign(db: Database, positions: set[tuple[str, int]], mapping: Mapping[Value, Value]) -> \
         Database:
-    rows = {rel: frozenset(tuple(mapping.get(v, v) if (rel, p) in positions else v
+    rows = {rel: frozenset(tuple(mapping.get(v, v) if (rel, p) in positions and v is not None
+                                 else v
                                  for p, v in enumerate(row)) for row in rs)
             for rel, rs in db.rows.items()}
     return Database(db.columns, rows, db.types)
@@ -148,10 +157,25 @@ def _value_maps(
             ends = (lo, hi)
             mapping: dict[Value, Value] = {v: lo for v in rest}
             for group, choice in zip((only_b, only_a, both), combo, strict=True):
-                mapping.update({v: ends[choice] for v in group})
+                mapping.update({v: ends[choice] for v in group if v is not None})
             b, a = _assign(b, pos, mapping), _assign(a, pos, mapping)
         names = "/".join("mM"[c] for c in combo)
         yield b, a, f"values joined only in B / only in B' / in both set to {names}"
+    if len(parts) != 1:
+        return
+    # a MEDIAN moves most when the values on both sides straddle it: j of them at m
+    pos, only_b, only_a, both, rest, lo, hi = parts[0]
+    shared = sorted((v for v in both if v is not None), key=repr)
+    for j in range(1, min(len(shared), _SPLITS)):
+        for combo in itertools.product((0, 1), repeat=2):
+            mapping = {v: lo for v in rest}
+            for group, choice in zip((only_b, only_a), combo, strict=True):
+                mapping.update({v: (lo, hi)[choice] for v in group if v is not None})
+            mapping.update({v: lo if i < j else hi for i, v in enumerate(shared)})
+            names = "/".join("mM"[c] for c in combo)
+            yield (_assign(before, pos, mapping), _assign(after, pos, mapping),
+                   f"values joined only in B / only in B' set to {names}, {j} of those "
+                   f"joined in both at m and the other {len(shared) - j} at M")
 
 
 def find_aggregate_witness(
@@ -195,18 +219,36 @@ def find_aggregate_witness(
     group_positions: set[tuple[str, int]] = set().union(
         *(_positions(query, g) for g in query.group_by if isinstance(g, Var)))
     best: AggregateWitness | None = None
-    for before0, after0, t2, shape in _candidates(base, neighbor, keep, agg_positions,
-                                                  group_positions):
-        for before, after, values in _value_maps(query, before0, after0, ranges):
-            if time.monotonic() > stop:
-                return best
-            found = _try(query, sql, base, before, after, t2, neighbor,
-                         f"{shape}; {values}" if values else shape, valid)
-            if found is not None and (best is None or found.l1 > best.l1):
-                best = found
-                if upper != math.inf and Fraction(concrete(upper)) <= best.l1:
+    for start, moved in _bases(base):
+        for before0, after0, t2, shape in _candidates(start, neighbor, keep, agg_positions,
+                                                      group_positions):
+            for before, after, values in _value_maps(query, before0, after0, ranges):
+                if time.monotonic() > stop:
                     return best
+                found = _try(query, sql, start, before, after, t2, neighbor,
+                             moved + (f"{shape}; {values}" if values else shape), valid)
+                if found is not None and (best is None or found.l1 > best.l1):
+                    best = found
+                    if upper != math.inf and Fraction(concrete(upper)) <= best.l1:
+                        return best
     return best
+
+
+def _bases(base: Witness) -> Iterator[tuple[Witness, str]]:
+    """The COUNT witness ``(A, t)``, then ``(A ∪ {t} − {u}, u)`` for one row ``u`` of each
+    other table: adding a row of another table can move a statistic that adding ``t``
+    cannot (``t`` may create a group that is undefined without it)."""
+    yield base, ""
+    full = base.database.with_row(base.relation, base.row)
+    if full.size() > _LARGE:
+        return
+    for relation in sorted(full.rows):
+        rows = sorted(full.rows[relation], key=repr)
+        if relation == base.relation or not rows:
+            continue
+        u = rows[0]
+        yield (replace(base, database=full.without_row(relation, u), relation=relation, row=u),
+               f"the row of {relation} taken as the changed one; ")
 
 
 def _try(

@@ -33,7 +33,9 @@ from cqsens.budget import remaining
 from cqsens.engine.upper import UpperBound
 from cqsens.ir.cq import CQ, AggregateQuery, Atom, Const, Var
 from cqsens.ir.dependencies import Sigma, satisfies
+from cqsens.ir.exact import Exact
 from cqsens.ir.expr import Predicate
+from cqsens.ir.semantics import slot_ranges
 from cqsens.witness.construct import (
     MAX_ROWS,
     Element,
@@ -325,13 +327,28 @@ def _materialise(ctx: _Context, s: Structure) -> tuple[Database, str, tuple[Valu
     """Concrete values for the nulls: the database A, t's relation and t."""
     values = Values(ctx.core, ctx.scratch, ctx.memo)
     concrete: dict[int, Value] = {}
+    # a null that no variable of the core stands for (an existential column the tree of
+    # steps does not reach) must still meet the CHECKs of every column it fills
+    placed: dict[Element, list[Predicate]] = {}
+    assert s.t is not None
+    for rel, rs in (*s.rows.items(), (s.t[0], (s.t[1],))):
+        for r in rs:
+            for p, e in enumerate(r):
+                for check in ctx.column_checks.get((rel, p), ()):
+                    if check not in placed.setdefault(e, []):
+                        placed[e].append(check)
 
     def value(e: Element) -> Value:
         if isinstance(e, Const):
             return e.value
         if e not in concrete:
             var = s.origin.get(e)
-            concrete[e] = values.fresh(ctx.checks.get(var, []) if var is not None else [])
+            own = list(ctx.checks.get(var, [])) if var is not None else []
+            checks = own + [c for c in placed.get(e, []) if c not in own]
+            try:
+                concrete[e] = values.fresh(checks)
+            except NoValue:
+                concrete[e] = _fresh_in_range(values, checks)
         return concrete[e]
 
     def typed(rel: str, row: Row) -> tuple[Value, ...]:
@@ -345,6 +362,36 @@ def _materialise(ctx: _Context, s: Structure) -> tuple[Database, str, tuple[Valu
     row = typed(relation, t)
     full = Database(ctx.columns, {r: rows.get(r, frozenset()) for r in ctx.columns}, ctx.types)
     return full.without_row(relation, row), relation, row
+
+
+_RANGE_SCAN = 100_000  # integers of a CHECK range tried for a distinct value
+
+
+def _fresh_in_range(values: Values, checks: Sequence[Predicate]) -> Value:
+    """A distinct integer inside the range the checks put on the column, scanned from its
+    low end, when the values near the checks' literals are used up (many rows of one
+    checked column: 20 orders each with a total in [0, 500]).
+
+    Raises
+    ------
+    NoValue
+        When the checks give no finite integer range, or every integer of it is used or
+        fails a check.
+    """
+    low: Exact = -math.inf
+    high: Exact = math.inf
+    for check in checks:
+        found = slot_ranges(check).get(0)
+        if found is not None:
+            low, high = max(low, found[0]), min(high, found[1])
+    if low == -math.inf or high == math.inf or low > high:
+        raise NoValue
+    start = math.ceil(low)
+    for value in range(start, min(math.floor(high), start + _RANGE_SCAN) + 1):
+        if value not in values.used and all(values.holds(c, value) for c in checks):
+            values.used.add(value)
+            return value
+    raise NoValue
 
 
 def _meets_checks(ctx: _Context, db: Database) -> bool:
