@@ -74,7 +74,7 @@ def _argv(command: str, tmp_path: Path) -> list[str]:
     words = words[3:] if words[0] == "python" else words[1:]
     argv = [PLACEHOLDERS.get(w, w) for w in words]
     for i, word in enumerate(argv[:-1]):
-        if word in ("-o", "--output"):
+        if word in ("-o", "--output", "--cache", "--ledger"):
             argv[i + 1] = str(tmp_path / Path(argv[i + 1]).name)
     return argv
 

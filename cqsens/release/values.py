@@ -21,7 +21,7 @@ from dataclasses import dataclass, fields, is_dataclass
 
 from cqsens.errors import InputError
 from cqsens.ir.cq import CQ, Aggregate, AggregateQuery, Const, Var
-from cqsens.ir.exact import Exact, exact, text
+from cqsens.ir.exact import Exact, exact, mul, sqrt_upper, text
 from cqsens.ir.expr import Case, render
 from cqsens.ir.expr import Literal as ExprLiteral
 from cqsens.ir.schema import Schema
@@ -379,7 +379,7 @@ def aggregate_bound(
     if neighbor == "substitute":
         return grouped_range_bound(scalar, scalar_bound("add-remove"), touched * k, kind=kind)
     many = touched * k
-    return AggregateBound(many * scalar.l1, math.sqrt(many) * scalar.l2, neighbor,
+    return AggregateBound(mul(many, scalar.l1), mul(sqrt_upper(many), scalar.l2), neighbor,
                           f"grouped {kind.upper()}: at most {_num(many)} groups touched, each by "
                           f"at most the scalar bound ({scalar.rule})")
 
