@@ -116,7 +116,10 @@ def literal_value(literal: Literal) -> int | Fraction | str:
     """
     if literal.kind == "string":
         return literal.text[1:-1].replace("''", "'")
-    value = Fraction(literal.text)
+    text = literal.text
+    if text.isdigit() or (text[:1] == "-" and text[1:].isdigit()):
+        return int(text)  # the common case, without a Fraction
+    value = Fraction(text)
     return value.numerator if value.denominator == 1 else value
 
 
