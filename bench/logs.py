@@ -109,7 +109,7 @@ def main() -> None:
         old = output.read_text(encoding="utf-8")
         if NOTES in old:
             notes = old[old.index(NOTES):]
-    output.write_text("\n".join(lines) + notes, encoding="utf-8")
+    output.write_text("\n".join(lines) + ("\n" + notes if notes else ""), encoding="utf-8")
 
 
 if __name__ == "__main__":
