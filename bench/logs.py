@@ -1,16 +1,18 @@
 """Query logs at scale: a generated log of N records from S shapes, through `cqsens report`.
 
-    python bench/logs.py --records 100000 --shapes 5000 --jobs 2   # first run, then warm cache
+    python bench/logs.py                       # 10,000 and 100,000 records, --jobs 2
+    python bench/logs.py --records 100000 --shapes 5000 --jobs 2
 
 Each run is `cqsens report LOG -o out.jsonl --cache FILE --jobs J`, timed, with the peak RSS
 of the process and its workers (resource.getrusage of the children).  Results go to
-bench/results/logs.md.
+bench/results/logs.md (the "## Notes" part of that file is kept).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import resource
 import subprocess
@@ -21,6 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = ROOT / "examples/hospital/schema.sql"
+NOTES = "## Notes"
 BASES = [
     "SELECT COUNT(*) FROM Pat p JOIN PatDoc pd ON p.id = pd.pat WHERE p.sex = '{s}' AND pd.doc = {a}",
     "SELECT COUNT(*) FROM Pat p JOIN Hos h ON p.hos = h.id WHERE h.loc = '{s}' AND p.id > {a}",
@@ -62,27 +65,51 @@ def run(log: Path, out: Path, cache: Path, jobs: int) -> tuple[float, float, str
     return elapsed, rss, done.stdout.strip()
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--records", type=int, default=100_000)
-    parser.add_argument("--shapes", type=int, default=5_000)
-    parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--output", default=str(ROOT / "bench/results/logs.md"))
-    args = parser.parse_args()
+def section(records: int, n_shapes: int, jobs: int) -> list[str]:
+    """Two runs (empty cache, warm cache) on a generated log: a Markdown table."""
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         log, out, cache = folder / "log.jsonl", folder / "out.jsonl", folder / "c.sqlite"
-        write_log(log, args.records, args.shapes)
-        lines = [f"# Query log bench: {args.records} records, {args.shapes} shapes, "
-                 f"--jobs {args.jobs}, --no-lower", "",
-                 "| run | seconds | µs/record | peak RSS (MB, largest process) | output |",
-                 "|---|---:|---:|---:|---|"]
+        write_log(log, records, n_shapes)
+        lines = [f"## {records} records, {n_shapes} shapes, --jobs {jobs}, --no-lower", "",
+                 "| run | seconds | µs/record | peak RSS (MB, largest process) "
+                 "| load average before (2 cores) | output |",
+                 "|---|---:|---:|---:|---:|---|"]
         for name in ("first (empty cache)", "second (warm cache)"):
-            seconds, rss, said = run(log, out, cache, args.jobs)
-            lines.append(f"| {name} | {seconds:.1f} | {seconds / args.records * 1e6:.0f} | "
-                         f"{rss:.0f} | {said} |")
+            load = os.getloadavg()[0]
+            seconds, rss, said = run(log, out, cache, jobs)
+            said = said.replace(str(out), "out.jsonl")
+            lines.append(f"| {name} | {seconds:.1f} | {seconds / records * 1e6:.0f} | "
+                         f"{rss:.0f} | {load:.2f} | {said} |")
             print(lines[-1], flush=True)
-    Path(args.output).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return [*lines, ""]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--records", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--shapes", type=int, nargs="+", default=[500, 5_000],
+                        help="shapes of each log (one number per --records)")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--output", default=str(ROOT / "bench/results/logs.md"))
+    args = parser.parse_args()
+    if len(args.shapes) != len(args.records):
+        parser.error("give one --shapes number per --records number")
+    lines = ["# Query log bench (bench/logs.py): `cqsens report LOG -o out.jsonl --cache FILE "
+             "--jobs J --no-lower`", "",
+             "Logs generated from the hospital schema's five query bases (distinct aliases make "
+             "the shapes). Peak RSS is the largest process of the runs so far "
+             "(resource.getrusage of the children). The machine has 2 cores shared with other "
+             "work: the load average before each run is shown.", ""]
+    for records, n_shapes in zip(args.records, args.shapes, strict=True):
+        lines.extend(section(records, n_shapes, args.jobs))
+    output = Path(args.output)
+    notes = ""
+    if output.exists():  # keep the hand-written notes that follow the tables
+        old = output.read_text(encoding="utf-8")
+        if NOTES in old:
+            notes = old[old.index(NOTES):]
+    output.write_text("\n".join(lines) + ("\n" + notes if notes else ""), encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from cqsens.budget import checkpoint
 from cqsens.engine.count import CountBound, count_bound
 from cqsens.engine.paths import Weight
 from cqsens.engine.person import PersonBound, PersonGroup, chains, person_bound
@@ -163,6 +164,7 @@ def explanation(query: AggregateQuery, counted: CountBound) -> list[str]:
     for rel in counted.bound.relations:
         parts = []
         for ab in rel.atoms:
+            checkpoint("explanation")
             if ab.method is Method.REFERENCED:
                 parts.append(f"{ab.atom} is joined on a foreign key to {ab.reference}: a row "
                              "added or removed there is referenced by no row of the other "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from fractions import Fraction
 from pathlib import Path
 
 from hypothesis import given, settings
@@ -79,3 +80,28 @@ def test_equal_constants_stay_equal_and_cache_persists(tmp_path: Path) -> None:
     assert again[0]["cached"] and cache.stats()["misses"] == 0
     assert "8" in json.dumps(again[0]["analysis"]["cq"])
     _same(again[0], _fresh(other.replace("6", "8").replace("7", "9")))
+
+
+def test_compact_rows_equal_full_rows_and_memory_is_bounded(tmp_path: Path,
+                                                             monkeypatch: object) -> None:
+    import cqsens.logs.cache as cache_module
+    from cqsens.cli.logs import compact
+    from cqsens.logs.shape import lex, literal_value
+
+    monkeypatch.setattr(cache_module, "MEMORY", 2)  # type: ignore[attr-defined]
+    sqls = [shape.format(a=a, b=a + 3, s=s) for a, s in ((5, "F"), (-7, "M"), (40, "x''y"))
+            for shape in SHAPES]
+    records = [Record(f"r{i}", f"log:{i}", sql) for i, sql in enumerate(sqls)]
+    file = tmp_path / "c.sqlite"
+    first = ShapeCache(file)
+    full = list(analyse_log(records, cache=first, schema=SCHEMA, prove_lower=False))
+    first.close()
+    again = ShapeCache(file)  # every record a hit, read back from the file through 2 slots
+    short = list(analyse_log(records, cache=again, schema=SCHEMA, prove_lower=False,
+                             full=False))
+    assert again.stats()["misses"] == 0 and len(again._plans) <= 2
+    assert all("analysis" not in row for row in short)
+    assert [compact(r) | {"cached": True} for r in full] == short
+    assert any(r["cached"] for r in full) and short[-1]["query"] == sqls[-1]
+    assert [literal_value(lit) for lit in lex("SELECT -12, 0012, 1.50, '7'").literals] == \
+        [-12, 12, Fraction(3, 2), "7"]

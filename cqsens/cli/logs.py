@@ -62,7 +62,8 @@ def run_log(inputs: tuple[str, ...], *, target: Path, chosen: str, jobs: int, ti
         if row["status"] != "ok":
             click.echo(f"  {row['status']}: {row['error']}", err=True)
 
-    rows = analyse_log(records(), jobs=jobs, timeout=timeout, cache=cache, **options)
+    rows = analyse_log(records(), jobs=jobs, timeout=timeout, cache=cache,
+                       full=chosen != "jsonl", **options)
     try:
         if chosen == "jsonl":
             def write(temporary: Path) -> None:

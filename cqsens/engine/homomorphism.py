@@ -72,6 +72,7 @@ def _setup(
     start: dict[Var, Term] = dict(fixed or {})
     cands: list[list[Atom]] = []
     for atom in src:
+        checkpoint("homomorphism search")
         same = by_relation.get((atom.relation, atom.arity), [])
         c = [t for t in same if _compatible(atom, t, start)]
         if not c:
@@ -185,7 +186,11 @@ def _propagate(
             return False
         domains[v] = values
         push(v)
+    steps = 0
     while queue:
+        steps += 1
+        if steps % 64 == 0:
+            checkpoint("homomorphism search")
         i = queue.popleft()
         queued.discard(i)
         atom = src[i]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,8 @@ CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, row TEXT NOT NULL,
                                     literals TEXT NOT NULL, ordered TEXT NOT NULL);
 """
 _COMMIT_EVERY = 500
+#: Plans and results kept in memory as well (each), the most recently used first.
+MEMORY = 4096
 
 
 class ShapeCache:
@@ -49,6 +52,9 @@ class ShapeCache:
         self.hits = 0
         self.misses = 0
         self._pending = 0
+        self._plans: OrderedDict[str, Plan | None] = OrderedDict()
+        self._results: OrderedDict[str, tuple[str, list[str], frozenset[int]] | None] = \
+            OrderedDict()
         try:
             self._db = sqlite3.connect(self.path)
             self._db.executescript(_SCHEMA)
@@ -58,19 +64,29 @@ class ShapeCache:
 
     def plan(self, shape: str) -> Plan | None:
         """The plan of a shape, if one was stored."""
+        if shape in self._plans:
+            self._plans.move_to_end(shape)
+            return self._plans[shape]
         got = self._db.execute("SELECT abstract, ordered FROM plans WHERE shape = ?",
                                (shape,)).fetchone()
-        if got is None:
-            return None
-        return Plan(frozenset(json.loads(got[0])), frozenset(json.loads(got[1])))
+        plan = None if got is None else Plan(frozenset(json.loads(got[0])),
+                                             frozenset(json.loads(got[1])))
+        if plan is not None:
+            _remember(self._plans, shape, plan)
+        return plan
 
     def result(self, key: str) -> tuple[str, list[str], frozenset[int]] | None:
         """The row template, the first record's literals and the literals compared by order."""
+        if key in self._results:
+            self._results.move_to_end(key)
+            return self._results[key]
         got = self._db.execute("SELECT row, literals, ordered FROM results WHERE key = ?",
                                (key,)).fetchone()
         if got is None:
             return None
-        return got[0], json.loads(got[1]), frozenset(json.loads(got[2]))
+        found = (got[0], json.loads(got[1]), frozenset(json.loads(got[2])))
+        _remember(self._results, key, found)
+        return found
 
     def store(self, shape: str, plan: Plan, key: str, row: str, literals: list[str]) -> None:
         """Remember a shape's plan and a key's row template."""
@@ -79,6 +95,8 @@ class ShapeCache:
                           json.dumps(sorted(plan.ordered))))
         self._db.execute("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?)",
                          (key, row, json.dumps(literals), json.dumps(sorted(plan.ordered))))
+        _remember(self._plans, shape, plan)
+        _remember(self._results, key, (row, list(literals), plan.ordered))
         self._pending += 1
         if self._pending >= _COMMIT_EVERY:
             self._db.commit()
@@ -93,3 +111,10 @@ class ShapeCache:
         """Commit and close."""
         self._db.commit()
         self._db.close()
+
+
+def _remember(memory: OrderedDict[str, Any], key: str, value: Any) -> None:
+    memory[key] = value
+    memory.move_to_end(key)
+    if len(memory) > MEMORY:
+        memory.popitem(last=False)

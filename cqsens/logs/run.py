@@ -36,7 +36,14 @@ from cqsens.logs.cache import ShapeCache
 from cqsens.logs.plan import Plan, abstract_literals
 from cqsens.logs.records import Record
 from cqsens.logs.shape import Lexed, lex, literal_value, shape_key
-from cqsens.logs.template import SOURCE, Template, derive_template, instantiate
+from cqsens.logs.template import (
+    SOURCE,
+    Compiled,
+    Template,
+    compile_template,
+    derive_template,
+    instantiate,
+)
 from cqsens.pipeline import Analysis, analyze
 from cqsens.release.values import parse_value_bounds
 from cqsens.witness.schema_checks import column_checks
@@ -160,6 +167,7 @@ def _one_line(text: str) -> str:
 def _analyse_row(sql: str, opts: dict[str, Any], timeout: float | None) -> dict[str, Any]:
     """The report row of one query text, analysed under the name :data:`SOURCE`."""
     kwargs = {k: v for k, v in opts.items() if k in _ANALYZE_KEYS}
+    kwargs["schema"] = _parsed_schema(opts)  # parsed once per run, not once per record
     analysis = _limited(lambda: analyze(sql, kind="sql", name=SOURCE, timeout=timeout,
                                         **kwargs), timeout)
     return row_for(Path(SOURCE), analysis, _inputs(opts)) | {"_analysis": analysis}
@@ -273,14 +281,20 @@ class _Slot:
     row: dict[str, Any] | None = None
 
 
+@lru_cache(maxsize=4096)
+def _compiled(template: str, compact: bool) -> Compiled:
+    return compile_template(template, compact=compact)
+
+
 def _hit(cache: ShapeCache, fp: str, lexed: Lexed, record: Record,
-         plan: Plan) -> dict[str, Any] | None:
+         plan: Plan, full: bool = True) -> dict[str, Any] | None:
     key = shape_key(fp, lexed, plan.abstract)
     got = cache.result(key)
     if got is None:
         return None
     template, literals, ordered = got
-    row = _finish(instantiate(template, lexed, source=record.where), record, key, True)
+    row = _finish(instantiate(_compiled(template, not full), lexed, source=record.where),
+                  record, key, True)
     if any(literals[i] != lexed.literals[i].text for i in ordered if i < len(literals)):
         # a constant compared by order changed: the representative's witness may not carry
         # over (no integer may lie between the new constants), so no lower bound is claimed
@@ -302,6 +316,7 @@ def analyse_log(
     timeout: float | None = 10.0,
     cache: ShapeCache | None = None,
     window: int | None = None,
+    full: bool = True,
     **options: Any,
 ) -> Iterator[dict[str, Any]]:
     """Analyse every record of a log; yield its rows in input order.
@@ -318,6 +333,10 @@ def analyse_log(
         Share one analysis per shape through this cache (None: analyse every record).
     window : int, optional
         Records in flight at most (default ``64 * jobs``).
+    full : bool
+        Give each row its ``analysis`` object.  A row of a cache hit made with
+        ``full=False`` has none (what ``-o out.jsonl`` writes), which saves
+        building it.
     **options
         Passed to :func:`cqsens.pipeline.analyze` (schema, fds, cds, dialect, ...).
 
@@ -360,7 +379,7 @@ def analyse_log(
             return
         plan = cache.plan(shape)
         if plan is not None:
-            row = _hit(cache, fp, lexed, record, plan)
+            row = _hit(cache, fp, lexed, record, plan, full)
             if row is not None:
                 cache.hits += 1
                 slot.row = row

@@ -116,7 +116,11 @@ def literal_value(literal: Literal) -> int | Fraction | str:
     """
     if literal.kind == "string":
         return literal.text[1:-1].replace("''", "'")
-    value = Fraction(literal.text)
+    text = literal.text
+    digits = text[1:] if text[:1] == "-" else text
+    if digits.isascii() and digits.isdecimal():
+        return int(text)  # the common case, without a Fraction
+    value = Fraction(text)
     return value.numerator if value.denominator == 1 else value
 
 

@@ -24,11 +24,12 @@ from typing import Any
 from cqsens.ir.cq import Const, format_term
 from cqsens.logs.shape import Lexed, lex, literal_value, shape_key, substitute_literals
 
-__all__ = ["SOURCE", "Template", "derive_template", "instantiate", "sql_text"]
+__all__ = ["SOURCE", "Compiled", "Template", "compile_template", "derive_template", "instantiate",
+           "sql_text"]
 
 #: Stands for the record's name in a stored row.
 SOURCE = "⟦source⟧"
-_MARK = re.compile(r"⟦(\d+)\.(\d)⟧")
+_PLACE = re.compile(r"⟦(?:(\d+)\.(\d)|source)⟧")
 _TOKENS = re.compile(r"'(?:[^'\\]|\\.|'')*'|-?\d+(?:\.\d+)?|\w+|\s+|.", re.DOTALL)
 _NUMBER_MAPS: tuple[Callable[[int], int], ...] = (
     lambda v: v + 1_000_000, lambda v: v * 1000 + 7 if v >= 0 else v * 1000 - 7,
@@ -165,14 +166,51 @@ def derive_template(row: dict[str, Any], *, sql: str, lexed: Lexed, fingerprint:
     return Template(json.dumps(marked, ensure_ascii=False), abstract, ordered)
 
 
-def instantiate(template: str, lexed: Lexed, *, source: str) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class Compiled:
+    """A row template split at its markers: ``texts[0] mark[0] texts[1] ... texts[-1]``,
+    each mark ``(literal, style)``, or ``(-1, 0)`` for the record's name."""
+
+    texts: tuple[str, ...]
+    marks: tuple[tuple[int, int], ...]
+
+
+def compile_template(template: str, *, compact: bool = False) -> Compiled:
+    """Split a row template once, so that each record only fills in its constants.
+
+    With ``compact`` the template loses its ``analysis`` object (the JSON Lines row).
+    """
+    if compact:
+        row = json.loads(template)
+        row.pop("analysis", None)
+        template = json.dumps(row, ensure_ascii=False)
+    texts: list[str] = []
+    marks: list[tuple[int, int]] = []
+    at = 0
+    for m in _PLACE.finditer(template):
+        texts.append(template[at:m.start()])
+        marks.append((-1, 0) if m.group(1) is None else (int(m.group(1)), int(m.group(2))))
+        at = m.end()
+    texts.append(template[at:])
+    return Compiled(tuple(texts), tuple(marks))
+
+
+def instantiate(template: str | Compiled, lexed: Lexed, *, source: str) -> dict[str, Any]:
     """A row from its template, with the record's own constants and name."""
-
-    def put(m: re.Match[str]) -> str:
-        value = literal_value(lexed.literals[int(m.group(1))])
-        return json.dumps(_renders(value)[int(m.group(2))], ensure_ascii=False)[1:-1]
-
-    text = _MARK.sub(put, template).replace(SOURCE, json.dumps(source, ensure_ascii=False)[1:-1])
-    row: dict[str, Any] = json.loads(text)
+    compiled = template if isinstance(template, Compiled) else compile_template(template)
+    shown: dict[tuple[int, int], str] = {}
+    out = [compiled.texts[0]]
+    for mark, text in zip(compiled.marks, compiled.texts[1:], strict=True):
+        piece = shown.get(mark)
+        if piece is None:
+            if mark[0] < 0:
+                piece = json.dumps(source, ensure_ascii=False)[1:-1]
+            else:
+                value = literal_value(lexed.literals[mark[0]])
+                piece = json.dumps(_renders(value)[mark[1]], ensure_ascii=False)[1:-1]
+            shown[mark] = piece
+        out.append(piece)
+        out.append(text)
+    row: dict[str, Any] = json.loads("".join(out))
     return row
 

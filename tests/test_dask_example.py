@@ -1,0 +1,69 @@
+"""examples/dask_log.py: a JSON Lines log on Dask's local cluster gives `cqsens report`'s rows."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cqsens.cli.main import cli
+
+pytest.importorskip("dask")
+pytest.importorskip("distributed")
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMA = str(ROOT / "examples/hospital/schema.sql")
+SQLS = [
+    "SELECT COUNT(*) FROM Pat p JOIN PatDoc pd ON p.id = pd.pat WHERE p.sex = 'F' AND pd.doc = 3",
+    "SELECT COUNT(*) FROM Pat p JOIN PatDoc pd ON p.id = pd.pat WHERE p.sex = 'M' AND pd.doc = 9",
+    "SELECT COUNT(DISTINCT p.hos) FROM Pat p WHERE p.id BETWEEN 10 AND 20",
+    "SELECT COUNT(DISTINCT p.hos) FROM Pat p WHERE p.id BETWEEN 40 AND 30",
+    "SELECT COUNT(*) FROM Nope",
+    "SELECT COUNT(*) FROM Doc d, PatDoc x WHERE d.id = x.doc AND d.hos = 2 AND x.pat = 5",
+    "SELECT COUNT(*) FROM Doc d, PatDoc x WHERE d.id = x.doc AND d.hos = 7 AND x.pat = 7",
+    "SELECT COUNT(*) FROM Pat",
+]
+
+
+def _example() -> object:
+    spec = importlib.util.spec_from_file_location("dask_log", ROOT / "examples/dask_log.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_dask_example_equals_report(tmp_path: Path) -> None:
+    log = tmp_path / "log.jsonl"
+    lines = [json.dumps({"id": f"r{i % len(SQLS)}-{i}", "sql": SQLS[i % len(SQLS)]})
+             for i in range(3 * len(SQLS))]
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = tmp_path / "report.jsonl"
+    result = CliRunner().invoke(cli, ["report", str(log), "--schema", SCHEMA, "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    expected = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
+
+    example = _example()
+    counts = example.run(str(log), str(tmp_path / "rows"),  # type: ignore[attr-defined]
+                         cache_dir=str(tmp_path / "caches"), workers=2, blocksize=400,
+                         schema=SCHEMA)
+    parts = sorted((tmp_path / "rows").glob("*.jsonl"))
+    assert len(parts) > 1  # the log was split into blocks
+    rows = [json.loads(line) for p in parts for line in p.read_text().splitlines()]
+    assert sorted(r["id"] for r in rows) == sorted(expected)
+    assert counts == {"ok": 21, "error": 3}
+    for row in rows:
+        want = expected[row["id"]]
+        for key in ("status", "aggregate", "upper", "lower", "tight", "query"):
+            assert row[key] == want[key], (row["id"], key)
+        if row["status"] == "error":  # the place reads LOG#id here, LOG:line in the report
+            assert "table Nope is not in the schema" in row["error"] and row["id"] in row["error"]
+        else:
+            assert row["reason"] == want["reason"]
+    assert {r["upper"] for r in rows if r["status"] == "ok"} == {1}
+    assert {r["lower"] for r in rows if r["status"] == "ok"} == {1, None}  # BETWEEN 40 AND 30
+    assert any(r["cached"] for r in rows)  # a worker re-used a shape of its cache file
+    assert list((tmp_path / "caches").glob("shapes-*.sqlite"))
