@@ -118,10 +118,15 @@ def complete(
                         new[p] = values.fresh()
                         continue
                     declared = types[name][p] if p < len(types[name]) else ""
+                    checks = column_checks.get((name, p), ())
                     try:
-                        fresh = values.fresh(column_checks.get((name, p), ()))
-                    except NoValue:
-                        return None
+                        fresh = values.fresh(checks)
+                    except NoValue:  # a small range used up: a value may repeat here (a
+                        # key column that repeats fails the caller's validity check)
+                        repeat = values.meeting(checks)
+                        if repeat is None:
+                            return None
+                        fresh = repeat
                     new[p] = affinity_value(_typed(fresh, declared), declared)
                 done = tuple(v for v in new if v is not None)
                 rows.setdefault(name, {})[done] = None

@@ -55,6 +55,12 @@ class Values:
         self.counter += 1  # pragma: no cover
         return 1000 + self.counter  # pragma: no cover
 
+    def meeting(self, checks: Sequence[Predicate]) -> Value | None:
+        """A value that meets every predicate in ``checks``, used before or not (None
+        when no candidate does): for a column whose values may repeat."""
+        return next((v for v in self._candidates(checks)
+                     if all(self.holds(c, v) for c in checks)), None)
+
     def _candidates(self, checks: Sequence[Predicate]) -> list[Value]:
         """Values to try: fresh numbers, then values near the predicates' literals."""
         candidates: list[Value] = []
