@@ -32,6 +32,7 @@ the best kept.  See docs/rules.md, rule ``aggregate-witness``.
 from __future__ import annotations
 
 import math
+import sqlite3
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -50,6 +51,7 @@ __all__ = [
     "Released",
     "aggregate_sql",
     "released_change",
+    "released_pair",
     "released_values",
 ]
 
@@ -181,6 +183,20 @@ def released_change(
             l1 += abs(x - y)
             squares += (x - y) ** 2
     return l1, math.sqrt(squares)
+
+
+def released_pair(query: AggregateQuery, before: Database, after: Database,
+                  sql: str) -> tuple[Released, Released, tuple[Fraction, float]] | None:
+    """What ``sql`` releases on both databases and the (ℓ1, ℓ2) change, or None when
+    SQLite fails, a result cannot be read, or an entry is undefined on one side."""
+    try:
+        rb, ra = released_values(query, before, sql), released_values(query, after, sql)
+    except sqlite3.Error:
+        return None
+    if rb is None or ra is None:
+        return None
+    change = released_change(query, rb, ra)
+    return None if change is None else (rb, ra, change)
 
 
 @dataclass(frozen=True)

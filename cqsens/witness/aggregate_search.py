@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import sqlite3
 import time
 from collections.abc import Callable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
@@ -22,8 +21,7 @@ from cqsens.witness.aggregate import (
     aggregate_sql,
     concrete,
     joined_values,
-    released_change,
-    released_values,
+    released_pair,
     renamed,
 )
 from cqsens.witness.evaluate import Database, Value
@@ -271,15 +269,10 @@ def _try(
         database = before
     if not valid(before) or not valid(after):
         return None
-    try:
-        rb, ra = released_values(query, before, sql), released_values(query, after, sql)
-    except sqlite3.Error:
+    pair = released_pair(query, before, after, sql)
+    if pair is None or pair[2][0] == 0:
         return None
-    if rb is None or ra is None:
-        return None
-    change = released_change(query, rb, ra)
-    if change is None or change[0] == 0:
-        return None
+    rb, ra, change = pair
     return AggregateWitness(
         database, rel, row, 0, 0, construction, hidden=base.hidden, checks=base.checks,
         constraints=base.constraints,

@@ -14,7 +14,6 @@ database, which keeps every foreign key, and the user's query is run on both.
 from __future__ import annotations
 
 import math
-import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
@@ -28,7 +27,7 @@ from cqsens.ir.dependencies import Sigma
 from cqsens.ir.exact import Exact, display
 from cqsens.ir.expr import Predicate
 from cqsens.ir.schema import Schema
-from cqsens.witness.aggregate import released_change, released_values, renamed, show_released
+from cqsens.witness.aggregate import released_pair, renamed, show_released
 from cqsens.witness.evaluate import Database, Value, count_answers
 from cqsens.witness.model import Witness
 from cqsens.witness.references import (
@@ -103,14 +102,9 @@ def _change(query: AggregateQuery, before: Database, after: Database) -> \
         x, y = count_answers(query, before), count_answers(query, after)
         return Fraction(abs(y - x)), str(x), str(y)
     sql = sqlite_query(query.sql, query.dialect) or ""
-    try:
-        rb, ra = released_values(query, before, sql), released_values(query, after, sql)
-    except sqlite3.Error:
-        return None
-    if rb is None or ra is None:
-        return None
-    got = released_change(query, rb, ra)
-    return None if got is None else (got[0], show_released(rb), show_released(ra))
+    pair = released_pair(query, before, after, sql)
+    return None if pair is None else (pair[2][0], show_released(pair[0]),
+                                      show_released(pair[1]))
 
 
 def cascade(db: Database, relation: str, row: Row, schema: Schema) -> list[tuple[str, Row]]:
