@@ -282,7 +282,8 @@ def stage_release(state: State) -> State:
     single = _single_table_unfiltered(query) and (
         options.unit is None or all(a.relation.lower() == options.unit.table.lower()
                                     for a in query.cq.relation_atoms()))
-    if options.unit is not None and options.rows is not None and not single:
+    if options.unit is not None and options.rows is not None and not single \
+            and any(a.kind == "median" for a in query.aggregates):
         raise InputError("--rows fixes the number of rows of one table, but one person may "
                          "add several rows, so the parity rule of MEDIAN (docs/rules.md, rule "
                          "median-parity-rows) does not apply with --unit; drop --rows",

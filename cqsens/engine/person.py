@@ -99,13 +99,13 @@ def resolve_unit(text: str, schema: Schema | None) -> Unit:
                              f"have (columns: {', '.join(relation.columns)})")
         key: tuple[int, ...] = (position,)
         if not relation.is_key(key):
-            raise _unit_error(f"--unit {text}: {relation.name}.{relation.columns[position]} is "
+            raise _unit_error(f"{relation.name}.{relation.columns[position]} is "
                              "not a PRIMARY KEY or UNIQUE column, so it does not identify one "
                              "person")
     else:
         key = relation.primary_key or (relation.keys[:1] if relation.keys else ())
         if not key:
-            raise _unit_error(f"--unit {text}: {relation.name} has no primary key; name the "
+            raise _unit_error(f"{relation.name} has no primary key; name the "
                              f"key column, --unit {relation.name}.column")
     shown = ", ".join(relation.columns[p] for p in key)
     return Unit(relation.name, key, f"{relation.name}({shown})")
@@ -247,19 +247,22 @@ def person_bound(cq: CQ, sigma: Sigma, *, unit: Unit, schema: Schema,
         name = spelled.setdefault(relation.name.lower(), relation.name)
         arity.setdefault(name, len(relation.columns))
     groups: dict[tuple[Term, ...], list[tuple[Atom, list[Atom], str]]] = {}
+    found: dict[str, list[Chain]] = {}  # the chains from each table, computed once
+    variables = cq.variables()
     for atom in cq.relation_atoms():
         if atom.relation in public:
             continue
         table: Relation | None = schema.find(atom.relation)
         if table is None:
             continue
-        for chain in chains(schema, unit, table.name):
+        if table.name not in found:
+            found[table.name] = chains(schema, unit, table.name)
+        for chain in found[table.name]:
             added, key = _extended(cq, atom, chain, arity, spelled, unit)
             groups.setdefault(key, []).append((atom, added, _describe(atom, chain, schema)))
     out: list[PersonGroup] = []
     for key, members in groups.items():
-        in_query = all(isinstance(t, Var) and t in cq.variables() or not isinstance(t, Var)
-                       for t in key)
+        in_query = all(not isinstance(t, Var) or t in variables for t in key)
         alone = extension_bound(cq, sigma, key) if in_query else None
         total: Weight = 0
         steps: tuple[Step, ...] = ()
