@@ -133,9 +133,11 @@ class Options:
 
     @property
     def kept_references(self) -> References:
-        """The foreign keys the count bound may use: both add/remove neighbours keep them
-        (a substitution may not; docs/rules.md, rule foreign-keys)."""
-        return self.references if self.neighbor == "add-remove" else ()
+        """The foreign keys the count bound may use: both add/remove neighbours of one row
+        keep them (a substitution may not, and k rows that reference each other in a cycle
+        cannot be added one at a time; docs/rules.md, rule foreign-keys)."""
+        return self.references if self.neighbor == "add-remove" and self.contributions == 1 \
+            else ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -178,3 +178,20 @@ def test_is_witness_checks_keys_foreign_keys_and_the_person() -> None:
     assert p is not None
     partial = replace(p, added=p.added[:-1])  # type: ignore[attr-defined]
     assert not is_witness(person.query_obj, person.sigma, partial, schema=schema)
+
+
+def test_foreign_keys_are_not_used_for_several_rows_per_person() -> None:
+    """Two rows that reference each other can only be added together: one row changes the
+    count by 0, the pair by 1 (evaluated in SQLite), so k = 2 must not use the rule."""
+    ddl = ("CREATE TABLE A (id INT PRIMARY KEY, b INT NOT NULL REFERENCES B(id));"
+           "CREATE TABLE B (id INT PRIMARY KEY, a INT NOT NULL REFERENCES A(id));")
+    query = "SELECT COUNT(*) FROM A JOIN B ON A.b = B.id AND B.a = A.id"
+    conn = sqlite3.connect(":memory:")
+    conn.executescript(ddl)
+    before = conn.execute(query).fetchone()[0]
+    conn.executescript("INSERT INTO A VALUES (1, 1); INSERT INTO B VALUES (1, 1);")
+    pair = conn.execute(query).fetchone()[0] - before
+    conn.close()
+    assert pair == 1
+    assert cqsens.analyze(query, schema=ddl, prove_lower=False).upper == 0
+    assert cqsens.analyze(query, schema=ddl, contributions=2, prove_lower=False).upper >= pair
