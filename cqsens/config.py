@@ -36,7 +36,8 @@ CONFIG_NAME = "cqsens.toml"
 
 _TYPES: dict[str, tuple[type, ...]] = {
     "schema": (str,), "constraints": (str,), "fd": (list,), "cd": (list,), "bounds": (list,),
-    "public": (list,), "unit": (str,), "neighbor": (str,), "contributions": (int,),
+    "public": (list,), "unit": (str,), "owner": (list,), "neighbor": (str,),
+    "contributions": (int,),
     "rows": (int,),
     "epsilon": (int, float), "delta": (float,), "dialect": (str,), "witness_time": (int, float),
     "timeout": (int, float), "ledger": (str,), "budget": (int, float), "keys": (str,),

@@ -33,7 +33,13 @@ from cqsens.engine.count import CORE_BUDGET, CountBound, count_bound
 from cqsens.engine.gaifman import is_connected
 from cqsens.engine.paper import PaperValue, cd_upper_paper, delta_str_paper, fd_bounds_paper
 from cqsens.engine.paths import Weight
-from cqsens.engine.person import PersonBound, Unit, person_bound, resolve_unit
+from cqsens.engine.person import (
+    PersonBound,
+    Unit,
+    check_ownership,
+    person_bound,
+    resolve_unit,
+)
 from cqsens.engine.upper import References, upper_bound
 from cqsens.errors import InputError
 from cqsens.explain import (
@@ -590,6 +596,7 @@ def analyze(
     timeout: float | None = 30.0,
     public: Sequence[str] = (),
     unit: str | None = None,
+    owner: Sequence[str] = (),
 ) -> Analysis:
     """Analyse one counting query: sensitivity bounds, the paper's values and why.
 
@@ -636,7 +643,13 @@ def analyze(
     unit : str, optional
         The privacy unit, ``"users"`` or ``"users.id"``: neighbours differ by one
         row of that table and every row that references it through foreign keys
-        (needs the schema; docs/rules.md, rule privacy-unit).
+        (needs the schema; docs/rules.md, rule privacy-unit).  Every table the
+        query reads must then be public or reach the unit along NOT NULL foreign
+        keys (docs/rules.md, rule ownership).
+    owner : sequence of str
+        The foreign keys that carry ownership to the unit (``"orders.uid"``);
+        empty: every foreign key.  Others, self-references included, are
+        ordinary references.
     timeout : float or None
         Seconds the whole analysis may take (``None`` or ``math.inf``: no
         limit).  The witness search stops early to stay within it; any other
@@ -667,6 +680,9 @@ def analyze(
     if contributions < 1:
         raise InputError(f"--contributions must be at least 1, got {contributions}",
                          construct="--contributions")
+    if owner and unit is None:
+        raise InputError("--owner names the foreign keys that carry ownership to the privacy "
+                         "unit; give the unit too (--unit TABLE)", construct="--owner")
     if unit is not None and contributions != 1:
         raise InputError("--contributions counts rows per person at row level; with --unit the "
                          "unit's foreign keys say which rows one person has: use one or the "
@@ -680,7 +696,7 @@ def analyze(
                         options=Options(neighbor=neighbor, contributions=contributions, rows=rows,
                                         prove_lower=prove_lower, witness_time=witness_time,
                                         seed=seed, epsilon=epsilon, delta=delta),
-                        bounds=bounds, public=public, unit=unit)
+                        bounds=bounds, public=public, unit=unit, owner=owner)
 
 
 def _analyze(
@@ -697,6 +713,7 @@ def _analyze(
     bounds: Sequence[str],
     public: Sequence[str] = (),
     unit: str | None = None,
+    owner: Sequence[str] = (),
 ) -> Analysis:
     cli_bounds = parse_value_bounds(bounds)
     parsed_schema = load_schema(schema, dialect=dialect)
@@ -704,7 +721,8 @@ def _analyze(
     query = load_statement(source, schema=parsed_schema, dialect=dialect, kind=kind, name=name)
     options = replace(options, schema=parsed_schema, value_bounds=cli_bounds,
                       references=_references(parsed_schema),
-                      unit=resolve_unit(unit, parsed_schema) if unit is not None else None)
+                      unit=resolve_unit(unit, parsed_schema, owner) if unit is not None
+                      else None)
     if isinstance(query, CompoundQuery):
         return _analyze_compound(query, fds=fds, cds=cds, constraints=constraints,
                                  options=options, public=public)
@@ -726,6 +744,9 @@ def _analyze_one(
                                  constraints=constraints)
     sigma = Sigma.of([*sigma, *_row_identity_keys(query)])
     options = replace(options, public=_public_tables(public, query, parsed_schema))
+    if options.unit is not None and parsed_schema is not None:
+        check_ownership(parsed_schema, options.unit, query.cq,
+                        [n.strip() for item in public for n in item.split(",") if n.strip()])
     state = State(query, sigma, options, notes=tuple(query.notes) + tuple(notes))
     for stage in PIPELINE:
         state = stage(state)

@@ -86,6 +86,7 @@ def analyze_cmd(
     neighbor: str,
     public: tuple[str, ...],
     unit: str | None,
+    owner: tuple[str, ...],
     fmt: str,
     show_witness: bool,
     no_lower: bool,
@@ -129,7 +130,7 @@ def analyze_cmd(
                         prove_lower=not no_lower, witness_time=witness_time,
                         bounds=value_bounds, contributions=contributions, rows=rows,
                         epsilon=epsilon, delta=delta, timeout=timeout, public=public,
-                        unit=unit)
+                        unit=unit, owner=owner)
             )
         except TimeLimitError as err:
             echo_error(f"{name}: {err}")

@@ -27,6 +27,7 @@ _Command = Callable[..., Any]
 _PARAMETERS = {
     "schema": ("schema", "schema_file"), "constraints": ("constraints",), "fd": ("fds",),
     "cd": ("cds",), "bounds": ("value_bounds",), "public": ("public",), "unit": ("unit",),
+    "owner": ("owner",),
     "neighbor": ("neighbor",), "contributions": ("contributions",), "rows": ("rows",),
     "epsilon": ("epsilon",), "delta": ("delta",), "dialect": ("dialect",),
     "witness_time": ("witness_time",), "timeout": ("timeout",), "ledger": ("ledger",),

@@ -58,11 +58,17 @@ def release_options(f: _Command) -> _Command:
 
 
 def dependency_options(f: _Command) -> _Command:
-    """--fd, --cd, --constraints, --neighbor, --public, --unit."""
+    """--fd, --cd, --constraints, --neighbor, --public, --unit, --owner."""
+    f = click.option("--owner", "owner", multiple=True, metavar="TABLE.COLUMN",
+                     help="With --unit: a foreign key that carries ownership (repeat it, e.g. "
+                          "--owner visits.patient_id). Only these keys say which rows belong "
+                          "to a person; other foreign keys, self-references included, are "
+                          "ordinary references. Default: every foreign key.")(f)
     f = click.option("--unit", "unit", default=None, metavar="TABLE[.KEY]",
                      help="Privacy unit: neighbours differ by one row of TABLE and every row "
                           "that references it through foreign keys (one person, not one "
-                          "row). Needs the schema's foreign keys.")(f)
+                          "row). Needs the schema's foreign keys; every table read must "
+                          "reach TABLE through NOT NULL foreign keys or be --public.")(f)
     f = click.option("--public", "public", multiple=True, metavar="TABLE[,TABLE...]",
                      help="Public tables (reference data): their rows are the same in both "
                           "neighbours, so they never play the added or removed row.")(f)

@@ -110,6 +110,7 @@ def release_cmd(
     neighbor: str,
     public: tuple[str, ...],
     unit: str | None,
+    owner: tuple[str, ...],
     value_bounds: tuple[str, ...],
     contributions: int,
     rows: int | None,
@@ -158,7 +159,7 @@ def release_cmd(
                            constraints=constraints, dialect=dialect, neighbor=neighbor,
                            kind=kind, name=name, prove_lower=False, bounds=value_bounds,
                            contributions=contributions, rows=rows, timeout=timeout,
-                           public=public, unit=unit)
+                           public=public, unit=unit, owner=owner)
 
         source: str | Path = Path(query) if query is not None else str(sql_text)
         analysis = run(source, "sql" if query is None else None,

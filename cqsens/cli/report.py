@@ -69,6 +69,7 @@ def report_cmd(
     neighbor: str,
     public: tuple[str, ...],
     unit: str | None,
+    owner: tuple[str, ...],
     value_bounds: tuple[str, ...],
     contributions: int,
     rows: int | None,
@@ -116,7 +117,7 @@ def report_cmd(
                    cds=list(cds), constraints=constraints, neighbor=neighbor,
                    bounds=list(value_bounds), contributions=contributions, rows=rows,
                    epsilon=epsilon, delta=delta, prove_lower=not no_lower,
-                   public=list(public), unit=unit)
+                   public=list(public), unit=unit, owner=list(owner))
     command = masked_command("cqsens", command_args())
     from cqsens.logs.records import is_log
 

@@ -51,6 +51,7 @@ def witness_cmd(
     neighbor: str,
     public: tuple[str, ...],
     unit: str | None,
+    owner: tuple[str, ...],
     value_bounds: tuple[str, ...],
     contributions: int,
     rows: int | None,
@@ -89,7 +90,7 @@ def witness_cmd(
     try:
         result = analyze(source, schema=schema_obj, fds=fds, cds=cds, constraints=constraints,
                          dialect=dialect, neighbor=neighbor, kind=kind, public=public,
-                         unit=unit,
+                         unit=unit, owner=owner,
                          bounds=value_bounds, contributions=contributions, rows=rows,
                          epsilon=epsilon, delta=delta,
                          witness_time=witness_time, timeout=timeout)

@@ -24,18 +24,18 @@ person's rows a chain of any length; it is refused.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from cqsens.engine.paths import Step, Weight
 from cqsens.engine.upper import extension_bound
 from cqsens.errors import InputError
-from cqsens.ir.cq import CQ, Atom, Term, Var
+from cqsens.ir.cq import CQ, Atom, Const, Term, Var
 from cqsens.ir.dependencies import Sigma
 from cqsens.ir.schema import ForeignKey, Relation, Schema
 
-__all__ = ["MAX_CHAINS", "Chain", "PersonBound", "PersonGroup", "Unit", "chains", "person_bound",
-           "resolve_unit"]
+__all__ = ["MAX_CHAINS", "Chain", "PersonBound", "PersonGroup", "Unit", "chains",
+           "check_ownership", "person_bound", "resolve_unit"]
 
 MAX_CHAINS = 64
 """Chains of foreign keys from one table to the unit table, at most."""
@@ -43,11 +43,23 @@ MAX_CHAINS = 64
 
 @dataclass(frozen=True, slots=True)
 class Unit:
-    """The privacy unit: a table and the key that identifies one person."""
+    """The privacy unit: a table and the key that identifies one person.
+
+    ``owners`` names the foreign keys that carry ownership, as ``(table, columns)``
+    with the table in lower case; ``None`` means every foreign key does (a
+    cascading delete along every key).  A foreign key that is not an owner is an
+    ordinary reference: a row that holds it does not belong to the row it
+    references (docs/rules.md, rule ownership).
+    """
 
     table: str
     key: tuple[int, ...]
     text: str  # users(id)
+    owners: frozenset[tuple[str, tuple[int, ...]]] | None = None
+
+    def owns(self, relation: str, fk: ForeignKey) -> bool:
+        """True when ``fk`` of ``relation`` carries ownership."""
+        return self.owners is None or (relation.lower(), fk.columns) in self.owners
 
 
 Chain = tuple[tuple[str, ForeignKey], ...]
@@ -76,13 +88,17 @@ class PersonBound:
     boolean_cap: bool = False
 
 
-def resolve_unit(text: str, schema: Schema | None) -> Unit:
+def resolve_unit(text: str, schema: Schema | None, owner: Sequence[str] = ()) -> Unit:
     """``users`` (its primary key) or ``users.id`` (a key column) as a :class:`Unit`.
+
+    ``owner`` names the foreign keys that carry ownership (``"orders.uid"``, or
+    ``"lines(order_id, shop)"`` for a composite key); empty means every foreign key.
 
     Raises
     ------
     InputError
-        No schema, an unknown table or column, or a column that is not a key.
+        No schema, an unknown table or column, a column that is not a key, or an
+        owner that is not a foreign key of the schema.
     """
     table, _, column = text.strip().partition(".")
     if schema is None:
@@ -108,7 +124,40 @@ def resolve_unit(text: str, schema: Schema | None) -> Unit:
             raise _unit_error(f"{relation.name} has no primary key; name the "
                              f"key column, --unit {relation.name}.column")
     shown = ", ".join(relation.columns[p] for p in key)
-    return Unit(relation.name, key, f"{relation.name}({shown})")
+    owners = frozenset(_owner(item, schema) for item in owner) if owner else None
+    return Unit(relation.name, key, f"{relation.name}({shown})", owners)
+
+
+def _owner(text: str, schema: Schema) -> tuple[str, tuple[int, ...]]:
+    """``orders.uid`` or ``orders(a, b)``: a foreign key of the schema, by its columns."""
+    spelled = text.strip()
+    if "(" in spelled and spelled.endswith(")"):
+        table, _, inside = spelled[:-1].partition("(")
+        names = [c.strip() for c in inside.split(",")]
+    else:
+        table, _, column = spelled.partition(".")
+        names = [column.strip()]
+    relation = schema.find(table.strip())
+    if relation is None or not all(names):
+        raise InputError(f"owner {spelled!r} does not name a foreign key: write "
+                         "table.column (or table(col1, col2) for a composite key) of a table "
+                         "the schema declares", source="--owner", construct="--owner")
+    positions = []
+    for name in names:
+        position = relation.index(name)
+        if position is None:
+            raise InputError(f"owner {spelled!r}: {relation.name} has no column {name!r} "
+                             f"(columns: {', '.join(relation.columns)})", source="--owner",
+                             construct="--owner")
+        positions.append(position)
+    for fk in relation.foreign_keys:
+        if sorted(fk.columns) == sorted(positions):
+            return (relation.name.lower(), fk.columns)
+    declared = ", ".join(relation.describe_foreign_key(fk, schema.find(fk.table))
+                         for fk in relation.foreign_keys) or "none"
+    raise InputError(f"owner {spelled!r} is not a foreign key of {relation.name} (its foreign "
+                     f"keys: {declared}); declare it with REFERENCES in the schema",
+                     source="--owner", construct="--owner")
 
 
 def _unit_error(message: str) -> InputError:
@@ -127,7 +176,8 @@ def chains(schema: Schema, unit: Unit, table: str) -> list[Chain]:
     """
     edges: dict[str, list[tuple[str, ForeignKey]]] = {}
     for relation, fk, _ in schema.foreign_keys():
-        edges.setdefault(relation.name.lower(), []).append((relation.name, fk))
+        if unit.owns(relation.name, fk):
+            edges.setdefault(relation.name.lower(), []).append((relation.name, fk))
     out: list[Chain] = []
     goal = unit.table.lower()
 
@@ -143,7 +193,10 @@ def chains(schema: Schema, unit: Unit, table: str) -> list[Chain]:
                     raise InputError(
                         f"the foreign keys form a cycle ({cycle}) among tables whose rows "
                         f"belong to one {unit.table}: one person's rows would be a chain of any "
-                        "length; cqsens does not model a cyclic privacy unit",
+                        "length; cqsens does not model a cyclic privacy unit. Name the "
+                        "foreign keys that carry ownership with --owner (owner = [...] in "
+                        "cqsens.toml): the others, self-references included, are then "
+                        "ordinary references",
                         source="--unit", construct="--unit")
                 continue
             walk(following, [*path, (relation, fk)], [*seen, following])
@@ -154,6 +207,151 @@ def chains(schema: Schema, unit: Unit, table: str) -> list[Chain]:
 
     walk(table.lower(), [], [table.lower()])
     return out
+
+
+def check_ownership(schema: Schema, unit: Unit, cq: CQ, public: Iterable[str]) -> None:
+    """Refuse a query whose tables are neither owned by one person nor public.
+
+    With a privacy unit every table is private unless it is declared public, and
+    a private table must belong to persons: every row the query can read must
+    reach a row of the unit table along foreign keys that carry ownership, each
+    NOT NULL.  A row whose key is NULL belongs to nobody, so it is accepted only
+    when the query cannot read it: the key's term is joined to another atom or
+    fixed to a constant (SQL's ``=`` never matches NULL).  A public table is the
+    same in both neighbouring databases, so it cannot hold a person's rows: a
+    public table that reaches the unit along ownership keys contradicts its
+    declaration (docs/rules.md, rule ownership).
+
+    Parameters
+    ----------
+    schema : Schema
+        The tables and their foreign keys.
+    unit : Unit
+        The privacy unit, with the foreign keys that carry ownership.
+    cq : CQ
+        The query: its relation atoms are the rows it reads.
+    public : iterable of str
+        The tables declared public.
+
+    Raises
+    ------
+    InputError
+        A private table that no person owns, or a public table that a person owns.
+
+    Examples
+    --------
+    >>> from cqsens.frontend.ddl import schema_from_ddl
+    >>> from cqsens.frontend.parse_cq import parse_cq
+    >>> s = schema_from_ddl("CREATE TABLE users (id INT PRIMARY KEY); "
+    ...                     "CREATE TABLE visits (vid INT PRIMARY KEY, uid INT NOT NULL)")
+    >>> check_ownership(s, resolve_unit("users", s), parse_cq("Q(v) :- visits(v, u)"), [])
+    Traceback (most recent call last):
+    ...
+    cqsens.errors.InputError: --unit: table visits is private (not declared public) but no ...
+    """
+    declared_public = {name.lower() for name in public}
+    goal = unit.table.lower()
+    atoms = cq.relation_atoms()
+    occurrences: dict[Term, int] = {}
+    for atom in atoms:
+        for term in atom.terms:
+            occurrences[term] = occurrences.get(term, 0) + 1
+    found: dict[str, list[Chain]] = {}
+    for atom in atoms:
+        relation = schema.find(atom.relation)
+        if relation is None:
+            continue
+        if relation.name not in found:
+            found[relation.name] = chains(schema, unit, relation.name)
+        owned = found[relation.name]
+        if relation.name.lower() in declared_public:
+            _refuse_owned_public(relation, owned, schema, unit)
+        elif relation.name.lower() != goal:
+            _refuse_unowned(relation, atom, owned, occurrences, schema, unit, declared_public)
+
+
+def _refuse_owned_public(relation: Relation, owned: Sequence[Chain], schema: Schema,
+                         unit: Unit) -> None:
+    if relation.name.lower() == unit.table.lower():
+        raise InputError(
+            f"table {relation.name} is declared public, but it is the privacy unit: its rows "
+            f"are the persons. Drop {relation.name} from --public", source="--public",
+            construct="--public")
+    if owned:
+        raise InputError(
+            f"table {relation.name} is declared public, but its rows belong to persons of "
+            f"{unit.table}: {_chain_text(owned[0], schema)}. A public table is the same in "
+            "both neighbouring databases, so it cannot hold a person's rows: drop "
+            f"{relation.name} from --public, or name the foreign keys that carry ownership "
+            "with --owner (owner = [...] in cqsens.toml) and leave its key out",
+            source="--public", construct="--public")
+
+
+def _refuse_unowned(relation: Relation, atom: Atom, owned: Sequence[Chain],
+                    occurrences: Mapping[Term, int], schema: Schema, unit: Unit,
+                    declared_public: set[str]) -> None:
+    through_public = [c for c in owned if any(fk.table.lower() in declared_public for _, fk in c)]
+    if through_public:
+        chain = through_public[0]
+        table = next(fk.table for _, fk in chain if fk.table.lower() in declared_public)
+        raise InputError(
+            f"table {table} is declared public, but the rows of {relation.name} reach "
+            f"{unit.table} through it ({_chain_text(chain, schema)}), so the rows of {table} "
+            f"belong to persons. Drop {table} from --public, or name the foreign keys that "
+            "carry ownership with --owner", source="--public", construct="--public")
+    if not owned:
+        raise InputError(
+            f"table {relation.name} is private (not declared public) but no chain of foreign "
+            f"keys{'' if unit.owners is None else ' named by --owner'} leads from it to the "
+            f"privacy unit {unit.text}, so cqsens cannot tell which person its rows belong to, "
+            "and would treat them as the same in both neighbouring databases. Declare the "
+            f"foreign key to {unit.table} (e.g. `... NOT NULL REFERENCES {unit.text}` in the "
+            f"schema{_owner_hint(unit)}), or, if its rows are the same for everybody, declare it "
+            f"public (--public {relation.name})", source="--unit", construct=relation.name)
+    links = [_nullable_link(chain, schema, atom, occurrences) for chain in owned]
+    if None not in links:
+        nullable = links[0]
+        raise InputError(
+            f"table {relation.name} reaches the privacy unit {unit.text} only through the "
+            f"nullable column {nullable}: a row whose key is NULL belongs to no person, and "
+            "the query reads such rows, so they would be treated as the same in both "
+            f"neighbouring databases. Declare {nullable} NOT NULL, join it to "
+            f"{unit.table} in the query, or, if the rows of {relation.name} are the same for "
+            f"everybody, declare it public and leave its key out of --owner",
+            source="--unit", construct=relation.name)
+
+
+def _nullable_link(chain: Chain, schema: Schema, atom: Atom,
+                   occurrences: Mapping[Term, int]) -> str | None:
+    """The first nullable foreign-key column along ``chain`` from ``atom`` whose NULLs the
+    query can read (``orders.uid``), or None.  On the first link a column whose term is a
+    constant or is joined to another position never matches NULL."""
+    for index, (relation, fk) in enumerate(chain):
+        own = schema.find(relation)
+        assert own is not None
+        for column in fk.columns:
+            if not own.nullable(column):
+                continue
+            if index == 0 and column < len(atom.terms):
+                term = atom.terms[column]
+                if (isinstance(term, Const) and term.value is not None) \
+                        or occurrences.get(term, 0) > 1:
+                    continue
+            return f"{own.name}.{own.columns[column]}"
+    return None
+
+
+def _owner_hint(unit: Unit) -> str:
+    return "" if unit.owners is None else ", and name it with --owner"
+
+
+def _chain_text(chain: Chain, schema: Schema) -> str:
+    steps = []
+    for relation, fk in chain:
+        own = schema.find(relation)
+        assert own is not None
+        steps.append(own.describe_foreign_key(fk, schema.find(fk.table)))
+    return "; ".join(steps)
 
 
 def _reaches(edges: Mapping[str, list[tuple[str, ForeignKey]]], start: str, goal: str) -> bool:

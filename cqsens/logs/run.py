@@ -52,6 +52,7 @@ __all__ = ["analyse_log", "fingerprint"]
 
 _ANALYZE_KEYS = ("schema", "dialect", "fds", "cds", "constraints", "neighbor", "bounds",
                  "contributions", "rows", "epsilon", "delta", "prove_lower", "public", "unit",
+                 "owner",
                  "witness_time")
 
 

@@ -103,7 +103,7 @@ def _is_person_witness(
     removed = [row for r in before.rows for row in before.rows[r]
                if row not in after.rows.get(r, frozenset())]
     if removed or added != set(witness.added) or added != set(
-            cascade(after, witness.relation, witness.row, schema)):
+            cascade(after, witness.relation, witness.row, schema, witness.owners)):
         return False
     if not all(declared_hold(d, sigma, column_checks=checks, keys=keys)
                and references_hold(d, schema) for d in (before, after)):

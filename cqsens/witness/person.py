@@ -41,6 +41,7 @@ from cqsens.witness.search import find_witness
 __all__ = ["PersonWitness", "cascade", "find_person_witness", "witness_change"]
 
 Row = tuple[Value, ...]
+Owners = frozenset[tuple[str, tuple[int, ...]]] | None
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,7 @@ class PersonWitness(Witness):
 
     added: tuple[tuple[str, Row], ...] = ()
     unit: str = ""
+    owners: Owners = None  # the foreign keys that carry ownership (None: every one)
     change: Fraction = Fraction(0)
     before: str = ""
     after_text: str = ""
@@ -107,10 +109,12 @@ def _change(query: AggregateQuery, before: Database, after: Database) -> \
                                       show_released(pair[1]))
 
 
-def cascade(db: Database, relation: str, row: Row, schema: Schema) -> list[tuple[str, Row]]:
+def cascade(db: Database, relation: str, row: Row, schema: Schema,
+            owners: Owners = None) -> list[tuple[str, Row]]:
     """``row`` of ``relation`` and every row of ``db`` that references it along foreign
-    keys, the referenced rows first."""
-    references = schema_references(schema)
+    keys that carry ownership (``owners``; None: every key), the referenced rows first."""
+    references = [(t, fk) for t, fk in schema_references(schema)
+                  if owners is None or (t.lower(), fk.columns) in owners]
     out: dict[tuple[str, Row], None] = {(relation, row): None}
     changed = True
     while changed:
@@ -135,6 +139,7 @@ class _Search:
     valid: Callable[[Database], bool]
     column_checks: Mapping[tuple[str, int], Sequence[Predicate]]
     hidden: dict[str, int] = field(default_factory=dict)
+    owners: Owners = None
     extremes: Mapping[tuple[str, int], Value] = field(default_factory=dict)
     background: Mapping[tuple[str, int], Value] = field(default_factory=dict)
 
@@ -174,7 +179,7 @@ class _Search:
             return None
         best: PersonWitness | None = None
         for row in sorted(full.rows[name], key=repr)[:50]:
-            rows = cascade(full, name, row, self.schema)
+            rows = cascade(full, name, row, self.schema, self.owners)
             smaller = full
             for relation, r in rows:
                 smaller = smaller.without_row(relation, r)
@@ -222,7 +227,8 @@ def find_person_witness(
     (the other end), so that MIN, MAX, AVG and MEDIAN are defined without the first.
     """
     search = _Search(query, schema, valid, column_checks,
-                     hidden=dict(query.row_positions), extremes=dict(extremes or {}),
+                     hidden=dict(query.row_positions), owners=person.unit.owners,
+                     extremes=dict(extremes or {}),
                      background=dict(background or {}))
     unit = person.unit.table
     groups = sorted(person.groups, key=lambda g: -g.value if g.value != math.inf else -1e300)
@@ -237,7 +243,8 @@ def find_person_witness(
                 break
     if best is None:
         return None
-    return replace(best, constraints=declared_clauses(best.after, schema), unit=person.unit.text)
+    return replace(best, constraints=declared_clauses(best.after, schema), unit=person.unit.text,
+                   owners=person.unit.owners)
 
 
 def _from_group(search: _Search, query: AggregateQuery, sigma: Sigma, group: PersonGroup,
