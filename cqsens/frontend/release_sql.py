@@ -84,6 +84,9 @@ class ReleasePlan:
     analysed_sql : str
         ``SELECT keys, parts FROM … GROUP BY …`` in the user's dialect: the
         query whose sensitivity calibrates the noise.
+    tables : tuple of str
+        Every table the query reads (subqueries and derived tables included,
+        common table expressions excluded).
     """
 
     keys: tuple[str, ...]
@@ -94,6 +97,7 @@ class ReleasePlan:
     dialect: str | None
     _tree: exp.Select
     _keys: tuple[exp.Expr, ...]
+    tables: tuple[str, ...] = ()
 
     def parts_sql(self, dialect: str) -> str:
         """``SELECT keys…, noisy parts… FROM … GROUP BY …`` in ``dialect``."""
@@ -278,9 +282,23 @@ def release_plan(sql: str, dialect: str | None, *, source: str = "<sql>") -> Rel
     except SqlglotError as exc:
         raise InputError(f"the query does not parse: {exc}", source=source,
                          construct="SQL") from None
+    if isinstance(tree, exp.SetOperation):
+        raise UnsupportedQueryError(
+            f"a top-level {tree.key.upper()} is analysed but not released yet: release each "
+            "branch as its own query (their ε add up under basic composition)", source=source,
+            construct=tree.key.upper())
     if not isinstance(tree, exp.Select):
         raise UnsupportedQueryError("a release runs one SELECT", source=source,
                                     construct=tree.key.upper())
+    group = tree.args.get("group")
+    if group is not None and (
+            any(group.args.get(k) for k in ("rollup", "cube", "grouping_sets"))
+            or any(isinstance(g, (exp.Rollup, exp.Cube, exp.GroupingSets))
+                   for g in group.expressions)):
+        raise UnsupportedQueryError(
+            "GROUP BY ROLLUP, CUBE and GROUPING SETS are analysed but not released yet: "
+            "release each grouping set as its own GROUP BY query (their ε add up)",
+            source=source, construct="GROUP BY")
     builder = _Builder(dialect, source)
     keys = _key_items(tree, dialect)
     key_exprs = {_unalias(k) for k in keys}
@@ -309,4 +327,11 @@ def release_plan(sql: str, dialect: str | None, *, source: str = "<sql>") -> Rel
         keys=tuple(_name(k, dialect) for k in keys), key_tables=tuple(key_tables),
         parts=tuple(builder.parts), items=tuple(items),
         analysed_sql=_strip(analysed).sql(dialect=dialect), dialect=dialect,
-        _tree=tree, _keys=tuple(keys))
+        _tree=tree, _keys=tuple(keys), tables=_read_tables(tree))
+
+
+def _read_tables(tree: exp.Expr) -> tuple[str, ...]:
+    """The tables ``tree`` reads, without the names its WITH clauses define."""
+    ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
+    names = {t.name for t in tree.find_all(exp.Table) if t.name.lower() not in ctes}
+    return tuple(sorted(names, key=str.lower))

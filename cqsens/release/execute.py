@@ -36,6 +36,8 @@ from typing import Any
 
 from cqsens.analysis import AggregateRecord, Analysis
 from cqsens.db.connect import connect, mask_url
+from cqsens.db.guard import broken_constraints
+from cqsens.db.reflect import reflect_schema
 from cqsens.errors import InputError
 from cqsens.frontend.release_sql import (
     NOISY_KINDS,
@@ -51,8 +53,8 @@ from cqsens.release.keys import key_label, key_text, read_keys
 from cqsens.release.ledger import Entry, now, query_hash
 from cqsens.release.values import expression_bound, parse_value_bounds, value_bound
 
-__all__ = ["PartRelease", "Release", "ReleasedGroup", "ReleasedValue", "UnboundedRelease",
-           "release"]
+__all__ = ["BrokenConstraint", "PartRelease", "Release", "ReleasedGroup", "ReleasedValue",
+           "UnboundedRelease", "release"]
 
 _GRID = 1001  # candidates of the exponential mechanism over a continuous range
 Number = int | float
@@ -171,6 +173,29 @@ def _refuse_unbounded(analysis: Analysis) -> None:
         f"the sensitivity of this query is unbounded: no calibrated noise makes its release "
         f"private, so nothing is released. {analysis.reason()}. Advice: {advice}",
         source=analysis.source, construct="release")
+
+
+class BrokenConstraint(InputError):
+    """The data break a constraint the sensitivity bound relies on: nothing is released."""
+
+
+def _refuse_broken(conn: Any, analysis: Analysis, parts_analysis: Analysis, plan: ReleasePlan,
+                   *, url: str, schema: Schema | None, bounds: Sequence[str]) -> None:
+    """Check, in the release's transaction and before the query, every constraint the bound
+    may rely on (:mod:`cqsens.db.guard`); refuse naming the broken ones, nothing else."""
+    if schema is None:
+        schema = reflect_schema(url)
+    deps = {*analysis.sigma, *parts_analysis.sigma}
+    broken = broken_constraints(conn, schema, tables=plan.tables,
+                                deps=sorted(deps, key=str), value_bounds=parse_value_bounds(bounds),
+                                masked=mask_url(url))
+    if broken:
+        raise BrokenConstraint(
+            f"the data break what the sensitivity bound relies on: {'; '.join(broken)}. "
+            "Noise calibrated to that bound would not protect every person, so nothing is "
+            "released and nothing is charged. Fix the data, or declare the constraints the "
+            "data obey (cqsens profile measures them)", source=mask_url(url),
+            construct="release")
 
 
 def _same_parts(plan: ReleasePlan, analysis: Analysis) -> bool:
@@ -356,7 +381,10 @@ def release(
         raise InputError("the Gaussian mechanism needs --delta", construct="--delta")
     eps = noise._check_epsilon(epsilon)
     _refuse_unbounded(analysis)
-    plan = release_plan(query.text or query.sql, query.dialect, source=analysis.source)
+    # the user's own statement: a derived UNION, an outer join or a subquery runs as written
+    # (a compound analysis keeps only its first part in query_obj)
+    plan = release_plan(analysis.query or query.text or query.sql, query.dialect,
+                        source=analysis.source)
     parts_analysis = analysis if _same_parts(plan, analysis) else reanalyse(plan.analysed_sql)
     _refuse_unbounded(parts_analysis)
     records = parts_analysis.aggregates
@@ -371,6 +399,8 @@ def release(
             target = _dialect(conn)
             if target == "sqlite":
                 conn.exec_driver_sql("PRAGMA query_only = ON")
+            _refuse_broken(conn, analysis, parts_analysis, plan, url=url, schema=schema,
+                           bounds=bounds)
             return _release(
                 conn, target, analysis, parts_analysis, plan, records, url=url, eps=eps,
                 delta=delta, mechanism=mechanism, reanalyse=reanalyse, schema=schema,
