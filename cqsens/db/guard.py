@@ -21,8 +21,6 @@ value, nothing of the answer.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from decimal import Decimal
-from fractions import Fraction
 from typing import Any
 
 import sqlalchemy as sa
@@ -31,7 +29,7 @@ from sqlalchemy.engine import Connection
 from cqsens.db.catalogue import BoundTable, Catalogue
 from cqsens.db.check import ROWS_TARGET, _check_foreign_key, _check_one, dependency_label
 from cqsens.ir.dependencies import AnyDependency, Dependency, MultiDependency
-from cqsens.ir.exact import Exact
+from cqsens.ir.exact import Exact, decimal_text
 from cqsens.ir.schema import Relation, Schema
 
 __all__ = ["broken_constraints", "referenced_closure"]
@@ -53,21 +51,10 @@ def referenced_closure(schema: Schema, tables: Iterable[str]) -> list[Relation]:
     return [r for r in schema.relations if r.name.lower() in names]
 
 
-def _literal(value: Exact) -> sa.ColumnElement[Any]:
-    """An exact SQL literal: an integer, or a decimal when the value has finitely many
-    digits; another fraction as its nearest float (CHECK ranges are written in decimals)."""
-    if isinstance(value, int):
-        return sa.literal_column(str(value))
-    fraction = Fraction(value)
-    rest, digits = fraction.denominator, 0
-    for p in (2, 5):
-        while rest % p == 0:
-            rest //= p
-            digits += 1
-    if rest != 1:
-        return sa.literal_column(repr(float(fraction)))
-    scaled = int(fraction * 10 ** digits)
-    return sa.literal_column(str(Decimal(scaled).scaleb(-digits)))
+def _literal(value: Exact, toward: int) -> sa.ColumnElement[Any]:
+    """``value`` as exact SQL digits (rounded ``toward`` the inside of a range when it has
+    no finite decimal text, so the check is never weaker than the bound)."""
+    return sa.literal_column(decimal_text(value, toward=toward))
 
 
 def _row_checks(table: BoundTable, t: sa.TableClause, ranges: Mapping[int, tuple[Exact, Exact]]
@@ -83,9 +70,9 @@ def _row_checks(table: BoundTable, t: sa.TableClause, ranges: Mapping[int, tuple
         column = t.c[table.db_columns[position]]
         outside = []
         if low != float("-inf"):
-            outside.append(column < _literal(low))
+            outside.append(column < _literal(low, 1))
         if high != float("inf"):
-            outside.append(column > _literal(high))
+            outside.append(column > _literal(high, -1))
         if outside:
             shown = f"{rel.name}.{rel.columns[position]} BETWEEN {low} AND {high}"
             out.append((shown, sa.or_(*outside)))

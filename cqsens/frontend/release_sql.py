@@ -16,6 +16,7 @@ section Input).  sqlglot objects never leave :mod:`cqsens.frontend`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import sqlglot
@@ -36,8 +37,9 @@ QUANTILE_KINDS = {"median": 0.5, "min": 0.0, "max": 1.0}
 @dataclass(frozen=True, slots=True)
 class Formula:
     """Arithmetic over released parts: ``op`` is ``part``, ``num``, ``null``, ``neg``,
-    ``abs``, ``round``, ``+``, ``-``, ``*`` or ``/``; ``value`` is a part index, a
-    number, or the digits of ``round``."""
+    ``abs``, ``round``, ``clamp``, ``+``, ``-``, ``*`` or ``/``; ``value`` is a part index,
+    a number, the digits of ``round``, or for ``clamp`` the part whose value range
+    bounds the result (an AVG's SUM)."""
 
     op: str
     args: tuple[Formula, ...] = ()
@@ -99,9 +101,10 @@ class ReleasePlan:
     _keys: tuple[exp.Expr, ...]
     tables: tuple[str, ...] = ()
 
-    def parts_sql(self, dialect: str) -> str:
-        """``SELECT keys…, noisy parts… FROM … GROUP BY …`` in ``dialect``."""
-        noisy = [sqlglot.parse_one(p.sql, read=self.dialect) for p in self.parts
+    def parts_sql(self, dialect: str, clamps: Mapping[int, tuple[str, str]] | None = None) -> str:
+        """``SELECT keys…, noisy parts… FROM … GROUP BY …`` in ``dialect``; the argument of
+        each part in ``clamps`` (index → low, high as SQL digits) is clamped to its range."""
+        noisy = [self._clamped(i, (clamps or {}).get(i)) for i, p in enumerate(self.parts)
                  if p.kind in NOISY_KINDS]
         tree = self._tree.copy()
         tree.set("expressions", [k.copy() for k in self._keys] + noisy)
@@ -121,16 +124,43 @@ class ReleasePlan:
         tree.set("expressions", [k.copy() for k in self._keys] + [exp.Count(this=exp.Star())])
         return _strip(tree).sql(dialect=dialect)
 
-    def rows_sql(self, index: int, dialect: str) -> str:
-        """``SELECT keys…, argument FROM … WHERE …``: the values of quantile part ``index``."""
+    def rows_sql(self, index: int, dialect: str, clamp: tuple[str, str] | None = None) -> str:
+        """``SELECT keys…, argument FROM … WHERE …``: the values of quantile part ``index``
+        (clamped to ``clamp``, low and high as SQL digits)."""
         part = self.parts[index]
         assert part.argument is not None
         tree = self._tree.copy()
         keys = [_unalias(k) for k in self._keys]
-        tree.set("expressions", keys + [sqlglot.parse_one(part.argument, read=self.dialect)])
+        argument = sqlglot.parse_one(part.argument, read=self.dialect)
+        tree.set("expressions", keys + [_clamp(argument, clamp) if clamp else argument])
         tree.set("group", None)
         tree.set("having", None)
         return _strip(tree).sql(dialect=dialect)
+
+
+    def _clamped(self, index: int, clamp: tuple[str, str] | None) -> exp.Expr:
+        """Part ``index``'s call, its argument clamped to ``clamp`` (SUM's, or each of
+        SUM(DISTINCT …)'s)."""
+        node = sqlglot.parse_one(self.parts[index].sql, read=self.dialect)
+        if clamp is None or not isinstance(node, exp.Sum):
+            return node
+        inner = node.this
+        if isinstance(inner, exp.Distinct):
+            inner.set("expressions", [_clamp(e, clamp) for e in inner.expressions])
+        else:
+            node.set("this", _clamp(inner, clamp))
+        return node
+
+
+def _clamp(value: exp.Expr, clamp: tuple[str, str]) -> exp.Expr:
+    """``CASE WHEN v < low THEN low WHEN v > high THEN high ELSE v END``: NULL stays NULL
+    (unlike GREATEST/LEAST in some dialects), a value inside the range is unchanged."""
+    low, high = (exp.Literal.number(c) for c in clamp)
+    return exp.Case(ifs=[exp.If(this=exp.LT(this=exp.paren(value.copy()), expression=low),
+                                true=low.copy()),
+                         exp.If(this=exp.GT(this=exp.paren(value.copy()), expression=high),
+                                true=high.copy())],
+                    default=exp.paren(value.copy()))
 
 
 def _strip(tree: exp.Select) -> exp.Select:
@@ -177,7 +207,8 @@ class _Builder:
                     "COUNT(DISTINCT …) instead", source=self.source, construct="AVG(DISTINCT)")
             total = self.part("sum", exp.Sum(this=arg.copy()))
             count = self.part("count", exp.Count(this=arg.copy()))
-            return Formula("/", (total, count))
+            # an average lies in its values' range: the noisy ratio is clamped to it
+            return Formula("clamp", (Formula("/", (total, count)),), value=total.value)
         if isinstance(node, exp.Sum):
             return self.part("sum", node)
         for cls, kind in ((exp.Median, "median"), (exp.Min, "min"), (exp.Max, "max")):

@@ -14,7 +14,7 @@ import math
 from decimal import Decimal
 from fractions import Fraction
 
-__all__ = ["Exact", "display", "exact", "mul", "sqrt_upper", "text"]
+__all__ = ["Exact", "decimal_text", "display", "exact", "mul", "sqrt_upper", "text"]
 
 Exact = int | Fraction | float
 """A bound: an int, a Fraction, or ``math.inf`` / ``-math.inf``."""
@@ -113,3 +113,41 @@ def text(value: Exact, digits: int = 6) -> str:
     if Fraction(out) >= q:
         return out
     return f"{math.nextafter(float(rounded), math.inf):.{digits + 2}g}"
+
+
+def decimal_text(value: Exact, *, toward: int = 0) -> str:
+    """A finite ``value`` as SQL decimal digits: exact when it has finitely many, else
+    rounded to 18 places up (``toward=1``) or down (``toward=-1``); ``toward=0`` demands
+    an exact text.
+
+    >>> decimal_text(Fraction(5, 2)), decimal_text(10**20), decimal_text(Fraction(-1, 8))
+    ('2.5', '100000000000000000000', '-0.125')
+    >>> decimal_text(Fraction(1, 3), toward=1), decimal_text(Fraction(1, 3), toward=-1)
+    ('0.333333333333333334', '0.333333333333333333')
+
+    Raises
+    ------
+    ValueError
+        An infinite value, or one with no exact decimal text when ``toward=0``.
+    """
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{value} has no decimal text")
+    q = Fraction(value)
+    rest, digits = q.denominator, 0
+    for p in (2, 5):
+        while rest % p == 0:
+            rest //= p
+            digits += 1
+    if rest != 1:
+        if toward == 0:
+            raise ValueError(f"{q} has no exact decimal text")
+        digits = 18
+        scaled = q * 10 ** digits
+        whole = math.ceil(scaled) if toward > 0 else math.floor(scaled)
+    else:
+        whole = int(q * 10 ** digits)
+    sign, digits_text = ("-" if whole < 0 else ""), str(abs(whole)).rjust(digits + 1, "0")
+    if not digits:
+        return f"{sign}{digits_text}"
+    shown = f"{digits_text[:-digits]}.{digits_text[-digits:]}".rstrip("0").rstrip(".")
+    return f"{sign}{shown}"

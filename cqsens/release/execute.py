@@ -46,7 +46,7 @@ from cqsens.frontend.release_sql import (
     ReleasePlan,
     release_plan,
 )
-from cqsens.ir.exact import Exact, display
+from cqsens.ir.exact import Exact, decimal_text, display
 from cqsens.ir.schema import Schema
 from cqsens.release import noise
 from cqsens.release.keys import key_label, key_text, read_keys
@@ -206,7 +206,8 @@ def _same_parts(plan: ReleasePlan, analysis: Analysis) -> bool:
                     for n, i in enumerate(plan.items)))
 
 
-def _evaluate(formula: Formula, parts: Sequence[Number | None]) -> Number | None:
+def _evaluate(formula: Formula, parts: Sequence[Number | None],
+              ranges: Mapping[int, tuple[Exact, Exact]] | None = None) -> Number | None:
     op, args = formula.op, formula.args
     if op == "part":
         return parts[int(formula.value or 0)]
@@ -214,11 +215,14 @@ def _evaluate(formula: Formula, parts: Sequence[Number | None]) -> Number | None
         return formula.value
     if op == "null":
         return None
-    values = [_evaluate(a, parts) for a in args]
+    values = [_evaluate(a, parts, ranges) for a in args]
     if any(v is None for v in values):
         return None
     x = values[0]
     assert x is not None
+    if op == "clamp":  # post-processing: an average lies in its values' range
+        low, high = (ranges or {}).get(int(formula.value or 0), (-math.inf, math.inf))
+        return min(max(x, float(low)), float(high)) if low <= high else x
     if op == "neg":
         return -x
     if op == "abs":
@@ -280,6 +284,14 @@ def _value_range(analysis: Analysis, index: int, schema: Schema | None,
         vb = value_bound(agg.column_name, cli=cli, schema=schema, query=query,
                          variable=name if isinstance(name, str) else None)
     return vb.low, vb.high
+
+
+def _clamp_text(bounds: tuple[Exact, Exact]) -> tuple[str, str] | None:
+    """A finite range as SQL digits rounded inward (a narrower clamp keeps the bound)."""
+    low, high = bounds
+    if not (math.isfinite(low) and math.isfinite(high)) or low > high:
+        return None
+    return decimal_text(low, toward=1), decimal_text(high, toward=-1)
 
 
 def _rows_changed(record: AggregateRecord, neighbor: str, contributions: int) -> int:
@@ -418,6 +430,7 @@ def _release(conn: Any, target: str, analysis: Analysis, parts_analysis: Analysi
              public_names: set[str], epsilon_parts: Mapping[str, float], neighbor: str,
              contributions: int) -> Release:
     notes: list[str] = []
+    private = [t for t in plan.tables if t.lower() not in public_names]
     # ---- the released keys: a public domain, none, or partition selection
     domain: list[str] | None
     if not plan.keys:
@@ -456,12 +469,17 @@ def _release(conn: Any, target: str, analysis: Analysis, parts_analysis: Analysi
                   for i, p in enumerate(plan.parts)] + ([True] if extra_selection else [])
     delta_each = (delta / sum(uses_delta)) if delta is not None and any(uses_delta) else 0.0
 
-    # ---- the parts' true values per group (kept in this function only)
+    # ---- the parts' true values per group (kept in this function only); every value a
+    # SUM or a quantile reads is clamped to the range its bound assumed (no change on data
+    # that obey it)
+    ranges = {i: _value_range(parts_analysis, i, schema, bounds)
+              for i, p in enumerate(plan.parts) if p.kind == "sum" or p.kind in QUANTILE_KINDS}
+    clamps = {i: c for i, r in ranges.items() if (c := _clamp_text(r)) is not None}
     noisy = [i for i, p in enumerate(plan.parts) if p.kind in NOISY_KINDS]
     data: dict[str, list[Number]] = {}
     if noisy:
         width = len(plan.keys)
-        for row in conn.exec_driver_sql(plan.parts_sql(target)).fetchall():
+        for row in conn.exec_driver_sql(plan.parts_sql(target, clamps)).fetchall():
             data[key_text(row[:width])] = [_number(v) for v in row[width:]]
     column_of = {part: n for n, part in enumerate(noisy)}
 
@@ -479,7 +497,8 @@ def _release(conn: Any, target: str, analysis: Analysis, parts_analysis: Analysi
             stats = {key_text(r[:-1]): int(r[-1])
                      for r in conn.exec_driver_sql(plan.count_sql(target)).fetchall()}
             sel_eps, label = shares[-1], "COUNT(*) (partition selection)"
-        calib = noise.threshold_calibration(math.ceil(display(l1)), sel_eps, delta_each)
+        calib = noise.threshold_calibration(max(math.ceil(display(l1)), 1), sel_eps,
+                                            delta_each)
         chosen = noise.select_partitions(stats, calib)
         domain = sorted(chosen)
         selection = PartRelease(label, "count", "Laplace threshold (partition selection)",
@@ -494,8 +513,9 @@ def _release(conn: Any, target: str, analysis: Analysis, parts_analysis: Analysi
                      f"(scale {calib.scale:g}, δ {delta_each:g})")
         if extra_selection:
             part_releases[-1] = selection
-    if plan.keys and any(k not in domain for k in data):
-        notes.append("groups of the data outside the released keys are not shown")
+    if plan.keys:  # said whatever the data hold: its presence must not depend on them
+        notes.append("groups outside the released keys are never shown (whether the data "
+                     "hold any is not revealed)")
 
     rho_total = 0.0
     only_gaussian = mechanism == "gaussian" and not extra_selection and select_with is None
@@ -504,25 +524,32 @@ def _release(conn: Any, target: str, analysis: Analysis, parts_analysis: Analysi
             continue
         part, record = plan.parts[i], records[i]
         values = [data[k][column_of[i]] if k in data else 0 for k in domain]
+        l1, l2 = record.l1, record.l2
+        if l1 == 0 and private:  # a proven 0 over private rows still gets the noise of 1
+            l1 = l2 = 1
+            notes.append(f"{part.sql}: its sensitivity is 0, but the query reads private "
+                         f"tables ({', '.join(private)}): released with the noise of "
+                         "sensitivity 1, as a safeguard (declare every table it reads public "
+                         "to release it exactly)")
         if mechanism == "gaussian":
-            out, sigma, rho = noise.sample_gaussian(values, l2=record.l2, epsilon=shares[i],
+            out, sigma, rho = noise.sample_gaussian(values, l2=l2, epsilon=shares[i],
                                                     delta=delta_each, integer=part.integer)
             rho_total += rho
             part_releases[i] = PartRelease(
                 part.sql, part.kind, f"{'discrete ' if part.integer else ''}Gaussian (zCDP)",
                 shares[i], delta_each, sigma, noise.gaussian_halfwidth(sigma),
-                f"ℓ2 {display(record.l2)}")
+                f"ℓ2 {display(l2)}")
         else:
-            out, scale = noise.sample_laplace(values, l1=record.l1, epsilon=shares[i],
+            out, scale = noise.sample_laplace(values, l1=l1, epsilon=shares[i],
                                               integer=part.integer)
             part_releases[i] = PartRelease(
                 part.sql, part.kind, f"{'discrete ' if part.integer else ''}Laplace",
                 shares[i], 0.0, scale, noise.laplace_halfwidth(scale),
-                f"ℓ1 {display(record.l1)}")
+                f"ℓ1 {display(l1)}")
         released[i] = dict(zip(domain, out, strict=True))
         if part_releases[i].scale == 0:
-            notes.append(f"{part.sql}: its sensitivity is 0 (no row can change it), so it is "
-                         "released without noise")
+            notes.append(f"{part.sql}: its sensitivity is 0 and every table it reads is "
+                         "declared public, so it is released without noise")
 
     for i, part in enumerate(plan.parts):
         if part.kind not in QUANTILE_KINDS:
@@ -533,7 +560,7 @@ def _release(conn: Any, target: str, analysis: Analysis, parts_analysis: Analysi
         rows = _rows_changed(records[i], neighbor, contributions)
         width = len(plan.keys)
         groups: dict[str, list[float]] = {}
-        for row in conn.exec_driver_sql(plan.rows_sql(i, target)).fetchall():
+        for row in conn.exec_driver_sql(plan.rows_sql(i, target, clamps.get(i))).fetchall():
             if row[width] is not None:
                 groups.setdefault(key_text(row[:width]), []).append(float(row[width]))
         out_q: dict[str, Number | None] = {}
@@ -562,7 +589,7 @@ def _release(conn: Any, target: str, analysis: Analysis, parts_analysis: Analysi
         for item in plan.items:
             f = item.formula
             half = part_releases[int(f.value or 0)].halfwidth_95 if f.op == "part" else None
-            items.append(ReleasedValue(item.label, _evaluate(f, parts), half))
+            items.append(ReleasedValue(item.label, _evaluate(f, parts, ranges), half))
         out_groups.append(ReleasedGroup(key_label(k), tuple(items)))
     if any(i.formula.op != "part" for i in plan.items):
         notes.append("items that combine aggregates are computed from the noisy parts "
