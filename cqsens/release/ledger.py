@@ -233,7 +233,7 @@ class Settings:
 
 @dataclass(frozen=True, slots=True)
 class Spent:
-    """The budget the entries spend together (``epsilon`` rounded up for display)."""
+    """The budget the entries spend together (``epsilon`` and ``delta`` rounded up as floats)."""
 
     epsilon: float
     delta: float
@@ -296,7 +296,7 @@ def zcdp_dp_epsilon(rho: float, delta: float) -> float:
     Examples
     --------
     >>> round(zcdp_dp_epsilon(0.01, 1e-6), 4)
-    0.6446
+    0.6217
     >>> zcdp_dp_epsilon(0.0, 1e-6)
     0.0
     """
@@ -353,10 +353,15 @@ def spent(entries: Sequence[Entry]) -> Spent:
                     f"{rho:.6g} in total, converted once at their δ = {g_delta:.3g}")
         else:
             eps += basic
-    shown = float(eps)
-    if Fraction(shown) < eps:
+    return Spent(_up(eps), _up(delta), len(entries), rule, eps, delta)
+
+
+def _up(value: Fraction) -> float:
+    """The float nearest ``value`` whose decimal (as it prints) is not below it."""
+    shown = float(value)
+    while _exact(shown) < value:
         shown = math.nextafter(shown, math.inf)
-    return Spent(shown, float(delta), len(entries), rule, eps, delta)
+    return shown
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -410,7 +415,8 @@ def _connect(path: Path, *, readonly: bool) -> sqlite3.Connection:
             conn.execute("PRAGMA synchronous = FULL")
         check = conn.execute("PRAGMA quick_check").fetchone()
     except sqlite3.DatabaseError as exc:
-        raise _tampered(path, f"the ledger is not a readable SQLite file ({exc})") from None
+        raise _tampered(path, "the ledger is not a readable SQLite file: it is corrupt or "
+                              f"truncated, or not a ledger (SQLite: {exc})") from None
     if check is None or check[0] != "ok":
         conn.close()
         raise _tampered(path, f"the ledger file is corrupt (SQLite: {check and check[0]})")
@@ -532,6 +538,9 @@ def _load(conn: sqlite3.Connection, path: Path) -> Ledger:
             return _old_ledger(conn, path)
         if tables != {"releases", "ledger_settings", "ledger_changes"}:
             what = ", ".join(sorted(tables)) or "none"
+            if "releases" in tables and "ledger_settings" not in tables:
+                raise _tampered(path, f"the ledger has no settings table (its tables: {what}; "
+                                      "was it removed?)")
             raise _tampered(path, f"the file is not a cqsens ledger (its tables: {what})")
         values = {str(k): str(v) for k, v in
                   conn.execute("SELECT key, value FROM ledger_settings").fetchall()}
