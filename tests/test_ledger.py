@@ -257,6 +257,27 @@ def test_zcdp_conversion_is_openDPs_and_never_below_it(rho: float, delta: float)
     assert ours <= noise.zcdp_epsilon(rho_opendp, delta)
 
 
+@settings(max_examples=25, deadline=None)
+@given(milli=st.lists(st.integers(1, 2000), min_size=1, max_size=6))
+def test_a_budget_equal_to_the_decimal_sum_is_met_exactly(milli: list[int]) -> None:
+    """ε = k/1000 each (as typed): a budget of their decimal sum takes them all, no more."""
+    import tempfile
+    from decimal import Decimal
+
+    from cqsens.release.ledger import BudgetExceeded, Entry, Limits, PrivacyModel, record
+
+    model = PrivacyModel("add-remove")
+    total = float(sum(Decimal(m) / 1000 for m in milli))
+    with tempfile.TemporaryDirectory() as folder:
+        ledger = Path(folder) / "l.sqlite"
+        for m in milli:
+            entry = Entry("t", "h", float(Decimal(m) / 1000), 0.0, None, "x", model.text(), "db")
+            record(ledger, entry, model, Limits(total))
+        with pytest.raises(BudgetExceeded):
+            record(ledger, Entry("t", "h", 0.001, 0.0, None, "x", model.text(), "db"), model)
+        assert len(read_ledger(ledger)) == len(milli)
+
+
 # ----------------------------------------------------------------------------- before the query
 
 
