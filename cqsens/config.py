@@ -17,6 +17,9 @@ file.  Paths in the file are relative to the file's folder::
     epsilon = 1.0
     delta = 1e-6
     dialect = "postgres"
+    ledger = "ledger.sqlite"
+    budget = 3
+    delta_budget = 1e-5
 """
 
 from __future__ import annotations
@@ -40,7 +43,8 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "contributions": (int,),
     "rows": (int,),
     "epsilon": (int, float), "delta": (float,), "dialect": (str,), "witness_time": (int, float),
-    "timeout": (int, float), "ledger": (str,), "budget": (int, float), "keys": (str,),
+    "timeout": (int, float), "ledger": (str,), "budget": (int, float),
+    "delta_budget": (float,), "keys": (str,),
 }
 _PATHS = ("schema", "constraints", "ledger", "keys")
 

@@ -31,7 +31,7 @@ _PARAMETERS = {
     "neighbor": ("neighbor",), "contributions": ("contributions",), "rows": ("rows",),
     "epsilon": ("epsilon",), "delta": ("delta",), "dialect": ("dialect",),
     "witness_time": ("witness_time",), "timeout": ("timeout",), "ledger": ("ledger",),
-    "budget": ("budget",), "keys": ("keys_file",),
+    "budget": ("budget",), "delta_budget": ("delta_budget",), "keys": ("keys_file",),
 }
 
 

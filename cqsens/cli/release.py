@@ -23,8 +23,8 @@ from cqsens.errors import CqsensError, InputError
 from cqsens.ir.schema import Schema
 from cqsens.pipeline import Analysis, analyze
 from cqsens.release.execute import release
-from cqsens.release.ledger import record
-from cqsens.report.release import render_csv, render_json, render_text, spent_line
+from cqsens.release.ledger import Charge, Ledger, Limits, PrivacyModel, precheck, record
+from cqsens.report.release import ledger_json, render_csv, render_json, render_text, spent_line
 
 __all__ = ["release_cmd"]
 
@@ -93,7 +93,12 @@ def _same_file(a: Path, b: Path | None) -> bool:
 @click.option("--ledger", "ledger", type=click.Path(dir_okay=False), default=None,
               help="SQLite file recording every release (created when absent).")
 @click.option("--budget", type=EPSILON, default=None,
-              help="Total ε the ledger may spend; a release beyond it is refused (exit 1).")
+              help="Total ε the ledger may spend; a release beyond it is refused (exit 1). "
+                   "Stored in the ledger by the first release that gives it; a different "
+                   "value is then refused (change it with `cqsens budget --set`).")
+@click.option("--delta-budget", "delta_budget", type=DELTA, default=None,
+              help="Total δ the ledger may spend, stored like --budget. With --budget and "
+                   "no δ budget, a release that spends δ is refused.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "csv"]), default="text",
               show_default=True, help="Output format.")
 @timeout_option(30.0, "Seconds the analysis may take")
@@ -121,6 +126,7 @@ def release_cmd(
     keys_file: str | None,
     ledger: str | None,
     budget: float | None,
+    delta_budget: float | None,
     fmt: str,
     timeout: float,
 ) -> None:
@@ -132,7 +138,9 @@ def release_cmd(
     the proven sensitivity, is added to each aggregate.  Only noisy values are
     printed, with their 95 % error half-width.  GROUP BY keys come from --keys,
     a public table, or DP partition selection (needs --delta).  With --ledger
-    the release is recorded before it is printed, and refused beyond --budget.
+    the release is recorded before it is printed; the ledger's stored budget
+    and privacy unit are checked before the query runs, and again when it is
+    recorded.
 
     \b
     Examples:
@@ -145,9 +153,10 @@ def release_cmd(
         raise click.UsageError("give the query: a .sql FILE or --sql TEXT (one of them)")
     if epsilon is None:
         raise click.UsageError("give --epsilon (or epsilon in cqsens.toml)")
-    if budget is not None and ledger is None:
-        raise click.UsageError("--budget needs a ledger: give --ledger FILE "
+    if (budget is not None or delta_budget is not None) and ledger is None:
+        raise click.UsageError("--budget and --delta-budget need a ledger: give --ledger FILE "
                                "(or ledger in cqsens.toml)")
+    limits = Limits(budget, delta_budget)
     parts = _epsilon_parts(epsilon_parts)
     if ledger is not None and _same_file(Path(ledger), sqlite_file(db)):
         raise click.UsageError("--ledger must not be the --db database file")
@@ -164,25 +173,26 @@ def release_cmd(
         source: str | Path = Path(query) if query is not None else str(sql_text)
         analysis = run(source, "sql" if query is None else None,
                        "<sql>" if query is None else query)
+        def check(charge: Charge, model: PrivacyModel) -> None:
+            if ledger is not None:  # before the query runs
+                precheck(ledger, charge, model, limits)
+
         result = release(analysis, url=db, epsilon=epsilon, delta=delta, mechanism=mechanism,
                          reanalyse=lambda text: run(text, "sql", analysis.source),
                          schema=schema_obj, bounds=value_bounds, keys_file=keys_file,
-                         public=public, epsilon_parts=parts)
-        spent = None
+                         public=public, epsilon_parts=parts, before_query=check)
+        state: Ledger | None = None
         if ledger is not None:  # recorded and committed before anything is shown
-            spent = record(ledger, result.entry(), budget=budget)
+            state = record(ledger, result.entry(), result.model, limits)
     except (InputError, CqsensError) as err:
         fail(err)
     if fmt == "json":
-        extra = None if spent is None or ledger is None else {
-            "file": ledger, "epsilon_spent": spent.epsilon, "delta_spent": spent.delta,
-            "releases": spent.releases, "budget": budget,
-            "epsilon_left": None if budget is None else max(0.0, budget - spent.epsilon)}
-        click.echo(render_json(result, extra))
+        click.echo(render_json(result, None if state is None or ledger is None
+                               else ledger_json(ledger, state)))
     elif fmt == "csv":
         click.echo(render_csv(result))
     else:
-        line = (spent_line(ledger, spent, budget) if spent is not None and ledger is not None
+        line = (spent_line(ledger, state) if state is not None and ledger is not None
                 else "ledger: none (give --ledger to count this release against a budget)")
         click.echo(render_text(result, line))
     sys.exit(EXIT_OK)

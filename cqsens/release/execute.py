@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cqsens.analysis import AggregateRecord, Analysis
@@ -50,7 +50,7 @@ from cqsens.ir.exact import Exact, decimal_text, display
 from cqsens.ir.schema import Schema
 from cqsens.release import noise
 from cqsens.release.keys import key_label, key_text, read_keys
-from cqsens.release.ledger import Entry, now, query_hash
+from cqsens.release.ledger import Charge, Entry, PrivacyModel, now, query_hash
 from cqsens.release.values import expression_bound, parse_value_bounds, value_bound
 
 __all__ = ["BrokenConstraint", "PartRelease", "Release", "ReleasedGroup", "ReleasedValue",
@@ -121,14 +121,17 @@ class Release:
     rho: float | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
     unit: str | None = None  # --unit: one person is a row of this table and its cascade
+    charge: Charge | None = None  # what the ledger is charged (None: ε and δ, no ρ)
+
+    @property
+    def model(self) -> PrivacyModel:
+        """The neighbour model the release protects."""
+        return PrivacyModel(self.neighbor, self.contributions, self.unit)
 
     @property
     def privacy_unit(self) -> str:
         """The neighbour model in words."""
-        if self.unit is not None:
-            return f"{self.neighbor}, one person: {self.unit} with the rows that reference it"
-        rows = "1 row" if self.contributions == 1 else f"up to {self.contributions} rows"
-        return f"{self.neighbor}, {rows} per person"
+        return self.model.text()
 
     @property
     def query_sha256(self) -> str:
@@ -137,8 +140,11 @@ class Release:
 
     def entry(self) -> Entry:
         """The ledger entry of this release (no answer in it)."""
-        return Entry(now(), self.query_sha256, self.epsilon, self.delta, self.rho,
-                     self.mechanism, self.privacy_unit, self.database)
+        c = self.charge or Charge(self.epsilon, self.delta)
+        gauss = c.rho > 0 or c.rho_epsilon > 0
+        return Entry(now(), self.query_sha256, c.epsilon, c.delta, c.rho if gauss else None,
+                     self.mechanism, self.privacy_unit, self.database,
+                     c.rho_epsilon if gauss else 0.0, c.rho_delta if gauss else 0.0)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object: one object per group, the number under ``value``."""
@@ -328,6 +334,71 @@ def _split(measurements: int, per_part: Mapping[str, float], labels: Sequence[st
     return out, rule
 
 
+@dataclass(frozen=True, slots=True)
+class _Budget:
+    """The measurements of a release and their share of ε and δ (known before any query)."""
+
+    shares: list[float]
+    split: str
+    delta_each: float
+    uses_delta: list[bool]
+    select_with: int | None  # the COUNT part that also selects the keys
+    extra_selection: bool  # a COUNT(*) measured only to select the keys
+    gaussian: list[int]  # the parts released with Gaussian noise
+
+
+def _selects_keys(plan: ReleasePlan, keys_file: str | None, public_names: set[str]) -> bool:
+    """Whether the group keys go through DP partition selection (no public domain)."""
+    if not plan.keys or keys_file is not None:
+        return False
+    tables = {kt[0] for kt in plan.key_tables if kt is not None}
+    return not (len(tables) == 1 and all(kt is not None for kt in plan.key_tables)
+                and next(iter(tables)).lower() in public_names)
+
+
+def _budget(plan: ReleasePlan, selection: bool, epsilon_parts: Mapping[str, float],
+            eps: float, delta: float | None, mechanism: str) -> _Budget:
+    counts = [i for i, p in enumerate(plan.parts) if p.kind == "count"]
+    select_with = counts[0] if selection and counts else None
+    extra_selection = selection and select_with is None
+    labels = [p.sql for p in plan.parts]
+    shares, split = _split(len(plan.parts) + int(extra_selection), epsilon_parts, labels, eps)
+    uses_delta = [(selection and i == select_with)
+                  or (mechanism == "gaussian" and p.kind in NOISY_KINDS)
+                  for i, p in enumerate(plan.parts)] + ([True] if extra_selection else [])
+    delta_each = (delta / sum(uses_delta)) if delta is not None and any(uses_delta) else 0.0
+    gaussian = [i for i, p in enumerate(plan.parts) if mechanism == "gaussian"
+                and p.kind in NOISY_KINDS and i != select_with]
+    return _Budget(shares, split, delta_each, uses_delta, select_with, extra_selection, gaussian)
+
+
+def _charge(plan: ReleasePlan, records: Sequence[AggregateRecord], budget: _Budget,
+            eps: float, delta: float | None) -> Charge:
+    """What the release spends: its ε and δ, and the zCDP ρ of its Gaussian parts.
+
+    ρ = Δ2²/(2σ²) for the σ each Gaussian part is calibrated with (Bun and
+    Steinke 2016, Prop 1.6), computed before the query runs.
+    """
+    spends_delta = delta is not None and any(budget.uses_delta)
+    total_delta = delta if delta is not None and spends_delta else 0.0
+    rhos = []
+    for i in budget.gaussian:
+        l2 = records[i].l2
+        sigma = noise.gaussian_sigma(l2, budget.shares[i], budget.delta_each,
+                                     integer=plan.parts[i].integer)
+        if not math.isfinite(sigma) or not math.isfinite(float(l2)):
+            raise InputError(f"{plan.parts[i].sql}: its ℓ2 sensitivity is unbounded, so the "
+                             "Gaussian mechanism cannot be calibrated", construct="release")
+        rhos.append(0.0 if sigma == 0 else float(l2) ** 2 / (2.0 * sigma * sigma))
+    if not budget.gaussian:
+        return Charge(eps, total_delta)
+    every = len(budget.gaussian) == len(budget.shares)  # every measurement is Gaussian
+    rho_eps = eps if every else min(eps, math.fsum(budget.shares[i] for i in budget.gaussian))
+    rho_delta = total_delta if every else min(total_delta,
+                                              budget.delta_each * len(budget.gaussian))
+    return Charge(eps, total_delta, math.fsum(rhos), rho_eps, rho_delta)
+
+
 # ----------------------------------------------------------------------------- release
 
 
@@ -344,6 +415,7 @@ def release(
     keys_file: str | None = None,
     public: Sequence[str] = (),
     epsilon_parts: Mapping[str, float] | None = None,
+    before_query: Callable[[Charge, PrivacyModel], None] | None = None,
 ) -> Release:
     """Release the query of ``analysis`` from the database at ``url``.
 
@@ -371,6 +443,10 @@ def release(
         Public tables.
     epsilon_parts : mapping, optional
         ε of some parts, by label.
+    before_query : callable, optional
+        Called with what the release will spend and its neighbour model
+        before the database is opened (the ledger's budget check); raising
+        there stops the release before any query runs.
 
     Returns
     -------
@@ -399,11 +475,20 @@ def release(
                         source=analysis.source)
     parts_analysis = analysis if _same_parts(plan, analysis) else reanalyse(plan.analysed_sql)
     _refuse_unbounded(parts_analysis)
-    records = parts_analysis.aggregates
-    if len(records) != len(plan.parts):
+    if len(parts_analysis.aggregates) != len(plan.parts):
         raise InputError("the released parts do not match the analysis", construct="release")
     neighbor, contributions = parts_analysis.neighbor, parts_analysis.contributions
     public_names = {n.strip().lower() for item in public for n in item.split(",") if n.strip()}
+    # a proven 0 over private rows still gets the noise of sensitivity 1 (a safeguard): only
+    # a query that reads nothing but public tables is released exactly
+    private = [t for t in plan.tables if t.lower() not in public_names]
+    records = [replace(r, l1=1, l2=1) if r.l1 == 0 and private else r
+               for r in parts_analysis.aggregates]
+    budget = _budget(plan, _selects_keys(plan, keys_file, public_names), epsilon_parts or {},
+                     eps, delta, mechanism)
+    charge = _charge(plan, records, budget, eps, delta)
+    if before_query is not None:
+        before_query(charge, PrivacyModel(neighbor, contributions, analysis.unit))
 
     with connect(url) as conn:
         trans = conn.begin()
@@ -417,7 +502,7 @@ def release(
                 conn, target, analysis, parts_analysis, plan, records, url=url, eps=eps,
                 delta=delta, mechanism=mechanism, reanalyse=reanalyse, schema=schema,
                 bounds=bounds, keys_file=keys_file, public_names=public_names,
-                epsilon_parts=epsilon_parts or {}, neighbor=neighbor,
+                budget=budget, charge=charge, neighbor=neighbor,
                 contributions=contributions)
         finally:
             trans.rollback()
@@ -427,7 +512,7 @@ def _release(conn: Any, target: str, analysis: Analysis, parts_analysis: Analysi
              plan: ReleasePlan, records: Sequence[AggregateRecord], *, url: str, eps: float,
              delta: float | None, mechanism: str, reanalyse: Callable[[str], Analysis],
              schema: Schema | None, bounds: Sequence[str], keys_file: str | None,
-             public_names: set[str], epsilon_parts: Mapping[str, float], neighbor: str,
+             public_names: set[str], budget: _Budget, charge: Charge, neighbor: str,
              contributions: int) -> Release:
     notes: list[str] = []
     private = [t for t in plan.tables if t.lower() not in public_names]
@@ -440,10 +525,8 @@ def _release(conn: Any, target: str, analysis: Analysis, parts_analysis: Analysi
         key_mode = (f"public keys from {keys_file} ({len(domain)}): every key released, "
                     "zeros included")
     else:
-        tables = {kt[0] for kt in plan.key_tables if kt is not None}
-        if len(tables) == 1 and all(kt is not None for kt in plan.key_tables) \
-                and next(iter(tables)).lower() in public_names:
-            table = next(iter(tables))
+        if not _selects_keys(plan, keys_file, public_names):
+            table = next(kt[0] for kt in plan.key_tables if kt is not None)
             found = conn.exec_driver_sql(plan.domain_sql(target)).fetchall()
             domain = sorted({key_text(r) for r in found})
             key_mode = (f"public keys: the {len(domain)} distinct values of public table "
@@ -459,15 +542,9 @@ def _release(conn: Any, target: str, analysis: Analysis, parts_analysis: Analysi
                     "(--public)", source=analysis.source, construct="GROUP BY")
 
     # ---- the measurements and their share of ε and δ
-    counts = [i for i, p in enumerate(plan.parts) if p.kind == "count"]
-    select_with = counts[0] if domain is None and counts else None
-    extra_selection = domain is None and select_with is None
+    select_with, extra_selection = budget.select_with, budget.extra_selection
     labels = [p.sql for p in plan.parts]
-    shares, split = _split(len(plan.parts) + int(extra_selection), epsilon_parts, labels, eps)
-    uses_delta = [(domain is None and i == select_with)
-                  or (mechanism == "gaussian" and p.kind in NOISY_KINDS)
-                  for i, p in enumerate(plan.parts)] + ([True] if extra_selection else [])
-    delta_each = (delta / sum(uses_delta)) if delta is not None and any(uses_delta) else 0.0
+    shares, split, delta_each = budget.shares, budget.split, budget.delta_each
 
     # ---- the parts' true values per group (kept in this function only); every value a
     # SUM or a quantile reads is clamped to the range its bound assumed (no change on data
@@ -517,24 +594,20 @@ def _release(conn: Any, target: str, analysis: Analysis, parts_analysis: Analysi
         notes.append("groups outside the released keys are never shown (whether the data "
                      "hold any is not revealed)")
 
-    rho_total = 0.0
-    only_gaussian = mechanism == "gaussian" and not extra_selection and select_with is None
     for i in noisy:
         if i in released:
             continue
         part, record = plan.parts[i], records[i]
         values = [data[k][column_of[i]] if k in data else 0 for k in domain]
         l1, l2 = record.l1, record.l2
-        if l1 == 0 and private:  # a proven 0 over private rows still gets the noise of 1
-            l1 = l2 = 1
+        if parts_analysis.aggregates[i].l1 == 0 and l1 != 0:
             notes.append(f"{part.sql}: its sensitivity is 0, but the query reads private "
                          f"tables ({', '.join(private)}): released with the noise of "
                          "sensitivity 1, as a safeguard (declare every table it reads public "
                          "to release it exactly)")
         if mechanism == "gaussian":
-            out, sigma, rho = noise.sample_gaussian(values, l2=l2, epsilon=shares[i],
-                                                    delta=delta_each, integer=part.integer)
-            rho_total += rho
+            out, sigma, _ = noise.sample_gaussian(values, l2=l2, epsilon=shares[i],
+                                                  delta=delta_each, integer=part.integer)
             part_releases[i] = PartRelease(
                 part.sql, part.kind, f"{'discrete ' if part.integer else ''}Gaussian (zCDP)",
                 shares[i], delta_each, sigma, noise.gaussian_halfwidth(sigma),
@@ -554,7 +627,6 @@ def _release(conn: Any, target: str, analysis: Analysis, parts_analysis: Analysi
     for i, part in enumerate(plan.parts):
         if part.kind not in QUANTILE_KINDS:
             continue
-        only_gaussian = False
         low, high = _value_range(parts_analysis, i, schema, bounds)
         candidates = _candidates(low, high)
         rows = _rows_changed(records[i], neighbor, contributions)
@@ -598,11 +670,10 @@ def _release(conn: Any, target: str, analysis: Analysis, parts_analysis: Analysi
     if -1 in part_releases:
         ordered.append(part_releases[-1])
     mechanisms = sorted({p.mechanism.split(" (")[0].split(" over ")[0] for p in ordered})
-    delta_used = math.fsum(p.delta for p in ordered)
     return Release(
         query=analysis.query, source=analysis.source, database=mask_url(url),
-        neighbor=neighbor, contributions=contributions, epsilon=eps, delta=delta_used,
+        neighbor=neighbor, contributions=contributions, epsilon=eps, delta=charge.delta,
         mechanism=" + ".join(mechanisms), split=split, key_names=plan.keys, key_mode=key_mode,
         parts=tuple(ordered), groups=tuple(out_groups),
-        rho=rho_total if only_gaussian and noisy else None, notes=tuple(notes),
-        unit=analysis.unit)
+        rho=charge.rho if budget.gaussian else None, notes=tuple(notes),
+        unit=analysis.unit, charge=charge)

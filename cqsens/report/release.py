@@ -13,9 +13,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from cqsens.release.execute import Release
-from cqsens.release.ledger import Entry, Spent
+from cqsens.release.ledger import Ledger
 
-__all__ = ["ledger_text", "render_csv", "render_json", "render_text", "spent_line"]
+__all__ = ["ledger_json", "ledger_text", "render_csv", "render_json", "render_text",
+           "spent_line"]
 
 
 def _num(value: Any, digits: int = 6) -> str:
@@ -26,14 +27,32 @@ def _num(value: Any, digits: int = 6) -> str:
     return f"{value:.{digits}g}"
 
 
-def spent_line(ledger: str, spent: Spent, budget: float | None) -> str:
-    """``ledger: FILE: ε X spent by N releases (of budget B: L left)``."""
+def _budget_text(state: Ledger) -> str:
+    s = state.settings
+    parts = []
+    if s.epsilon_budget is not None:
+        parts.append(f"budget ε {s.epsilon_budget:g}, {state.epsilon_left():.6g} left")
+    if s.delta_budget is not None:
+        parts.append(f"δ budget {s.delta_budget:g}, {state.delta_left():.3g} left")
+    return "; ".join(parts) if parts else "no budget stored"
+
+
+def spent_line(ledger: str, state: Ledger) -> str:
+    """``ledger: FILE: ε X, δ Y spent by N releases (rule); budget ε B, L left``."""
+    spent = state.spent
     many = "release" if spent.releases == 1 else "releases"
-    text = (f"ledger: {ledger}: ε {spent.epsilon:.6g}, δ {spent.delta:.3g} spent by "
-            f"{spent.releases} {many} ({spent.rule})")
-    if budget is not None:
-        text += f"; budget ε {budget:g}, {max(0.0, budget - spent.epsilon):.6g} left"
-    return text
+    return (f"ledger: {ledger}: ε {spent.epsilon:.6g}, δ {spent.delta:.3g} spent by "
+            f"{spent.releases} {many} ({spent.rule}); {_budget_text(state)}")
+
+
+def ledger_json(ledger: str, state: Ledger) -> dict[str, Any]:
+    """The ledger's totals and stored settings, as JSON."""
+    spent, s = state.spent, state.settings
+    return {"file": ledger, "epsilon_spent": spent.epsilon, "delta_spent": spent.delta,
+            "releases": spent.releases, "rule": spent.rule, "budget": s.epsilon_budget,
+            "epsilon_left": state.epsilon_left(), "delta_budget": s.delta_budget,
+            "delta_left": state.delta_left(),
+            "privacy_unit": None if s.model is None else s.model.text()}
 
 
 def render_text(release: Release, ledger: str | None = None) -> str:
@@ -99,16 +118,36 @@ def render_csv(release: Release) -> str:
     return buffer.getvalue().rstrip("\n")
 
 
-def ledger_text(entries: Sequence[Entry], spent: Spent, path: str,
-                budget: float | None) -> str:
-    """``cqsens budget``: one line per release, then the total."""
-    lines = [f"ledger {path}: {len(entries)} release{'s' if len(entries) != 1 else ''}"]
-    table = [["time", "ε", "δ", "mechanism", "privacy unit", "query (SHA-256)"]]
-    table += [[e.time, f"{e.epsilon:.6g}", f"{e.delta:.3g}", e.mechanism, e.privacy_unit,
-               e.query_sha256[:16]] for e in entries]
+def _columns(table: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+    return ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+            for r in table]
+
+
+def ledger_text(path: str, state: Ledger) -> str:
+    """``cqsens budget``: the stored settings, one line per release, the total, the changes."""
+    entries, s = state.entries, state.settings
+    eps = "none" if s.epsilon_budget is None else f"{s.epsilon_budget:g}"
+    delta = "none" if s.delta_budget is None else f"{s.delta_budget:g}"
+    unit = ("not stored yet (the first release stores it)" if s.model is None and not state.mixed
+            else "; ".join(state.mixed) + " (mixed: no release can be added)" if state.mixed
+            else s.model.text() if s.model is not None else "")
+    lines = [f"ledger {path}: {len(entries)} release{'s' if len(entries) != 1 else ''}",
+             f"  budget        ε {eps}, δ {delta}",
+             f"  privacy unit  {unit}"]
+    if state.old_format:
+        lines.append("  (written by an earlier cqsens: its settings are added by the next "
+                     "release or --set)")
     if entries:
-        widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
-        lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
-                  for r in table]
-    lines.append("  " + spent_line(path, spent, budget).removeprefix(f"ledger: {path}: "))
+        table = [["time", "ε", "δ", "ρ", "mechanism", "privacy unit", "query (SHA-256)"]]
+        table += [[e.time, f"{e.epsilon:.6g}", f"{e.delta:.3g}",
+                   "" if e.rho is None else f"{e.rho:.4g}", e.mechanism, e.privacy_unit,
+                   e.query_sha256[:16]] for e in entries]
+        lines += _columns(table)
+    lines.append("  " + spent_line(path, state).removeprefix(f"ledger: {path}: "))
+    if state.changes:
+        lines.append("  changes of the stored settings:")
+        table = [["time", "setting", "old", "new", "how"]]
+        table += [[c.time, c.setting, c.old, c.new, c.how] for c in state.changes]
+        lines += ["  " + line for line in _columns(table)]
     return "\n".join(lines)
