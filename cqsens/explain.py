@@ -330,7 +330,8 @@ def person_suggestion(person: PersonBound, sigma: Sigma, core: CQ, schema: Schem
     unit = person.unit
     candidates: list[tuple[Dependency, str]] = []
     for relation, fk, target in schema.foreign_keys():
-        if len(fk.columns) != 1 or not chains(schema, unit, relation.name):
+        if len(fk.columns) != 1 or not unit.owns(relation.name, fk) \
+                or not chains(schema, unit, relation.name):
             continue
         if relation.name.lower() == unit.table.lower() and target.name.lower() != \
                 unit.table.lower():
@@ -344,14 +345,30 @@ def person_suggestion(person: PersonBound, sigma: Sigma, core: CQ, schema: Schem
         target_name = "*" if key == row else relation.columns[key]
         candidates.append((Dependency(relation.name, fk.columns[0], key, 3),
                            f"{relation.name}[{source}->{target_name}]<=3"))
+    chosen = [text for dep, text in candidates]
+    base = [d for d, _ in candidates]
+    bound = (person_bound(core, Sigma.of([*sigma, *base]), unit=unit, schema=schema).value
+             if candidates else math.inf)
+    if bound != math.inf:
+        return [f"To bound it, declare how many rows one person has: "
+                f"{' and '.join(repr(c) for c in chosen)} (with 3 rows each the bound becomes "
+                f"{fmt_weight(bound)}; put the numbers your data guarantee in place of 3)."]
+    # the fan-outs of the query itself (a doctor's patients in a self-join on the doctor):
+    # the row-level advice, kept when it bounds the count for one person
+    advice = suggest(core, Sigma.of([*sigma, *base]))
+    for option in (advice.dependencies, *advice.alternatives):
+        extra = [Dependency(d.relation, d.i, d.j, 3) for d in option]
+        value = person_bound(core, Sigma.of([*sigma, *base, *extra]), unit=unit,
+                             schema=schema).value
+        if value == math.inf:
+            continue
+        named = [*chosen, *(f"{d.relation}[{_column_name(query, schema, d.relation, d.i)}->"
+                            f"{_column_name(query, schema, d.relation, d.j)}]<=3"
+                            for d in extra)]
+        return [f"To bound it, declare {' and '.join(repr(n) for n in named)} (with 3 in "
+                f"each the bound becomes {fmt_weight(value)}; put the numbers your data "
+                "guarantee in place of 3)."]
     if not candidates:
         return []
-    chosen = [text for dep, text in candidates]
-    bound = person_bound(core, Sigma.of([*sigma, *(d for d, _ in candidates)]), unit=unit,
-                         schema=schema).value
-    if bound == math.inf:
-        return [f"No rows-per-person bound helps: even {' and '.join(chosen)} leave it "
-                "unbounded."]
-    return [f"To bound it, declare how many rows one person has: "
-            f"{' and '.join(repr(c) for c in chosen)} (with 3 rows each the bound becomes "
-            f"{fmt_weight(bound)}; put the numbers your data guarantee in place of 3)."]
+    return [f"No rows-per-person bound helps: even {' and '.join(chosen)} leave it "
+            "unbounded."]
