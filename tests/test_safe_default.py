@@ -393,3 +393,22 @@ def test_outputs_are_the_same_on_neighbouring_databases_apart_from_noisy_numbers
         assert code == 0, err
         outputs.append(_masked(out.replace(name, "DB")))
     assert outputs[0] == outputs[1]
+
+
+# ------------------------------------------------------------------ 15. advice under a unit
+
+def test_advice_under_a_unit_names_the_fan_out_of_a_self_join() -> None:
+    """Under --unit Pat the self-join on doc once got no advice at all ("no declared
+    dependency bounds it"), where row level proposed PatDoc[doc->pat]<=k."""
+    ddl = ("CREATE TABLE Pat (id INTEGER PRIMARY KEY);"
+           "CREATE TABLE Doc (id INTEGER PRIMARY KEY);"
+           "CREATE TABLE PatDoc (pat INTEGER REFERENCES Pat(id), doc INTEGER REFERENCES Doc(id),"
+           " PRIMARY KEY (pat, doc));")
+    sql = "SELECT COUNT(*) FROM PatDoc a JOIN PatDoc b ON a.doc = b.doc"
+    a = analyze(sql, schema=ddl, unit="Pat", cds=["PatDoc[pat->doc]<=3"], prove_lower=False)
+    assert a.upper == float("inf")
+    advice = " ".join(a.suggestion)
+    assert "'PatDoc[doc->pat]<=3'" in advice and "becomes 18" in advice
+    b = analyze(sql, schema=ddl, unit="Pat", cds=["PatDoc[pat->doc]<=3", "PatDoc[doc->pat]<=3"],
+                prove_lower=False)
+    assert b.upper == 18
