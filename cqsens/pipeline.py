@@ -258,23 +258,32 @@ def _domain_cap(state: State, cq: CQ, aggregate: Aggregate | None) -> Weight:
     """The most answers ``cq`` can have when its head terms have finite domains, and with
     GROUP BY the groups one tuple can touch times the answers per group (docs/rules.md,
     rule finite-domains)."""
+    return _domain_cap_why(state, cq, aggregate)[0]
+
+
+def _domain_cap_why(state: State, cq: CQ,
+                    aggregate: Aggregate | None) -> tuple[Weight, str]:
+    """:func:`_domain_cap` with the sentence that explains it."""
     schema = state.options.schema
     if schema is None:
-        return math.inf
+        return math.inf, ""
     group = [t for t in state.query.group_by if t in cq.head]
     counted = set(aggregate.columns) if aggregate is not None \
         and aggregate.kind == "count_distinct" else set()
     non_null = counted - set(group)
-    best = domain_cap(cq, schema, non_null=non_null).value
+    whole = domain_cap(cq, schema, non_null=non_null)
+    best, why = whole.value, (f"the answers are tuples of {'; '.join(whole.parts)}"
+                              if whole.parts else "")
     rest = tuple(t for t in cq.head if t not in group)
-    if group and rest and best == math.inf:
+    if group and rest:
         per_group = domain_cap(CQ(rest, cq.atoms, cq.name, cq.satisfiable), schema,
-                               non_null=non_null).value
-        if per_group < math.inf:
-            groups = _groups_upper(state, cq)
-            if groups is not None:
-                best = min(best, groups * per_group)
-    return best
+                               non_null=non_null)
+        groups = _groups_upper(state, cq) if per_group.value < math.inf else None
+        if groups is not None and groups * per_group.value < best:
+            best = groups * per_group.value
+            why = (f"at most {display(groups)} group(s) change, each by at most "
+                   f"{display(per_group.value)}, the values of {'; '.join(per_group.parts)}")
+    return best, why
 
 
 def _groups_upper(state: State, cq: CQ) -> Weight | None:
@@ -291,15 +300,11 @@ def _groups_upper(state: State, cq: CQ) -> Weight | None:
 
 def _cap_line(state: State, cq: CQ, aggregate: Aggregate, value: Weight) -> str:
     """The explanation of a count bound lowered by finite domains."""
-    schema = state.options.schema
-    counted = set(aggregate.columns) if aggregate.kind == "count_distinct" else set()
-    group = [t for t in state.query.group_by if t in cq.head]
-    parts = domain_cap(cq, schema, non_null=counted - set(group)).parts
-    where = "; ".join(p for p in parts if p) or "the counted columns"
-    return (f"{aggregate.label}: the CHECKs of the schema give the counted columns finitely "
-            f"many values ({where}), so one "
-            f"{'person' if state.options.unit is not None else 'tuple'} changes the count by at "
-            f"most {display(value)} (docs/rules.md, rule finite-domains).")
+    why = _domain_cap_why(state, cq, aggregate)[1]
+    who = "person" if state.options.unit is not None else "tuple"
+    return (f"{aggregate.label}: the schema's CHECKs leave finitely many values ({why}), so "
+            f"one {who} changes the count by at most {display(value)} (docs/rules.md, rule "
+            f"finite-domains).")
 
 
 def _single_table_unfiltered(query: AggregateQuery) -> bool:
