@@ -268,8 +268,10 @@ def _domain_cap_why(state: State, cq: CQ,
     if schema is None:
         return math.inf, ""
     group = [t for t in state.query.group_by if t in cq.head]
+    # COUNT(DISTINCT c) skips a NULL c; with several columns a dialect may count a tuple
+    # holding a NULL (a row value is not NULL), so only one column is taken as NULL-free
     counted = set(aggregate.columns) if aggregate is not None \
-        and aggregate.kind == "count_distinct" else set()
+        and aggregate.kind == "count_distinct" and len(aggregate.columns) == 1 else set()
     non_null = counted - set(group)
     whole = domain_cap(cq, schema, non_null=non_null)
     best, why = whole.value, (f"the answers are tuples of {'; '.join(whole.parts)}"

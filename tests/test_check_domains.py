@@ -22,6 +22,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cqsens.frontend.ddl import schema_from_ddl
+from cqsens.ir.dependencies import Sigma
 from cqsens.pipeline import analyze
 from cqsens.witness import is_witness
 from cqsens.witness.aggregate import AggregateWitness
@@ -247,8 +248,12 @@ def test_rows_per_value_bounds_distinct_staff(tmp_path: Path) -> None:
     rows = [row for r, row in a.witness.added if r == "access_log"]
     assert len(rows) <= 60  # the declared dependency holds in the witness
     assert is_witness(a.query_obj, a.sigma, a.witness, schema=schema_from_ddl(ACCESS))
-    over = replace(a.witness, added=(*a.witness.added, ("access_log", (rows[0][0], -1, "x"))))
+    # a 61st row of the person (same staff, another action) breaks only the dependency
+    over = replace(a.witness, added=(*a.witness.added,
+                                     ("access_log", (rows[0][0], rows[0][1], "view"))))
     assert not is_witness(a.query_obj, a.sigma, over, schema=schema_from_ddl(ACCESS))
+    without = Sigma(a.sigma.deps, a.sigma.multi)
+    assert is_witness(a.query_obj, without, over, schema=schema_from_ddl(ACCESS))
     assert _replay(ACCESS, a.witness, EXPORTS, tmp_path,
                    ["patients", "staff", "access_log"]) == 60
 
