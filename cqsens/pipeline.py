@@ -30,6 +30,7 @@ from cqsens.budget import deadline
 from cqsens.compound import combine_analyses, part_items
 from cqsens.engine.core import in_cq_core
 from cqsens.engine.count import CORE_BUDGET, CountBound, count_bound
+from cqsens.engine.domains import domain_cap
 from cqsens.engine.gaifman import is_connected
 from cqsens.engine.paper import PaperValue, cd_upper_paper, delta_str_paper, fd_bounds_paper
 from cqsens.engine.paths import Weight
@@ -55,7 +56,7 @@ from cqsens.frontend.ddl import load_schema
 from cqsens.frontend.load import load_query, load_statement, resolve_sigma
 from cqsens.frontend.sqlgen import sqlite_query
 from cqsens.ir.compound import CompoundQuery
-from cqsens.ir.cq import CQ, AggregateQuery, Var
+from cqsens.ir.cq import CQ, Aggregate, AggregateQuery, Var
 from cqsens.ir.dependencies import Dependency, Sigma
 from cqsens.ir.exact import Exact, display
 from cqsens.ir.expr import Predicate
@@ -75,7 +76,7 @@ from cqsens.release.values import (
 from cqsens.witness import Witness, find_witness
 from cqsens.witness.aggregate import concrete
 from cqsens.witness.aggregate_search import find_aggregate_witness
-from cqsens.witness.certificate import declared_hold
+from cqsens.witness.certificate import declared_hold, witness_checks_hold
 from cqsens.witness.evaluate import Database, Value
 from cqsens.witness.person import find_person_witness
 from cqsens.witness.references import references_hold, with_references
@@ -240,8 +241,14 @@ def stage_explain(state: State) -> State:
     return replace(state, explanation=lines, suggestion=advice)
 
 
-def _count_upper(state: State, cq: CQ) -> Weight:
-    """The count bound of another head over the same body (for one person with a unit)."""
+def _count_upper(state: State, cq: CQ, aggregate: Aggregate | None = None) -> Weight:
+    """The count bound of another head over the same body (for one person with a unit),
+    capped by the finite domains of the head (:func:`_domain_cap`)."""
+    return min(_engine_count_upper(state, cq), _domain_cap(state, cq, aggregate))
+
+
+def _engine_count_upper(state: State, cq: CQ) -> Weight:
+    """The count bound of the engine's rules for a head over the query's body."""
     if cq.head == state.query.cq.head:
         return state.count.bound.value if state.person is None else state.person.value
     other = count_bound(cq, state.sigma, budget=state.options.core_budget,
@@ -251,6 +258,40 @@ def _count_upper(state: State, cq: CQ) -> Weight:
     person = _person(state, other)
     assert person is not None
     return person.value
+
+
+def _domain_cap(state: State, cq: CQ, aggregate: Aggregate | None) -> Weight:
+    """The most answers ``cq`` can have when its head terms have finite domains, and with
+    GROUP BY the groups one tuple can touch times the answers per group (docs/rules.md,
+    rule finite-domains)."""
+    return _domain_cap_why(state, cq, aggregate)[0]
+
+
+def _domain_cap_why(state: State, cq: CQ,
+                    aggregate: Aggregate | None) -> tuple[Weight, str]:
+    """:func:`_domain_cap` with the sentence that explains it."""
+    schema = state.options.schema
+    if schema is None:
+        return math.inf, ""
+    group = [t for t in state.query.group_by if t in cq.head]
+    # COUNT(DISTINCT c) skips a NULL c; with several columns a dialect may count a tuple
+    # holding a NULL (a row value is not NULL), so only one column is taken as NULL-free
+    counted = set(aggregate.columns) if aggregate is not None \
+        and aggregate.kind == "count_distinct" and len(aggregate.columns) == 1 else set()
+    non_null = counted - set(group)
+    whole = domain_cap(cq, schema, non_null=non_null)
+    best, why = whole.value, (f"the answers are tuples of {'; '.join(whole.parts)}"
+                              if whole.parts else "")
+    rest = tuple(t for t in cq.head if t not in group)
+    if group and rest:
+        per_group = domain_cap(CQ(rest, cq.atoms, cq.name, cq.satisfiable), schema,
+                               non_null=non_null)
+        groups = _groups_upper(state, cq) if per_group.value < math.inf else None
+        if groups is not None and groups * per_group.value < best:
+            best = groups * per_group.value
+            why = (f"at most {display(groups)} group(s) change, each by at most "
+                   f"{display(per_group.value)}, the values of {'; '.join(per_group.parts)}")
+    return best, why
 
 
 def _groups_upper(state: State, cq: CQ) -> Weight | None:
@@ -263,6 +304,15 @@ def _groups_upper(state: State, cq: CQ) -> Weight | None:
         return None
     head = tuple(dict.fromkeys(g for g in group_by if isinstance(g, Var)))
     return _count_upper(state, CQ(head, cq.atoms, cq.name, cq.satisfiable))
+
+
+def _cap_line(state: State, cq: CQ, aggregate: Aggregate, value: Weight) -> str:
+    """The explanation of a count bound lowered by finite domains."""
+    why = _domain_cap_why(state, cq, aggregate)[1]
+    who = "person" if state.options.unit is not None else "tuple"
+    return (f"{aggregate.label}: the schema's CHECKs leave finitely many values ({why}), so "
+            f"one {who} changes the count by at most {display(value)} (docs/rules.md, rule "
+            f"finite-domains).")
 
 
 def _single_table_unfiltered(query: AggregateQuery) -> bool:
@@ -299,8 +349,13 @@ def stage_release(state: State) -> State:
     bounds: list[AggregateBound] = []
     records: list[AggregateRecord] = []
     notes = state.notes
+    capped: tuple[str, ...] = ()
     for index, agg in enumerate(query.aggregates):
-        count_delta = _count_upper(state, query.cq_for(index))
+        count_delta = _count_upper(state, query.cq_for(index), agg)
+        engine_delta = _engine_count_upper(state, query.cq_for(index))
+        if count_delta < engine_delta:
+            lines_cap = _cap_line(state, query.cq_for(index), agg, count_delta)
+            capped += (lines_cap,) if lines_cap not in capped else ()
         values = None
         if agg.kind in VALUE_KINDS and agg.expression is not None:
             values = expression_bound(agg, cli=options.value_bounds, schema=options.schema,
@@ -334,7 +389,7 @@ def stage_release(state: State) -> State:
         records.append(AggregateRecord(agg.label, agg.kind, count_delta, b.l1, b.l2, b.rule,
                                        values.describe() if values is not None else None))
     release = combine(bounds)
-    lines = state.explanation
+    lines = state.explanation + capped
     if len(records) > 1 or records[0].kind not in ("count", "count_distinct") \
             or options.contributions > 1 or query.group_by:
         lines += (f"Released statistic: {release.rule.rstrip('.')}.",)
@@ -399,13 +454,15 @@ def stage_witness(state: State) -> State:
     if state.person is not None:
         return _person_witness(state)
     schema = options.schema
+    count_upper = min(counted.bound.value, state.aggregates[0].count_bound) \
+        if simple and state.aggregates else counted.bound.value
     checks = column_checks(schema, value_bounds=options.value_bounds, columns=query.columns)
     keys = witness_keys(schema)
     base_query = query if simple else AggregateQuery(
         cq=query.cq, columns=query.columns, row_positions=query.row_positions)
     share = 1.0 if simple else 0.5
     witness = find_witness(
-        base_query, state.sigma, counted.core, upper=counted.bound.value, columns=query.columns,
+        base_query, state.sigma, counted.core, upper=count_upper, columns=query.columns,
         time_budget=share * options.witness_time, seed=options.seed,
         column_checks=checks, bound=counted.bound,
         finite_columns=finite_columns(schema, value_bounds=options.value_bounds,
@@ -423,17 +480,23 @@ def stage_witness(state: State) -> State:
         if witness is not None:  # the user's own query, for replaying the two databases
             own = sqlite_query(query.sql, query.dialect) if query.sql else None
             witness = replace(witness, query_sql=own or "")
+    if witness is not None and not witness_checks_hold(witness, schema):
+        return replace(state, lower_note=_BROKEN_CHECK)
     if witness is None:
         return replace(state, lower_note=(
             f"none proven (no witness found within {options.witness_time:g} s; "
             "raise --witness-time to search longer)"))
-    upper = state.release.l1 if state.release is not None and not simple else counted.bound.value
+    upper = state.release.l1 if state.release is not None and not simple else count_upper
     if witness.lower > upper:  # a real pair of databases beats the bound: a bug
         raise AssertionError(
             f"internal error: witness difference {witness.lower} exceeds the upper bound "
             f"{upper} for {query.cq}; please report it"
         )
     return replace(state, witness=witness, lower=witness.lower)
+
+
+_BROKEN_CHECK = ("none proven: the witness found breaks a CHECK of the schema as SQLite "
+                 "evaluates it, so it is not reported")
 
 
 def _person_witness(state: State) -> State:
@@ -477,6 +540,8 @@ def _person_witness(state: State) -> State:
         return replace(state, lower_note=(
             f"none proven (no witness found within {options.witness_time:g} s; "
             "raise --witness-time to search longer)"))
+    if not witness_checks_hold(witness, options.schema):
+        return replace(state, lower_note=_BROKEN_CHECK)
     if witness.lower > upper:  # a real pair of databases beats the bound: a bug
         raise AssertionError(
             f"internal error: person witness difference {witness.lower} exceeds the upper "

@@ -96,16 +96,18 @@ def test_keys_keep_set_semantics() -> None:
         .query_obj.row_positions == {}
 
 
-def test_rows_per_value_needs_a_row_identity(tmp_path: Path) -> None:
+def test_rows_per_value_without_a_row_identity(tmp_path: Path) -> None:
     """``R[col->*]`` names the row identity the query gave R; where there is none (CQ text,
-    COUNT(DISTINCT ...) only) it is ignored with a note, never read as the last column."""
-    cq = analyze("Q(x) :- R(x, y), S(y, z)", kind="cq", cds=["S[1->*]<=2"])
-    assert len(cq.sigma) == 0 and any("S[1->*]<=2 ignored" in n for n in cq.notes)
+    COUNT(DISTINCT ...) only) it stays a rows-per-value dependency, never read as the last
+    column: k rows per value hold at most k values of each other column."""
+    cq = analyze("Q(z) :- R(x, y), S(y, z)", kind="cq", cds=["S[1->*]<=2"])
+    assert [str(d) for d in cq.sigma] == ["S[1->*]<=2"] and not cq.sigma.deps
+    assert cq.upper == 2 and cq.lower == 2  # an added R row meets the 2 rows of S with its y
     constraints = tmp_path / "c.txt"
     constraints.write_text("S[b->*]<=2\n")
     distinct = analyze("SELECT COUNT(DISTINCT r.a) FROM R r, S s WHERE r.b = s.c", schema=DDL,
                        constraints=str(constraints))
-    assert not any("S" == d.relation for d in distinct.sigma)
-    assert any("S[1->*]<=2 ignored" in n for n in distinct.notes)
+    assert not any("S" == d.relation for d in distinct.sigma.deps)
+    assert [str(d) for d in distinct.sigma.rows] == ["S[1->*]<=2"]
     counted = analyze(JOIN, schema=DDL, constraints=str(constraints), prove_lower=False)
     assert "S[1->3]<=2" in {str(d) for d in counted.sigma}  # S(b, c, row): row is position 3

@@ -69,14 +69,16 @@ class Step:
     target: Term
     weight: Weight
     more: tuple[tuple[int, Term], ...] = ()  # further sources of a composite dependency
+    per_row: bool = False  # from R[i->*]<=k: at most k rows, so k values at j
 
     def __str__(self) -> str:
         w = "∞" if self.weight == math.inf else str(self.weight)
         sources = ", ".join(format_term(t) for t in (self.source, *(t for _, t in self.more)))
         positions = ",".join(str(i + 1) for i in (self.i, *(i for i, _ in self.more)))
+        target = "*" if self.per_row else f"{self.j + 1}"
         return (
             f"{sources} -> {format_term(self.target)} "
-            f"via {self.relation}[{positions}->{self.j + 1}] (×{w})"
+            f"via {self.relation}[{positions}->{target}] (×{w})"
         )
 
 
@@ -100,16 +102,25 @@ class Route:
 def step_graph(cq: CQ, sigma: Sigma) -> dict[Term, dict[Term, Step]]:
     """Adjacency ``u -> v -> least-weight step`` over the finite-weight steps.
 
-    Filter atoms carry no dependency, so they give no finite step.
+    Filter atoms carry no dependency, so they give no finite step.  A rows-per-value
+    dependency ``R[i->*]<=k`` on a table without row identity gives a step of weight
+    ``k`` from position ``i`` to every other position (at most k rows share the value,
+    so they hold at most k values there).
     """
     by_relation: dict[str, list[tuple[int, int, int]]] = {}
     for (relation, i, j), k in sorted(sigma.weights().items()):
         by_relation.setdefault(relation, []).append((i, j, k))
+    per_row: dict[str, list[tuple[int, int, int]]] = {}
+    for d in sorted(sigma.rows):  # R[i->*]<=k: k rows, so k values at every other j
+        per_row.setdefault(d.relation, []).append((d.i, -1, d.k))
     out: dict[Term, dict[Term, Step]] = {}
     for atom in cq.sorted_atoms():
         if atom.is_filter:
             continue
-        for i, j, w in by_relation.get(atom.relation, ()):
+        steps = [(i, j, w, False) for i, j, w in by_relation.get(atom.relation, ())]
+        steps += [(i, j, w, True) for i, _, w in per_row.get(atom.relation, ())
+                  for j in range(atom.arity) if j != i]
+        for i, j, w, rows in steps:
             if max(i, j) >= atom.arity:
                 continue
             a, b = atom.terms[i], atom.terms[j]
@@ -117,7 +128,7 @@ def step_graph(cq: CQ, sigma: Sigma) -> dict[Term, dict[Term, Step]]:
                 continue
             old = out.setdefault(a, {}).get(b)
             if old is None or w < old.weight:
-                out[a][b] = Step(atom.relation, i, j, a, b, w)
+                out[a][b] = Step(atom.relation, i, j, a, b, w, per_row=rows)
     return out
 
 

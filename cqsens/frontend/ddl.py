@@ -3,8 +3,11 @@
 ``CREATE TABLE`` statements (any sqlglot dialect) give each relation its
 columns in order.  A single-column ``PRIMARY KEY`` or ``UNIQUE`` gives a
 functional dependency from that column to every other column; ``CHECK (c
-BETWEEN a AND b)`` or ``CHECK (c >= a AND c <= b)`` gives value bounds (used by
-SUM/MEDIAN).  A composite key gives a dependency from its columns together.
+BETWEEN a AND b)``, ``CHECK (c >= a AND c <= b)`` or ``CHECK (c IN (0, 1))`` gives
+value bounds (used by SUM/MEDIAN).  Every CHECK is kept as text (for the SQL of a
+witness) and, when it reads one column, as a predicate (an ``IN`` list of
+literals is that column's finite domain).  A composite key gives a dependency
+from its columns together.
 ``REFERENCES`` and ``FOREIGN KEY`` give foreign keys; each must reference a key
 of a table of the same schema (the primary key when no column is named).
 """
@@ -15,6 +18,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from decimal import Decimal
 from pathlib import Path
 
 import sqlglot
@@ -26,8 +30,10 @@ from sqlglot.tokenizer_core import Token, TokenType
 from cqsens.errors import ParseError, SchemaError, read_text
 from cqsens.frontend.limits import MAX_ARGUMENTS, check_count
 from cqsens.frontend.parse_sql import parse_statements
-from cqsens.frontend.sql_expr import node_position, text_start
+from cqsens.frontend.sql_expr import ExprReader, node_position, text_start
+from cqsens.ir.domains import domain_of
 from cqsens.ir.exact import Exact, exact
+from cqsens.ir.expr import Expr, Predicate, Slot
 from cqsens.ir.schema import ForeignKey, Relation, Schema
 
 __all__ = ["column_bounds", "load_schema", "schema_from_ddl"]
@@ -52,8 +58,9 @@ def column_bounds(condition: exp.Expression) -> dict[str, tuple[Exact, Exact]]:
     """Value bounds a conjunction of comparisons puts on columns.
 
     Reads ``c BETWEEN a AND b``, ``c >= a``, ``c > a`` (integer-agnostic: kept
-    closed, which is sound), ``a <= c`` and so on, joined by AND.  Other parts are
-    ignored.  Returns column name (lower case, unqualified) → (low, high).
+    closed, which is sound), ``a <= c``, ``c IN (n1, n2, ...)`` of numbers (the
+    range from the least to the greatest) and so on, joined by AND.  Other parts
+    are ignored.  Returns column name (lower case, unqualified) → (low, high).
     """
     out: dict[str, list[Exact]] = {}
 
@@ -74,6 +81,11 @@ def column_bounds(condition: exp.Expression) -> dict[str, tuple[Exact, Exact]]:
             visit(node.expression)
         elif isinstance(node, exp.Between):
             put(node.this, _number(node.args["low"]), _number(node.args["high"]))
+        elif isinstance(node, exp.In) and node.expressions and node.args.get("query") is None:
+            items = [_number(e) for e in node.expressions]
+            numbers = [n for n in items if n is not None]
+            if len(numbers) == len(items):  # a NULL or a string in the list: no range
+                put(node.this, min(numbers), max(numbers))
         elif isinstance(node, (exp.GTE, exp.GT, exp.LTE, exp.LT, exp.EQ)):
             left, right = node.this, node.expression
             lnum, rnum = _number(left), _number(right)
@@ -140,6 +152,8 @@ class _TableReader:
             names.append(item.name)
         keys, composite = self.keys(columns, [n.lower() for n in names])
         primary, not_null = self.primary_and_not_null(columns, [n.lower() for n in names])
+        checks = self.checks(columns, [n.lower() for n in names])
+        texts, predicates = check_parts(checks, [n.lower() for n in names])
         return Relation(
             self.name,
             tuple(names),
@@ -147,9 +161,11 @@ class _TableReader:
                   for item in columns),
             tuple(sorted(set(keys))),
             tuple(composite),
-            self.bounds(columns, [n.lower() for n in names]),
+            merged_bounds(checks, [n.lower() for n in names], predicates),
             primary,
             not_null,
+            checks=texts,
+            column_checks=predicates,
         )
 
     def primary_and_not_null(
@@ -254,10 +270,9 @@ class _TableReader:
             target = target.this
         return _RawForeignKey(self, node, positions, target.name, names)
 
-    def bounds(
-        self, columns: list[exp.ColumnDef], lowered: list[str]
-    ) -> tuple[tuple[int, Exact, Exact], ...]:
-        """Value bounds of the CHECKs, merged per column; a CHECK must name columns of the table."""
+    def checks(self, columns: list[exp.ColumnDef], lowered: list[str]) -> list[exp.Expression]:
+        """Every CHECK of the table (on a column, on the table, named or not); a CHECK must
+        name columns of the table."""
         checks: list[exp.Expression] = []
         for item in columns:
             for constraint in item.args.get("constraints") or []:
@@ -274,14 +289,72 @@ class _TableReader:
                     raise self.error(column, f"a CHECK of table {self.name} names column "
                                              f"{column.name!r}, which the table does not have "
                                              f"(columns: {', '.join(c.name for c in columns)})")
-        merged: dict[int, tuple[Exact, Exact]] = {}
-        for check in checks:
-            for col, (low, high) in column_bounds(check).items():
-                if col in lowered:
-                    i = lowered.index(col)
-                    lo, hi = merged.get(i, (-math.inf, math.inf))
-                    merged[i] = (low if low > lo else lo, high if high < hi else hi)
-        return tuple((i, lo, hi) for i, (lo, hi) in sorted(merged.items()))
+        return [*checks, *named]
+
+
+def merged_bounds(checks: Sequence[exp.Expression], lowered: list[str],
+                  predicates: Sequence[tuple[int, Predicate]] = ()
+                  ) -> tuple[tuple[int, Exact, Exact], ...]:
+    """Value bounds of the CHECKs, merged per column (``lowered``: the column names); a
+    finite domain of numbers (``CHECK (x IN (0, 1) OR x = 7)``) bounds by its least and
+    greatest value."""
+    found: list[tuple[int, Exact, Exact]] = []
+    for check in checks:
+        for col, (low, high) in column_bounds(check).items():
+            if col in lowered:
+                found.append((lowered.index(col), low, high))
+    for position, predicate in predicates:
+        values = domain_of(predicate)
+        if values and all(isinstance(v, (int, Decimal)) and not isinstance(v, bool)
+                          for v in values):
+            numbers = [exact(v) for v in values if not isinstance(v, (str, bool))]
+            found.append((position, min(numbers), max(numbers)))
+    merged: dict[int, tuple[Exact, Exact]] = {}
+    for i, low, high in found:
+        lo, hi = merged.get(i, (-math.inf, math.inf))
+        merged[i] = (low if low > lo else lo, high if high < hi else hi)
+    return tuple((i, lo, hi) for i, (lo, hi) in sorted(merged.items()))
+
+
+class _Unreadable(Exception):
+    """A CHECK outside the typed predicates: kept as text only."""
+
+
+def _unreadable(node: exp.Expr, construct: str, why: str) -> Exception:
+    del node, construct, why
+    return _Unreadable()
+
+
+def check_parts(
+    checks: Sequence[exp.Expression], lowered: list[str]
+) -> tuple[tuple[str, ...], tuple[tuple[int, Predicate], ...]]:
+    """Each CHECK as SQLite text (the witness's SQL declares it), and each one that reads a
+    single column as a predicate over ``Slot(0)`` (``(position, predicate)``)."""
+    texts: list[str] = []
+    predicates: list[tuple[int, Predicate]] = []
+    for check in checks:
+        try:
+            text = check.sql(dialect="sqlite")
+        except Exception:  # noqa: BLE001 - sqlglot cannot spell it for SQLite: keep it as written
+            text = check.sql()
+        if text not in texts:
+            texts.append(text)
+        named = {c.name.lower() for c in check.find_all(exp.Column)}
+        if len(named) != 1 or next(iter(named)) not in lowered:
+            continue
+
+        def column(col: exp.Column) -> Expr:
+            del col
+            return Slot(0)
+
+        try:
+            predicate = ExprReader(column, _unreadable).predicate(check)
+        except _Unreadable:
+            continue
+        entry = (lowered.index(next(iter(named))), predicate)
+        if entry not in predicates:
+            predicates.append(entry)
+    return tuple(texts), tuple(predicates)
 
 
 @dataclass(frozen=True)
@@ -449,7 +522,7 @@ def relation_from_catalogue(
         The type of each column as the database writes it (None: no type).
     checks : list of str
         The text of each ``CHECK`` constraint; one that does not parse gives no
-        bound (bounds are information only).
+        bound and is kept as written (a witness's SQL declares it).
     keys, composite : tuple
         Single-column key positions and composite keys, copied as they are.
     primary_key, not_null : tuple
@@ -498,19 +571,19 @@ def relation_from_catalogue(
         return n
 
     lowered = [c.lower() for c in columns]
-    merged: dict[int, tuple[Exact, Exact]] = {}
+    trees: list[exp.Expression] = []
+    unread: list[str] = []
     for text in checks:
         try:
             tree = sqlglot.parse_one(text, read=dialect)
         except (SqlglotParseError, TokenError, ValueError):
+            unread.append(text)  # declared as written: a witness must still meet it
             continue
-        if not isinstance(tree, exp.Expression):
-            continue
-        for col, (low, high) in column_bounds(tree.transform(uncast)).items():
-            if col in lowered:
-                i = lowered.index(col)
-                lo, hi = merged.get(i, (-math.inf, math.inf))
-                merged[i] = (low if low > lo else lo, high if high < hi else hi)
-    bounds = tuple((i, lo, hi) for i, (lo, hi) in sorted(merged.items()))
-    return Relation(name, columns, tuple(type_sql(t) for t in types), keys, composite, bounds,
-                    primary_key, tuple(sorted(set(not_null) | set(primary_key))))
+        if isinstance(tree, exp.Expression):
+            trees.append(tree.transform(uncast))
+    texts, predicates = check_parts(trees, lowered)
+    texts += tuple(unread)
+    return Relation(name, columns, tuple(type_sql(t) for t in types), keys, composite,
+                    merged_bounds(trees, lowered, predicates), primary_key,
+                    tuple(sorted(set(not_null) | set(primary_key))), checks=texts,
+                    column_checks=predicates)

@@ -141,11 +141,10 @@ def resolve_sigma(
               source: str) -> AnyDependency | None:
         if dep.j == ROWS:
             row = query.row_positions.get(dep.relation)
-            if row is None:
-                notes.append(f"dependency {text} ignored: this query does not count the rows "
-                             f"of {dep.relation} (it has no repeated rows to bound)")
-                return None
-            dep = replace(dep, j=row)
+            if row is not None:
+                dep = replace(dep, j=row)
+            # else kept as R[i->*]<=k: the query counts no row of the table, but the k
+            # rows that share a value hold at most k values of each other column
         if schema is None and dep.relation not in arities:
             if strict:
                 raise DependencyError(

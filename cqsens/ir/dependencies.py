@@ -19,8 +19,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 __all__ = [
-    "AnyDependency", "Dependency", "MultiDependency", "Sigma", "multi_violations", "satisfies",
-    "violations",
+    "AnyDependency", "Dependency", "MultiDependency", "Sigma", "multi_violations",
+    "rows_violations", "satisfies", "violations",
 ]
 
 
@@ -79,14 +79,25 @@ class Sigma:
 
     deps: frozenset[Dependency]
     multi: frozenset[MultiDependency] = frozenset()
+    rows: frozenset[Dependency] = frozenset()  # R[i->*]<=k on a table without row identity
 
     @staticmethod
     def of(deps: Iterable[AnyDependency] = ()) -> Sigma:
-        """Build from any iterable of dependencies (one source or several)."""
+        """Build from any iterable of dependencies (one source or several); a dependency
+        whose target is the row (``j < 0``, ``R[i->*]<=k``) goes to ``rows``."""
         items = list(deps)
-        single = [d for d in items if isinstance(d, Dependency)]
+        single = [d for d in items if isinstance(d, Dependency) and d.j >= 0]
+        rows = [d for d in items if isinstance(d, Dependency) and d.j < 0]
         multi = [d for d in items if isinstance(d, MultiDependency)]
-        return Sigma(frozenset(single), frozenset(multi))
+        return Sigma(frozenset(single), frozenset(multi), frozenset(rows))
+
+    def rows_weight(self, relation: str, i: int) -> float:
+        """The least ``k`` of ``R[i->*]<=k`` (at most k rows share a value at i), or ∞.
+
+        At most k rows share a value, so they hold at most k distinct values at any
+        other position, and at most k distinct tuples of values at several."""
+        return min((d.k for d in self.rows if d.relation == relation and d.i == i),
+                   default=math.inf)
 
     def weight(self, relation: str, i: int, j: int) -> float:
         """``#Σ R[i->j]``: the least declared k, 1 when i == j, else ∞."""
@@ -108,19 +119,20 @@ class Sigma:
         return out
 
     def fds(self) -> Sigma:
-        """The k = 1 part."""
+        """The k = 1 part (the chase's); rows-per-value dependencies are not chased."""
         return Sigma(frozenset(d for d in self.deps if d.is_fd),
                      frozenset(d for d in self.multi if d.is_fd))
 
     def __bool__(self) -> bool:
-        return bool(self.deps) or bool(self.multi)
+        return bool(self.deps) or bool(self.multi) or bool(self.rows)
 
     def __iter__(self) -> Iterator[AnyDependency]:
         yield from sorted(self.deps)
         yield from sorted(self.multi)
+        yield from sorted(self.rows)
 
     def __len__(self) -> int:
-        return len(self.deps) + len(self.multi)
+        return len(self.deps) + len(self.multi) + len(self.rows)
 
     def __str__(self) -> str:
         return "{" + ", ".join(str(d) for d in self) + "}"
@@ -164,6 +176,27 @@ def multi_violations(
     return out
 
 
+def rows_violations(
+    db: Mapping[str, Iterable[Sequence[object]]], sigma: Sigma
+) -> list[tuple[Dependency, object, int]]:
+    """The rows-per-value dependencies ``R[i->*]<=k`` a database breaks: ``(dep, value at
+    i, #rows)``.  Rows are counted as the database holds them (a set: each once); a NULL
+    at i is no value.
+
+    >>> rows_violations({"R": [(1, 2), (1, 3)]}, Sigma.of([Dependency("R", 0, -1, 1)]))
+    [(Dependency(relation='R', i=0, j=-1, k=1), 1, 2)]
+    """
+    out: list[tuple[Dependency, object, int]] = []
+    for dep in sorted(sigma.rows):
+        counts: dict[object, int] = {}
+        for row in db.get(dep.relation, ()):
+            if row[dep.i] is not None:
+                counts[row[dep.i]] = counts.get(row[dep.i], 0) + 1
+        out += [(dep, value, n) for value, n in counts.items() if n > dep.k]
+    return out
+
+
 def satisfies(db: Mapping[str, Iterable[Sequence[object]]], sigma: Sigma) -> bool:
     """True when the database (relation → rows) satisfies every dependency of ``sigma``."""
-    return not violations(db, sigma) and not multi_violations(db, sigma)
+    return not violations(db, sigma) and not multi_violations(db, sigma) \
+        and not rows_violations(db, sigma)

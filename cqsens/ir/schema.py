@@ -11,7 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from cqsens.ir.dependencies import Dependency, MultiDependency
+from cqsens.ir.domains import Domain, domain_of
 from cqsens.ir.exact import Exact
+from cqsens.ir.expr import Predicate
 
 __all__ = ["ForeignKey", "Relation", "Schema"]
 
@@ -35,7 +37,9 @@ class Relation:
 
     ``primary_key`` lists the positions of the PRIMARY KEY (empty without one);
     ``not_null`` the positions declared NOT NULL or in the primary key.  Every
-    other column may hold NULL.
+    other column may hold NULL.  ``checks`` holds the text of every ``CHECK``
+    (SQLite's spelling when it has one), ``column_checks`` each ``CHECK`` that
+    reads a single column, as a predicate over ``Slot(0)``.
     """
 
     name: str
@@ -47,6 +51,18 @@ class Relation:
     primary_key: tuple[int, ...] = ()
     not_null: tuple[int, ...] = ()
     foreign_keys: tuple[ForeignKey, ...] = ()
+    checks: tuple[str, ...] = ()
+    column_checks: tuple[tuple[int, Predicate], ...] = ()
+
+    def domain(self, column: int) -> Domain | None:
+        """The values a column's CHECKs admit when they are finitely many (``IN`` lists,
+        ``=``), else None; NULL, which every CHECK admits, is not among them."""
+        best: Domain | None = None
+        for c, check in self.column_checks:
+            found = domain_of(check) if c == column else None
+            if found is not None and (best is None or len(found) < len(best)):
+                best = found
+        return best
 
     def nullable(self, column: int) -> bool:
         """True when the column may hold NULL."""

@@ -15,11 +15,11 @@ from cqsens.witness.evaluate import Database, count_answers
 from cqsens.witness.model import Witness
 from cqsens.witness.person import PersonWitness, cascade, witness_change
 from cqsens.witness.references import references_hold
-from cqsens.witness.schema_checks import column_checks
+from cqsens.witness.schema_checks import checks_hold, column_checks
 from cqsens.witness.schema_checks import keys as schema_keys
 from cqsens.witness.values import Values
 
-__all__ = ["declared_hold", "is_aggregate_witness", "is_witness"]
+__all__ = ["declared_hold", "is_aggregate_witness", "is_witness", "witness_checks_hold"]
 
 
 def is_witness(query: AggregateQuery | CQ, sigma: Sigma, witness: Witness, *,
@@ -29,7 +29,8 @@ def is_witness(query: AggregateQuery | CQ, sigma: Sigma, witness: Witness, *,
 
     Both databases satisfy Σ, they are one row apart (t is not in A), and the
     counts are the ones claimed.  With ``schema`` they also keep its keys, its
-    CHECKs and ``value_bounds`` (``--bounds``), and its foreign keys.  An
+    CHECKs (each replayed in SQLite, :func:`checks_hold`) and ``value_bounds``
+    (``--bounds``), and its foreign keys.  An
     :class:`AggregateWitness` is checked by :func:`is_aggregate_witness`; a
     :class:`PersonWitness` must add exactly one person: a row of the unit table
     and every row that references it.
@@ -39,6 +40,8 @@ def is_witness(query: AggregateQuery | CQ, sigma: Sigma, witness: Witness, *,
         columns = query.columns if isinstance(query, AggregateQuery) else {}
         checks = column_checks(schema, value_bounds=value_bounds or {}, columns=columns)
         keys = schema_keys(schema)
+    if schema is not None and not all(checks_hold(d, schema) for d in _databases(witness)):
+        return False
     if isinstance(witness, PersonWitness):
         return isinstance(query, AggregateQuery) and schema is not None and _is_person_witness(
             query, sigma, witness, schema, checks, keys)
@@ -60,6 +63,13 @@ def is_witness(query: AggregateQuery | CQ, sigma: Sigma, witness: Witness, *,
         count_answers(query, a) == witness.count_without
         and count_answers(query, full) == witness.count_with
     )
+
+
+def _databases(witness: Witness) -> tuple[Database, Database]:
+    """The two databases of a witness: A and A ∪ {t}, or B and B'."""
+    if isinstance(witness, (PersonWitness, AggregateWitness)):
+        return witness.database, witness.after
+    return witness.database, witness.database.with_row(witness.relation, witness.row)
 
 
 def declared_hold(
@@ -149,3 +159,8 @@ def is_aggregate_witness(
         return False
     change = released_change(query, rb, ra)
     return change is not None and change[0] == witness.l1
+
+
+def witness_checks_hold(witness: Witness, schema: Schema | None) -> bool:
+    """Whether both databases of ``witness`` meet every CHECK of ``schema`` in SQLite."""
+    return all(checks_hold(d, schema) for d in _databases(witness))

@@ -197,9 +197,9 @@ def with_references(
 
 
 def declared_clauses(db: Database, schema: Schema) -> tuple[tuple[str, str], ...]:
-    """``(relation, 'PRIMARY KEY ("id")')``, ``UNIQUE`` and ``(relation, 'FOREIGN KEY
-    ("uid") REFERENCES "users" ("id")')`` for the tables of ``db``, for the written
-    witness: it declares what the schema declares."""
+    """``(relation, 'PRIMARY KEY ("id")')``, ``UNIQUE``, every ``CHECK`` of the schema and
+    ``(relation, 'FOREIGN KEY ("uid") REFERENCES "users" ("id")')`` for the tables of
+    ``db``, for the written witness: it declares what the schema declares."""
     names = {r.lower(): r for r in db.columns}
     out = []
     for name in sorted(db.columns):
@@ -212,6 +212,7 @@ def declared_clauses(db: Database, schema: Schema) -> tuple[tuple[str, str], ...
 
         out += [(name, f"CHECK ({cols((p,))} IS NOT NULL)") for p in table.not_null
                 if p not in table.primary_key and p < len(db.columns[name])]
+        out += [(name, f"CHECK ({check})") for check in table.checks]
         if table.primary_key:
             out.append((name, f"PRIMARY KEY ({cols(table.primary_key)})"))
         for key in (*((k,) for k in table.keys), *table.composite_keys):

@@ -1,16 +1,18 @@
 """What a schema asks of a witness: CHECK and --bounds predicates, keys, and columns with
-finitely many values."""
+finitely many values; :func:`checks_hold` replays every CHECK of the schema in SQLite."""
 
 from __future__ import annotations
 
 import math
+import sqlite3
 from collections.abc import Mapping
 
 from cqsens.ir.exact import Exact
 from cqsens.ir.expr import And, Compare, Predicate, Slot, literal_of
 from cqsens.ir.schema import Schema
+from cqsens.witness.evaluate import Database, quote_ident
 
-__all__ = ["column_checks", "finite_columns", "keys"]
+__all__ = ["checks_hold", "column_checks", "finite_columns", "keys"]
 
 
 def _declared_bounds(
@@ -38,9 +40,14 @@ def column_checks(
     value_bounds: Mapping[str, tuple[Exact, Exact]] | None = None,
     columns: Mapping[str, tuple[str, ...]] | None = None,
 ) -> dict[tuple[str, int], list[Predicate]]:
-    """The schema's CHECK bounds and the ``--bounds`` ranges as predicates over ``Slot(0)``
-    that every value of a witness's column must meet."""
+    """The schema's CHECK bounds, its CHECKs over one column (``IN`` lists, ``LIKE``, ...)
+    and the ``--bounds`` ranges as predicates over ``Slot(0)`` that every value of a
+    witness's column must meet."""
     out: dict[tuple[str, int], list[Predicate]] = {}
+    for rel in schema.relations if schema is not None else ():
+        for pos, predicate in rel.column_checks:
+            if predicate not in out.setdefault((rel.name, pos), []):
+                out[(rel.name, pos)].append(predicate)
     for rel_name, pos, low, high in _declared_bounds(schema, value_bounds or {}, columns or {}):
         parts: list[Predicate] = []
         if low != -math.inf:
@@ -64,9 +71,11 @@ def finite_columns(
     value_bounds: Mapping[str, tuple[Exact, Exact]] | None = None,
     columns: Mapping[str, tuple[str, ...]] | None = None,
 ) -> set[tuple[str, int]]:
-    """Columns with finitely many legal values: integer (or untyped) with a two-sided
-    CHECK or ``--bounds`` range."""
-    out: set[tuple[str, int]] = set()
+    """Columns with finitely many legal values: a finite domain (``CHECK (c IN ...)``), or
+    integer (or untyped) with a two-sided CHECK or ``--bounds`` range."""
+    out: set[tuple[str, int]] = {
+        (rel.name, pos) for rel in (schema.relations if schema is not None else ())
+        for pos in range(len(rel.columns)) if rel.domain(pos) is not None}
     for rel_name, pos, low, high in _declared_bounds(schema, value_bounds or {}, columns or {}):
         rel = schema.find(rel_name) if schema is not None else None
         types = rel.types if rel is not None else ()
@@ -87,3 +96,32 @@ def keys(schema: Schema | None) -> dict[str, tuple[tuple[int, ...], ...]]:
         if found:
             out[rel.name] = tuple(sorted(found))
     return out
+
+
+def checks_hold(db: Database, schema: Schema | None) -> bool:
+    """Whether every row of ``db`` meets every CHECK of ``schema``, as SQLite decides it.
+
+    Each table of the schema that ``db`` holds is created in an in-memory SQLite
+    database with its declared types and the text of all its CHECKs (the same
+    clauses a written witness declares), and its rows are inserted.  A CHECK
+    that fails, or that SQLite cannot evaluate, makes the answer False: a
+    witness must be loadable into the user's own schema.
+    """
+    if schema is None:
+        return True
+    conn = sqlite3.connect(":memory:")
+    try:
+        for relation, rows in db.rows.items():
+            table = schema.find(relation)
+            if table is None or not table.checks or not rows:
+                continue
+            defs = [*db.column_defs(relation), *(f"CHECK ({c})" for c in table.checks)]
+            name = quote_ident(relation)
+            conn.execute(f"CREATE TABLE {name} ({', '.join(defs)})")
+            marks = ", ".join("?" for _ in db.columns[relation])
+            conn.executemany(f"INSERT INTO {name} VALUES ({marks})", sorted(rows, key=repr))
+        return True
+    except sqlite3.Error:
+        return False
+    finally:
+        conn.close()

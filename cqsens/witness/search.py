@@ -348,7 +348,7 @@ def _materialise(ctx: _Context, s: Structure) -> tuple[Database, str, tuple[Valu
             try:
                 concrete[e] = values.fresh(checks)
             except NoValue:
-                concrete[e] = _fresh_in_range(values, checks)
+                concrete[e] = _fresh_or_repeated(values, checks)
         return concrete[e]
 
     def typed(rel: str, row: Row) -> tuple[Value, ...]:
@@ -392,6 +392,25 @@ def _fresh_in_range(values: Values, checks: Sequence[Predicate]) -> Value:
             values.used.add(value)
             return value
     raise NoValue
+
+
+def _fresh_or_repeated(values: Values, checks: Sequence[Predicate]) -> Value:
+    """A distinct value of the checks' integer range, else one used before that meets them
+    (a column with a small domain, ``CHECK (flag IN (0, 1))``, under many rows): the
+    database is evaluated from scratch, so a repeated value only changes what it proves.
+
+    Raises
+    ------
+    NoValue
+        When no candidate meets the checks.
+    """
+    try:
+        return _fresh_in_range(values, checks)
+    except NoValue:
+        repeated = values.meeting(checks)
+        if repeated is None:
+            raise
+        return repeated
 
 
 def _meets_checks(ctx: _Context, db: Database) -> bool:
