@@ -9,7 +9,7 @@ import click
 
 from cqsens.cli.config import config_option, uses_config
 from cqsens.cli.exits import EXIT_OK, fail
-from cqsens.cli.params import EPSILON
+from cqsens.cli.params import BUDGET
 from cqsens.errors import InputError
 from cqsens.release.ledger import read_ledger, spent
 from cqsens.report.release import ledger_text
@@ -21,7 +21,7 @@ __all__ = ["budget_cmd"]
 @config_option
 @click.option("--ledger", "ledger", type=click.Path(dir_okay=False), default=None,
               help="The ledger file (or ledger in cqsens.toml).")
-@click.option("--budget", type=EPSILON, default=None, help="Total ε, to show what is left.")
+@click.option("--budget", type=BUDGET, default=None, help="Total ε, to show what is left.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="Output format.")
 @uses_config(lambda kw: None)

@@ -354,7 +354,7 @@ def release(
         raise InputError(f"unknown mechanism {mechanism!r}", construct="--mechanism")
     if mechanism == "gaussian" and delta is None:
         raise InputError("the Gaussian mechanism needs --delta", construct="--delta")
-    eps = noise._check_epsilon(epsilon)
+    eps = noise.check_privacy(epsilon, delta)
     _refuse_unbounded(analysis)
     plan = release_plan(query.text or query.sql, query.dialect, source=analysis.source)
     parts_analysis = analysis if _same_parts(plan, analysis) else reanalyse(plan.analysed_sql)
@@ -454,7 +454,8 @@ def _release(conn: Any, target: str, analysis: Analysis, parts_analysis: Analysi
         domain = sorted(chosen)
         selection = PartRelease(label, "count", "Laplace threshold (partition selection)",
                                 sel_eps, delta_each, calib.scale,
-                                noise.laplace_halfwidth(calib.scale), f"ℓ1 {display(l1)}")
+                                noise.laplace_halfwidth(calib.scale, integer=True),
+                                f"ℓ1 {display(l1)}")
         if select_with is not None:
             released[select_with] = dict(chosen)
             part_releases[select_with] = selection
@@ -480,14 +481,14 @@ def _release(conn: Any, target: str, analysis: Analysis, parts_analysis: Analysi
             rho_total += rho
             part_releases[i] = PartRelease(
                 part.sql, part.kind, f"{'discrete ' if part.integer else ''}Gaussian (zCDP)",
-                shares[i], delta_each, sigma, noise.gaussian_halfwidth(sigma),
+                shares[i], delta_each, sigma, noise.gaussian_halfwidth(sigma, integer=part.integer),
                 f"ℓ2 {display(record.l2)}")
         else:
             out, scale = noise.sample_laplace(values, l1=record.l1, epsilon=shares[i],
                                               integer=part.integer)
             part_releases[i] = PartRelease(
                 part.sql, part.kind, f"{'discrete ' if part.integer else ''}Laplace",
-                shares[i], 0.0, scale, noise.laplace_halfwidth(scale),
+                shares[i], 0.0, scale, noise.laplace_halfwidth(scale, integer=part.integer),
                 f"ℓ1 {display(record.l1)}")
         released[i] = dict(zip(domain, out, strict=True))
         if part_releases[i].scale == 0:
