@@ -490,7 +490,8 @@ def _gaussian_sigma(delta2: float, eps: float, dlt: float, integer: bool) -> flo
     # (√(L + ε) − √L)², written without the cancellation of a small ε
     rho = (eps / (math.sqrt(log_term + eps) + math.sqrt(log_term))) ** 2
     guess = float(d_in) / math.sqrt(2.0 * rho) * (1 + 1e-9)
-    _check_fits(guess / 2, integer, "Gaussian σ")
+    if not math.isfinite(guess):  # Δ2 beyond floats: no σ to search for
+        _check_fits(guess, integer, "Gaussian σ")
     for _ in range(200):  # only by rounding
         if private(guess):
             break
