@@ -58,11 +58,11 @@ from cqsens.frontend.sqlgen import sqlite_query
 from cqsens.ir.compound import CompoundQuery
 from cqsens.ir.cq import CQ, Aggregate, AggregateQuery, Var
 from cqsens.ir.dependencies import Dependency, Sigma
-from cqsens.ir.exact import Exact, display
+from cqsens.ir.exact import Exact, display, text
 from cqsens.ir.expr import Predicate
 from cqsens.ir.schema import Schema
 from cqsens.release.aggregates import NEIGHBORS, AggregateBound
-from cqsens.release.noise import NoiseCalibration, calibrate
+from cqsens.release.noise import NoiseCalibration, calibrate, check_privacy
 from cqsens.release.values import (
     VALUE_KINDS,
     aggregate_bound,
@@ -103,6 +103,10 @@ __all__ = [
 
 SQLITE_MAX_JOIN = 64  # SQLite's limit on the tables of one join
 SQLITE_MAX_COLUMN = 2000  # SQLite's default limit on the columns of one table
+SQLITE_MAX_INTEGER = 2**63 - 1  # SQLite's INTEGER is a signed 64-bit integer
+
+
+SQLITE_MAX_INTEGER = 2**63 - 1  # SQLite's INTEGER is a signed 64-bit integer
 
 
 def _sqlite_cannot_evaluate(query: AggregateQuery, core: CQ) -> str | None:
@@ -436,10 +440,40 @@ def _nullable(schema: Schema | None, column: str) -> bool:
     return rel is None or position is None or rel.nullable(position)
 
 
+def _beyond_sqlite(state: State) -> str | None:
+    """Why the aggregate witness cannot be built (None when it can): it puts the ends of an
+    aggregated column's range in SQLite, whose INTEGER holds at most 64 bits."""
+    query, options = state.query, state.options
+    if len(query.aggregates) == 1 and query.aggregate in ("count", "count_distinct"):
+        return None
+    for agg in query.aggregates:
+        if agg.kind in VALUE_KINDS and isinstance(agg.column, Var) \
+                and agg.column_name is not None:
+            vb = value_bound(agg.column_name, cli=options.value_bounds, schema=options.schema,
+                             query=query, variable=agg.column.name)
+            for end in (vb.low, vb.high):
+                if not math.isinf(end) and not -SQLITE_MAX_INTEGER <= end <= SQLITE_MAX_INTEGER:
+                    return (f"the value bound {text(end)} of {agg.column_name} is beyond "
+                            "SQLite's 64-bit integers, and SQLite evaluates witnesses")
+    return None
+
+
 def stage_witness(state: State) -> State:
     """Two databases proving a lower bound: for a single COUNT (or histogram) under
     add/remove the COUNT witness; for every other aggregate and under substitution a pair
-    of neighbours on which the user's SQL is run (docs/rules.md, rule aggregate-witness)."""
+    of neighbours on which the user's SQL is run (docs/rules.md, rule aggregate-witness).
+
+    A value the search would store beyond SQLite's 64-bit integers (a CHECK that allows
+    only such values) stops it: no lower bound, the upper bound stands."""
+    try:
+        return _stage_witness(state)
+    except OverflowError:  # sqlite3: "Python int too large to convert to SQLite INTEGER"
+        return replace(state, lower_note=(
+            "not searched: a value the witness needs is beyond SQLite's 64-bit integers, "
+            "and SQLite evaluates witnesses"))
+
+
+def _stage_witness(state: State) -> State:
     query, options, counted = state.query, state.options, state.count
     if not options.prove_lower:
         return replace(state, lower_note="not searched (--no-lower)")
@@ -448,7 +482,7 @@ def stage_witness(state: State) -> State:
     if not simple and state.release is not None and state.release.l1 == 0:
         # nothing can change the released value: 0 is its sensitivity, lower and upper
         return replace(state, lower=0, lower_note="")
-    blocker = _sqlite_cannot_evaluate(query, counted.core)
+    blocker = _sqlite_cannot_evaluate(query, counted.core) or _beyond_sqlite(state)
     if blocker is not None:
         return replace(state, lower_note=f"not searched: {blocker}")
     if state.person is not None:
@@ -755,6 +789,8 @@ def analyze(
     if timeout is not None and not timeout > 0:  # also NaN
         raise InputError(f"--timeout must be a number of seconds > 0 (inf for no limit), "
                          f"got {timeout}", construct="--timeout")
+    if epsilon is not None or delta is not None:  # within the limits, before any work
+        check_privacy(1.0 if epsilon is None else epsilon, delta)
     with deadline(timeout):
         return _analyze(source, schema=schema, fds=fds, cds=cds, constraints=constraints,
                         dialect=dialect, kind=kind, name=name,

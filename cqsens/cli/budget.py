@@ -14,7 +14,7 @@ import click
 
 from cqsens.cli.config import config_option, uses_config
 from cqsens.cli.exits import EXIT_OK, fail
-from cqsens.cli.params import DELTA, EPSILON
+from cqsens.cli.params import BUDGET, DELTA
 from cqsens.errors import InputError
 from cqsens.release.ledger import Ledger, Limits, agreed, open_ledger, set_budget
 from cqsens.report.release import ledger_json, ledger_text
@@ -45,7 +45,7 @@ def _state(ledger: str, limits: Limits, store: bool) -> tuple[Ledger, list[str]]
               help="Store --budget and/or --delta-budget in the ledger, replacing the stored "
                    "values (raising a budget is allowed only this way; the change is logged "
                    "in the ledger).")
-@click.option("--budget", type=EPSILON, default=None,
+@click.option("--budget", type=BUDGET, default=None,
               help="Total ε. With --set: stored. Without: checked against the stored budget "
                    "(a different value is refused, exit 1).")
 @click.option("--delta-budget", "delta_budget", type=DELTA, default=None,

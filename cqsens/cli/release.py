@@ -17,13 +17,14 @@ import click
 from cqsens.cli.config import config_option, uses_config
 from cqsens.cli.exits import EXIT_OK, fail
 from cqsens.cli.options import dependency_options, timeout_option
-from cqsens.cli.params import DELTA, DIALECT, EPSILON
+from cqsens.cli.params import BUDGET, DELTA, DIALECT, EPSILON
 from cqsens.db.connect import sqlite_file
 from cqsens.errors import CqsensError, InputError
 from cqsens.ir.schema import Schema
 from cqsens.pipeline import Analysis, analyze
 from cqsens.release.execute import release
 from cqsens.release.ledger import Charge, Ledger, Limits, PrivacyModel, precheck, record
+from cqsens.release.noise import EPSILON_MAX, EPSILON_MIN, check_privacy
 from cqsens.report.release import ledger_json, render_csv, render_json, render_text, spent_line
 
 __all__ = ["release_cmd"]
@@ -37,9 +38,10 @@ def _epsilon_parts(texts: tuple[str, ...]) -> dict[str, float]:
             number = float(value)
         except ValueError:
             number = -1.0
-        if not sep or not label.strip() or not number > 0 or number == float("inf"):
-            raise click.BadParameter(f"{text!r}: expected 'AGGREGATE=ε' with ε > 0, "
-                                     "e.g. 'COUNT(*)=0.3'", param_hint="--epsilon-part")
+        if not sep or not label.strip() or not EPSILON_MIN <= number <= EPSILON_MAX:
+            raise click.BadParameter(f"{text!r}: expected 'AGGREGATE=ε' with ε in "
+                                     f"[{EPSILON_MIN:g}, {EPSILON_MAX:g}], e.g. 'COUNT(*)=0.3'",
+                                     param_hint="--epsilon-part")
         out[label.strip()] = number
     return out
 
@@ -80,7 +82,8 @@ def _same_file(a: Path, b: Path | None) -> bool:
               help="Rows one person may own.")
 @click.option("--rows", type=click.IntRange(min=1), default=None,
               help="Number of rows, for the parity rule of a single-table MEDIAN.")
-@click.option("--epsilon", type=EPSILON, default=None, help="ε > 0 of the whole release.")
+@click.option("--epsilon", type=EPSILON, default=None,
+              help="ε of the whole release, in [1e-9, 1000].")
 @click.option("--delta", type=DELTA, default=None,
               help="δ in (0, 1): for --mechanism gaussian and for partition selection.")
 @click.option("--mechanism", type=click.Choice(["laplace", "gaussian"]), default="laplace",
@@ -92,7 +95,7 @@ def _same_file(a: Path, b: Path | None) -> bool:
               help="CSV file of the public GROUP BY keys (header: the group columns).")
 @click.option("--ledger", "ledger", type=click.Path(dir_okay=False), default=None,
               help="SQLite file recording every release (created when absent).")
-@click.option("--budget", type=EPSILON, default=None,
+@click.option("--budget", type=BUDGET, default=None,
               help="Total ε the ledger may spend; a release beyond it is refused (exit 1). "
                    "Stored in the ledger by the first release that gives it; a different "
                    "value is then refused (change it with `cqsens budget --set`).")
@@ -153,6 +156,10 @@ def release_cmd(
         raise click.UsageError("give the query: a .sql FILE or --sql TEXT (one of them)")
     if epsilon is None:
         raise click.UsageError("give --epsilon (or epsilon in cqsens.toml)")
+    try:  # ε and δ from cqsens.toml skip the option types: checked before any work
+        check_privacy(epsilon, delta)
+    except InputError as err:
+        fail(err)
     if (budget is not None or delta_budget is not None) and ledger is None:
         raise click.UsageError("--budget and --delta-budget need a ledger: give --ledger FILE "
                                "(or ledger in cqsens.toml)")

@@ -467,7 +467,7 @@ def release(
         raise InputError(f"unknown mechanism {mechanism!r}", construct="--mechanism")
     if mechanism == "gaussian" and delta is None:
         raise InputError("the Gaussian mechanism needs --delta", construct="--delta")
-    eps = noise._check_epsilon(epsilon)
+    eps = noise.check_privacy(epsilon, delta)
     _refuse_unbounded(analysis)
     # the user's own statement: a derived UNION, an outer join or a subquery runs as written
     # (a compound analysis keeps only its first part in query_obj)
@@ -580,7 +580,8 @@ def _release(conn: Any, target: str, analysis: Analysis, parts_analysis: Analysi
         domain = sorted(chosen)
         selection = PartRelease(label, "count", "Laplace threshold (partition selection)",
                                 sel_eps, delta_each, calib.scale,
-                                noise.laplace_halfwidth(calib.scale), f"ℓ1 {display(l1)}")
+                                noise.laplace_halfwidth(calib.scale, integer=True),
+                                f"ℓ1 {display(l1)}")
         if select_with is not None:
             released[select_with] = dict(chosen)
             part_releases[select_with] = selection
@@ -610,14 +611,14 @@ def _release(conn: Any, target: str, analysis: Analysis, parts_analysis: Analysi
                                                   delta=delta_each, integer=part.integer)
             part_releases[i] = PartRelease(
                 part.sql, part.kind, f"{'discrete ' if part.integer else ''}Gaussian (zCDP)",
-                shares[i], delta_each, sigma, noise.gaussian_halfwidth(sigma),
-                f"ℓ2 {display(l2)}")
+                shares[i], delta_each, sigma,
+                noise.gaussian_halfwidth(sigma, integer=part.integer), f"ℓ2 {display(l2)}")
         else:
             out, scale = noise.sample_laplace(values, l1=l1, epsilon=shares[i],
                                               integer=part.integer)
             part_releases[i] = PartRelease(
                 part.sql, part.kind, f"{'discrete ' if part.integer else ''}Laplace",
-                shares[i], 0.0, scale, noise.laplace_halfwidth(scale),
+                shares[i], 0.0, scale, noise.laplace_halfwidth(scale, integer=part.integer),
                 f"ℓ1 {display(l1)}")
         released[i] = dict(zip(domain, out, strict=True))
         if part_releases[i].scale == 0:
