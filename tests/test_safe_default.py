@@ -412,3 +412,17 @@ def test_advice_under_a_unit_names_the_fan_out_of_a_self_join() -> None:
     b = analyze(sql, schema=ddl, unit="Pat", cds=["PatDoc[pat->doc]<=3", "PatDoc[doc->pat]<=3"],
                 prove_lower=False)
     assert b.upper == 18
+
+
+def test_release_checks_check_in_lists(tmp_path: Path) -> None:
+    """CHECK (kind IN ('a','b','c')) bounds COUNT(DISTINCT kind) by 3: a 'z' in the data
+    breaks what that bound relies on."""
+    url, _ = _db(tmp_path, "CREATE TABLE v (id INTEGER PRIMARY KEY, kind TEXT);",
+                 {"v": [(1, "a"), (2, "z"), (3, None)]})
+    declared = tmp_path / "declared.sql"
+    declared.write_text("CREATE TABLE v (id INTEGER PRIMARY KEY, "
+                        "kind TEXT CHECK (kind IN ('a', 'b', 'c')));")
+    code, out, err = run("release", "--sql", "SELECT COUNT(DISTINCT kind) FROM v", "--schema",
+                         str(declared), "--db", url, "--epsilon", "1")
+    assert code == 1, out
+    assert "the CHECK (kind IN ('a', 'b', 'c')) of v" in err and "'z'" not in err
