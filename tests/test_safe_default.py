@@ -426,3 +426,31 @@ def test_release_checks_check_in_lists(tmp_path: Path) -> None:
                          str(declared), "--db", url, "--epsilon", "1")
     assert code == 1, out
     assert "the CHECK (kind IN ('a', 'b', 'c')) of v" in err and "'z'" not in err
+
+
+def test_the_check_and_the_query_see_one_snapshot(tmp_path: Path, noiseless: None,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A row written after the constraint check (by another connection, WAL mode) is not
+    read by the query of the same release: both run in one read transaction."""
+    from cqsens.release import execute
+
+    url, schema = _db(tmp_path, HOSPITAL, {"Pat": [(1, "F", 30), (2, "M", 40)], "PatDoc": []})
+    path = url.removeprefix("sqlite:///")
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.close()
+    checked = execute.broken_constraints
+
+    def check_then_write(*args: object, **kwargs: object) -> list[str]:
+        out = checked(*args, **kwargs)  # type: ignore[arg-type]
+        writer = sqlite3.connect(path)
+        writer.execute("INSERT INTO Pat VALUES (3, 'F', 50)")
+        writer.commit()
+        writer.close()
+        return out
+
+    monkeypatch.setattr(execute, "broken_constraints", check_then_write)
+    code, out, err = run("release", "--sql", "SELECT COUNT(*) FROM Pat", "--schema",
+                         str(schema), "--db", url, "--epsilon", "1", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["groups"][0]["value"] == 2

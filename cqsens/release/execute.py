@@ -491,11 +491,18 @@ def release(
         before_query(charge, PrivacyModel(neighbor, contributions, analysis.unit))
 
     with connect(url) as conn:
+        # one snapshot for the constraint check and the query: REPEATABLE READ on
+        # PostgreSQL; on SQLite an explicit BEGIN (its driver opens none before a SELECT)
+        # holds one read transaction until the rollback
+        if conn.dialect.name == "postgresql":
+            conn = conn.execution_options(isolation_level="REPEATABLE READ")
         trans = conn.begin()
         try:
             target = _dialect(conn)
             if target == "sqlite":
                 conn.exec_driver_sql("PRAGMA query_only = ON")
+                if not conn.connection.dbapi_connection.in_transaction:  # type: ignore[union-attr]
+                    conn.exec_driver_sql("BEGIN")
             _refuse_broken(conn, analysis, parts_analysis, plan, url=url, schema=schema,
                            bounds=bounds)
             return _release(
