@@ -454,3 +454,29 @@ def test_the_check_and_the_query_see_one_snapshot(tmp_path: Path, noiseless: Non
                          str(schema), "--db", url, "--epsilon", "1", "--format", "json")
     assert code == 0, err
     assert json.loads(out)["groups"][0]["value"] == 2
+
+
+# ------------------------------------------------------------------ declared key domains
+
+def test_group_keys_from_a_check_in_list_or_a_foreign_key_into_a_public_table(
+        tmp_path: Path, noiseless: None) -> None:
+    """No partition selection (and no δ) when the schema declares the keys: every declared
+    key is released, zeros included, and a key outside the list is never shown."""
+    ddl = ("CREATE TABLE Hos (id INTEGER PRIMARY KEY);"
+           "CREATE TABLE Pat (id INTEGER PRIMARY KEY, sex TEXT CHECK (sex IN ('F', 'M', 'X')),"
+           " hos INTEGER NOT NULL REFERENCES Hos(id));")
+    url, schema = _db(tmp_path, ddl, {"Hos": [(1,), (2,), (3,)],
+                                      "Pat": [(1, "F", 1), (2, "F", 2), (3, "M", 1)]})
+    code, out, err = run("release", "--sql", "SELECT sex, COUNT(*) FROM Pat GROUP BY sex",
+                         "--schema", str(schema), "--db", url, "--epsilon", "1", "--format",
+                         "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert "values the schema declares" in doc["keys"]
+    assert {g["group"]["sex"]: g["value"] for g in doc["groups"]} == {"F": 2, "M": 1, "X": 0}
+    code, out, err = run("release", "--sql", "SELECT hos, COUNT(*) FROM Pat GROUP BY hos",
+                         "--schema", str(schema), "--db", url, "--epsilon", "1", "--format",
+                         "json", "--public", "Hos")
+    assert code == 0, err
+    released = {g["group"]["hos"]: g["value"] for g in json.loads(out)["groups"]}
+    assert released == {"1": 2, "2": 1, "3": 0}

@@ -26,7 +26,7 @@ from sqlglot.errors import SqlglotError
 from cqsens.errors import InputError, UnsupportedQueryError
 from cqsens.frontend.select_items import aggregates_in, is_aggregate
 
-__all__ = ["Formula", "Item", "Part", "ReleasePlan", "release_plan"]
+__all__ = ["Formula", "Item", "Part", "ReleasePlan", "distinct_values_sql", "release_plan"]
 
 #: aggregate kinds released by adding noise to a number
 NOISY_KINDS = ("count", "count_distinct", "sum")
@@ -366,3 +366,13 @@ def _read_tables(tree: exp.Expr) -> tuple[str, ...]:
     ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
     names = {t.name for t in tree.find_all(exp.Table) if t.name.lower() not in ctes}
     return tuple(sorted(names, key=str.lower))
+
+
+def distinct_values_sql(table: str, column: str, dialect: str) -> str:
+    """``SELECT DISTINCT "column" FROM "table"`` in ``dialect`` (names quoted).
+
+    >>> distinct_values_sql("Hos", "id", "sqlite")
+    'SELECT DISTINCT "id" FROM "Hos"'
+    """
+    return exp.select(exp.column(exp.to_identifier(column, quoted=True))).distinct() \
+        .from_(exp.table_(exp.to_identifier(table, quoted=True))).sql(dialect=dialect)
