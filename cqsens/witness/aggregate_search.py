@@ -145,7 +145,7 @@ def _value_maps(
         every = {row[p] for rel, p in pos for db in (before, after)
                  for row in db.rows.get(rel, ())}
         parts.append((pos, jb - ja, ja - jb, jb & ja, every - jb - ja,
-                      concrete(lo), concrete(hi)))
+                      concrete(lo, hi), concrete(hi, lo)))
     if not parts:
         yield before, after, ""
         return
@@ -227,7 +227,7 @@ def find_aggregate_witness(
                              moved + (f"{shape}; {values}" if values else shape), valid)
                 if found is not None and (best is None or found.l1 > best.l1):
                     best = found
-                    if upper != math.inf and Fraction(concrete(upper)) <= best.l1:
+                    if upper != math.inf and Fraction(upper) <= best.l1:
                         return best
     return best
 
