@@ -21,6 +21,7 @@ References
 from __future__ import annotations
 
 import math
+import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -75,6 +76,7 @@ from cqsens.witness.person import find_person_witness
 from cqsens.witness.references import references_hold, with_references
 from cqsens.witness.schema_checks import column_checks, finite_columns
 from cqsens.witness.schema_checks import keys as witness_keys
+from cqsens.witness.writers import replayed
 
 __all__ = [
     "PIPELINE",
@@ -417,6 +419,8 @@ def stage_witness(state: State) -> State:
         if witness is not None:  # the user's own query, for replaying the two databases
             own = sqlite_query(query.sql, query.dialect) if query.sql else None
             witness = replace(witness, query_sql=own or "")
+    if witness is not None and simple and query.sql:
+        witness = _replayed_as_written(witness, query)
     if witness is None:
         return replace(state, lower_note=(
             f"none proven (no witness found within {options.witness_time:g} s; "
@@ -428,6 +432,19 @@ def stage_witness(state: State) -> State:
             f"{upper} for {query.cq}; please report it"
         )
     return replace(state, witness=witness, lower=witness.lower)
+
+
+def _replayed_as_written(witness: Witness, query: AggregateQuery) -> Witness:
+    """The COUNT witness replaying the user's own SQL (in SQLite syntax) when it runs on
+    the written tables; else the generated counting SELECT it was evaluated with."""
+    own = sqlite_query(query.sql, query.dialect) if query.sql else None
+    if own is None or own == witness.query_sql:
+        return witness
+    try:
+        replayed(witness, witness.database.with_row(witness.relation, witness.row), own)
+    except sqlite3.Error:
+        return witness
+    return replace(witness, query_sql=own)
 
 
 def _person_witness(state: State) -> State:
@@ -513,7 +530,8 @@ def _aggregate_witness(
     upper = state.release.l1 if state.release is not None else math.inf
     return find_aggregate_witness(query, base, neighbor=options.neighbor, ranges=ranges,
                                   valid=valid, keep=keep, upper=upper,
-                                  time_budget=max(options.witness_time, 0.5))
+                                  time_budget=max(options.witness_time, 0.5),
+                                  public=options.public)
 
 
 def stage_noise(state: State) -> State:
