@@ -34,9 +34,11 @@ SHOP = ("CREATE TABLE users (id INTEGER PRIMARY KEY);\n"
         " v INTEGER CHECK (v BETWEEN 0 AND 10));\n")
 DECIMALS = "CREATE TABLE t (id INTEGER PRIMARY KEY, v DECIMAL(7,2) CHECK (v BETWEEN 0 AND 0.1));\n"
 REALS = "CREATE TABLE t (id INTEGER PRIMARY KEY, v REAL);\n"
-JOINED = ("CREATE TABLE a (id INTEGER PRIMARY KEY, v DECIMAL(9,2) CHECK (v BETWEEN 0 AND 100016.49));"
+JOINED = ("CREATE TABLE a (id INTEGER PRIMARY KEY,"
+          " v DECIMAL(9,2) CHECK (v BETWEEN 0 AND 100016.49));"
           "\nCREATE TABLE b (id INTEGER PRIMARY KEY, aid INTEGER NOT NULL);\n")
-KEYLESS = "CREATE TABLE K (k INTEGER PRIMARY KEY, w INTEGER); CREATE TABLE F (k INTEGER, x INTEGER);\n"
+KEYLESS = ("CREATE TABLE K (k INTEGER PRIMARY KEY, w INTEGER);"
+           " CREATE TABLE F (k INTEGER, x INTEGER);\n")
 LOGS = ("CREATE TABLE logs (g INTEGER NOT NULL, v INTEGER CHECK (v BETWEEN 0 AND 3));\n"
         "CREATE TABLE users (id INTEGER PRIMARY KEY, g INTEGER);\n")
 LOGS_AVG = "SELECT a.g, AVG(a.v) FROM logs a JOIN users b ON a.g = b.g GROUP BY a.g"
@@ -100,7 +102,8 @@ def test_person_avg_prints_exact_fractions(tmp_path: Path) -> None:
     data = _json(out)
     rows_per_user, low, high = 2, 0, 10
     expected = Fraction(rows_per_user, rows_per_user + 1) * (high - low)
-    assert data["sensitivity"]["upper"] == "20/3" and _exact(data["sensitivity"]["upper"]) == expected
+    assert data["sensitivity"]["upper"] == "20/3"
+    assert _exact(data["sensitivity"]["upper"]) == expected
     assert _exact(data["aggregates"][0]["l1"]) == expected
     witness = data["witness"]
     lower = _exact(data["sensitivity"]["lower"])

@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 import sqlite3
 import statistics
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -163,44 +164,67 @@ class _Exact:
         return max((sc for _, sc in found), default=Fraction(0)) if found else Fraction(0)
 
 
+_CURRENT = threading.local()  # the registry of the exact pass running in this thread
+
+
+def _registry() -> _Exact:
+    registry: _Exact = _CURRENT.registry
+    return registry
+
+
 class _ExactSum:
     """SQLite's SUM computed exactly (:func:`sql_value` of each value): NULL on no
     value, an int when every value is one; TOTAL and AVG are its subclasses."""
 
     kind = "sum"
-    registry = _Exact()  # replaced per connection by :func:`_exact_aggregates`
+
+    def __init__(self) -> None:
+        self.ints = self.int_scale = self.count = 0
+        self.others: list[Fraction] = []  # the non-integers
+
+    def step(self, value: Any) -> None:
+        if value is None:
+            return
+        self.count += 1
+        if isinstance(value, int) and not isinstance(value, bool):
+            self.ints += value
+            self.int_scale += abs(value)
+        else:
+            self.others.append(sql_value(value))
+
+    def finalize(self) -> float | int | None:
+        total = self.ints + sum(self.others, Fraction(0))
+        scale = self.int_scale + sum((abs(v) for v in self.others), Fraction(0))
+        if self.kind == "total":
+            return _registry().returned(Fraction(total), Fraction(scale), integer=False)
+        if not self.count:
+            return None
+        if self.kind == "avg":
+            return _registry().returned(Fraction(total, 1) / self.count, Fraction(scale),
+                                        integer=False)
+        return _registry().returned(Fraction(total), Fraction(scale), integer=not self.others)
+
+
+class _ExactTotal(_ExactSum):
+    kind = "total"
+
+
+class _ExactAvg(_ExactSum):
+    kind = "avg"
+
+
+class _ExactPercentile:
+    """MEDIAN and ``PERCENTILE_CONT(x, q)`` computed exactly (as :class:`_Percentile`)."""
 
     def __init__(self) -> None:
         self.values: list[Fraction] = []
         self.integer = True
-
-    def step(self, value: Any) -> None:
-        if value is not None:
-            self.integer = self.integer and isinstance(value, int)
-            self.values.append(sql_value(value))
-
-    def finalize(self) -> float | int | None:
-        total = sum(self.values, Fraction(0))
-        scale = sum((abs(v) for v in self.values), Fraction(0))
-        if self.kind == "total":
-            return self.registry.returned(total, scale, integer=False)
-        if not self.values:
-            return None
-        if self.kind == "avg":
-            return self.registry.returned(total / len(self.values), scale, integer=False)
-        return self.registry.returned(total, scale, integer=self.integer)
-
-
-class _ExactPercentile(_ExactSum):
-    """MEDIAN and ``PERCENTILE_CONT(x, q)`` computed exactly (as :class:`_Percentile`)."""
-
-    def __init__(self) -> None:
-        super().__init__()
         self.q = Fraction(1, 2)
 
     def step(self, value: Any, q: Any = 0.5) -> None:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            super().step(value)
+            self.values.append(sql_value(value))
+            self.integer = self.integer and isinstance(value, int)
         self.q = sql_value(q)
 
     def finalize(self) -> float | int | None:
@@ -214,18 +238,14 @@ class _ExactPercentile(_ExactSum):
         scale = sum((abs(v) for v in xs), Fraction(0))
         # statistics.median returns the middle value itself (an int for ints)
         middle = len(xs) % 2 == 1 and self.q == Fraction(1, 2)
-        return self.registry.returned(value, scale, integer=self.integer and middle)
+        return _registry().returned(value, scale, integer=self.integer and middle)
 
 
-def _exact_aggregates(registry: _Exact) -> dict[tuple[str, int], type[_ExactSum]]:
-    """SUM, TOTAL, AVG, MEDIAN and PERCENTILE_CONT computed exactly, reporting to
-    ``registry``; they replace SQLite's own on one connection."""
-    def made(base: type[_ExactSum], kind: str) -> type[_ExactSum]:
-        return type(f"Exact_{kind}", (base,), {"kind": kind, "registry": registry})
-
-    return {("sum", 1): made(_ExactSum, "sum"), ("total", 1): made(_ExactSum, "total"),
-            ("avg", 1): made(_ExactSum, "avg"), ("median", 1): made(_ExactPercentile, "median"),
-            ("percentile_cont", 2): made(_ExactPercentile, "percentile")}
+_EXACT_AGGREGATES: dict[tuple[str, int], type] = {
+    ("sum", 1): _ExactSum, ("total", 1): _ExactTotal, ("avg", 1): _ExactAvg,
+    ("median", 1): _ExactPercentile, ("percentile_cont", 2): _ExactPercentile}
+"""SUM, TOTAL, AVG, MEDIAN and PERCENTILE_CONT computed exactly; they replace SQLite's
+own on the connection of an exact pass (:func:`_exact_rows`)."""
 
 
 _TOLERANCE = Fraction(1, 10**9)
@@ -283,10 +303,13 @@ def _exact_rows(conn: sqlite3.Connection, sql: str, native: list[tuple[Any, ...]
     the group keys, as SQLite returns them), cross-checked against SQLite's own rows
     ``native``: None when a cell cannot be read exactly or SQLite's own value is too
     far from it."""
-    registry = _Exact()
-    for (name, arity), cls in _exact_aggregates(registry).items():
-        conn.create_aggregate(name, arity, cls)  # type: ignore[arg-type]
-    mine, _ = _rows(conn, sql)
+    registry = _CURRENT.registry = _Exact()
+    for (name, arity), cls in _EXACT_AGGREGATES.items():
+        conn.create_aggregate(name, arity, cls)
+    try:
+        mine, _ = _rows(conn, sql)
+    finally:
+        _CURRENT.registry = None
     order = sorted(skip)
     theirs_by_key = {tuple(r[p] for p in order): r for r in native}
     if len(mine) != len(native) or len(theirs_by_key) != len(native):
@@ -323,7 +346,10 @@ def released_values(query: AggregateQuery, db: Database, sql: str) -> Released |
     try:
         native, names = _rows(conn, sql)
         keys = [] if not query.group_by else _group_positions(query, names)
-        rows = None if keys is None else _exact_rows(conn, sql, native, set(keys))
+        rows: list[tuple[Any, ...]] | None = native
+        if keys is not None and any(isinstance(c, float) for row in native
+                                    for i, c in enumerate(row) if i not in keys):
+            rows = _exact_rows(conn, sql, native, set(keys))  # ints, texts, NULLs: as they are
     finally:
         conn.close()
     if rows is None or keys is None:
