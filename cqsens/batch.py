@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from cqsens.errors import InputError, TimeLimitError
+from cqsens.ir.exact import exact
 from cqsens.ir.schema import Schema
 from cqsens.pipeline import Analysis, analyze
 
@@ -71,7 +72,7 @@ class BatchResult:
 def _bucket(upper: Any) -> str:
     if upper == "inf" or upper == float("inf"):
         return "inf"
-    value = float(upper)
+    value = exact(upper)  # a number, or its exact JSON string ("0.1", "20/3")
     if value <= 0:
         return "0"
     if value <= 1:

@@ -19,7 +19,7 @@ from cqsens.engine.suggest import suggest
 from cqsens.engine.upper import Method, References, UpperBound, explaining_steps, referencing_atom
 from cqsens.ir.cq import CQ, AggregateQuery, Const, Var, format_term
 from cqsens.ir.dependencies import AnyDependency, Dependency, MultiDependency, Sigma
-from cqsens.ir.exact import Exact, display, text
+from cqsens.ir.exact import Exact, json_number, text
 from cqsens.ir.schema import Schema
 
 __all__ = ["explanation", "fmt_weight", "jsonable", "reason", "structure", "suggestion"]
@@ -30,13 +30,10 @@ ADVICE_MAX_ATOMS = 40
 
 
 def jsonable(value: Exact | None) -> int | float | str | None:
-    """∞ as the string ``"inf"``; integral values as ints; a Fraction as the nearest
-    float not below it (a bound is never shown smaller than proven)."""
-    if value is None:
-        return None
-    if value == math.inf:
-        return "inf"
-    return display(value)
+    """The exact JSON form of a bound (:func:`cqsens.ir.exact.json_number`): ∞ as
+    ``"inf"``, integral values as ints, a non-integer exactly (a JSON number when it
+    is a double, else a string such as ``"0.1"`` or ``"20/3"``)."""
+    return json_number(value)
 
 
 def fmt_weight(value: Exact | None) -> str:

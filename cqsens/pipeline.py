@@ -21,6 +21,7 @@ References
 from __future__ import annotations
 
 import math
+import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -82,6 +83,7 @@ from cqsens.witness.person import find_person_witness
 from cqsens.witness.references import references_hold, with_references
 from cqsens.witness.schema_checks import column_checks, finite_columns
 from cqsens.witness.schema_checks import keys as witness_keys
+from cqsens.witness.writers import replayed
 
 __all__ = [
     "PIPELINE",
@@ -516,6 +518,8 @@ def _stage_witness(state: State) -> State:
             witness = replace(witness, query_sql=own or "")
     if witness is not None and not witness_checks_hold(witness, schema):
         return replace(state, lower_note=_BROKEN_CHECK)
+    if witness is not None and simple and query.sql:
+        witness = _replayed_as_written(witness, query)
     if witness is None:
         return replace(state, lower_note=(
             f"none proven (no witness found within {options.witness_time:g} s; "
@@ -531,6 +535,19 @@ def _stage_witness(state: State) -> State:
 
 _BROKEN_CHECK = ("none proven: the witness found breaks a CHECK of the schema as SQLite "
                  "evaluates it, so it is not reported")
+
+
+def _replayed_as_written(witness: Witness, query: AggregateQuery) -> Witness:
+    """The COUNT witness replaying the user's own SQL (in SQLite syntax) when it runs on
+    the written tables; else the generated counting SELECT it was evaluated with."""
+    own = sqlite_query(query.sql, query.dialect) if query.sql else None
+    if own is None or own == witness.query_sql:
+        return witness
+    try:
+        replayed(witness, witness.database.with_row(witness.relation, witness.row), own)
+    except sqlite3.Error:
+        return witness
+    return replace(witness, query_sql=own)
 
 
 def _person_witness(state: State) -> State:
@@ -618,7 +635,8 @@ def _aggregate_witness(
     upper = state.release.l1 if state.release is not None else math.inf
     return find_aggregate_witness(query, base, neighbor=options.neighbor, ranges=ranges,
                                   valid=valid, keep=keep, upper=upper,
-                                  time_budget=max(options.witness_time, 0.5))
+                                  time_budget=max(options.witness_time, 0.5),
+                                  public=options.public)
 
 
 def stage_noise(state: State) -> State:

@@ -15,6 +15,7 @@ import sys
 import time
 import traceback
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -136,15 +137,29 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"non-standard JSON constant {name}")
 
 
+def _exact_text(value: Any) -> bool:
+    """A string holding a non-negative rational that is not a double (else it would be
+    a JSON number)."""
+    if not isinstance(value, str):
+        return False
+    try:
+        q = Fraction(value)
+    except (ValueError, ZeroDivisionError):
+        return False
+    return q >= 0 and q.denominator != 1 and Fraction(float(q)) != q
+
+
 def check_bounds(data: Any, path: str = "$") -> None:
-    """Every upper/lower/l1/l2 under ``data`` is a number >= 0, "inf" or None."""
+    """Every upper/lower/l1/l2 under ``data`` is a number >= 0, "inf", None, or an exact
+    non-negative rational written as a string ("0.1", "20/3"; README, section Output)."""
     if isinstance(data, dict):
         for key, value in data.items():
             where = f"{path}.{key}"
             if key in BOUND_KEYS and not isinstance(value, (dict, list)):
                 ok = (value is None or value == "inf"
                       or (isinstance(value, (int, float)) and not isinstance(value, bool)
-                          and value == value and value >= 0 and value != float("inf")))
+                          and value == value and value >= 0 and value != float("inf"))
+                      or _exact_text(value))
                 assert ok, f"bad bound {where} = {value!r}"
             check_bounds(value, where)
     elif isinstance(data, list):

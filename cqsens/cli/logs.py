@@ -14,6 +14,7 @@ from cqsens.cli.exits import EXIT_INPUT, EXIT_OK, fail
 from cqsens.cli.output import write_output
 from cqsens.errors import InputError
 from cqsens.files import write_atomically, write_text_atomically
+from cqsens.report.common import json_default
 
 __all__ = ["compact", "run_log"]
 
@@ -73,7 +74,8 @@ def run_log(inputs: tuple[str, ...], *, target: Path, chosen: str, jobs: int, ti
                         tally.append({k: row[k] for k in ("status", "upper", "tight")})
                         if len(tally) > 10_000:  # summarise in bounded memory
                             _fold(tally)
-                        handle.write(json.dumps(compact(row), ensure_ascii=False) + "\n")
+                        handle.write(json.dumps(compact(row), ensure_ascii=False,
+                                       default=json_default) + "\n")
 
             write_output(output, lambda: write_atomically(target, write))
         else:

@@ -29,7 +29,7 @@ from sqlalchemy.engine import Connection
 from cqsens.db.catalogue import BoundTable, Catalogue
 from cqsens.db.check import ROWS_TARGET, _check_foreign_key, _check_one, dependency_label
 from cqsens.ir.dependencies import AnyDependency, Dependency, MultiDependency
-from cqsens.ir.exact import Exact, decimal_text
+from cqsens.ir.exact import Exact, sql_decimal
 from cqsens.ir.schema import Relation, Schema
 
 __all__ = ["broken_constraints", "referenced_closure"]
@@ -54,7 +54,7 @@ def referenced_closure(schema: Schema, tables: Iterable[str]) -> list[Relation]:
 def _literal(value: Exact, toward: int) -> sa.ColumnElement[Any]:
     """``value`` as exact SQL digits (rounded ``toward`` the inside of a range when it has
     no finite decimal text, so the check is never weaker than the bound)."""
-    return sa.literal_column(decimal_text(value, toward=toward))
+    return sa.literal_column(sql_decimal(value, toward=toward))
 
 
 def _row_checks(table: BoundTable, t: sa.TableClause, ranges: Mapping[int, tuple[Exact, Exact]]

@@ -5,7 +5,8 @@ and rationals are :class:`fractions.Fraction`; the only float a bound may hold
 is ``math.inf`` (unbounded).  Square roots (ℓ2 norms) are irrational, so
 :func:`sqrt_upper` returns a rational *upper* bound within 10⁻¹⁷ relative.  For
 display and JSON, :func:`display` turns a Fraction into the nearest float that
-is not below it: what is printed is never smaller than what was proven.
+is not below it: what is printed is never smaller than what was proven, and
+:func:`json_number` gives the exact JSON form of a number (README, section Output).
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ import math
 from decimal import Decimal
 from fractions import Fraction
 
-__all__ = ["Exact", "decimal_text", "display", "exact", "mul", "sqrt_upper", "text"]
+__all__ = ["Exact", "decimal_text", "display", "exact", "json_number", "mul", "sqrt_upper",
+           "sql_decimal", "text"]
 
 Exact = int | Fraction | float
 """A bound: an int, a Fraction, or ``math.inf`` / ``-math.inf``."""
@@ -90,11 +92,95 @@ def display(value: Exact) -> int | float:
     return shown
 
 
+def decimal_text(value: Fraction) -> str | None:
+    """The exact decimal digits of ``value`` when its expansion terminates, else None.
+
+    >>> decimal_text(Fraction(1, 10)), decimal_text(Fraction(-30004947, 100))
+    ('0.1', '-300049.47')
+    >>> decimal_text(Fraction(1, 3)) is None
+    True
+    """
+    d = value.denominator
+    twos = fives = 0
+    while d % 2 == 0:
+        d //= 2
+        twos += 1
+    while d % 5 == 0:
+        d //= 5
+        fives += 1
+    if d != 1:
+        return None
+    places = max(twos, fives)
+    scaled = abs(value.numerator) * 10**places // value.denominator  # exact: 10^places / den
+    digits = str(scaled).rjust(places + 1, "0")
+    whole, frac = (digits[:-places], digits[-places:]) if places else (digits, "")
+    sign = "-" if value < 0 else ""
+    return sign + whole + ("." + frac if frac else "")
+
+
+def json_number(value: int | float | Fraction | Decimal | None) -> int | float | str | None:
+    """The exact JSON form of a number (README, section Output).
+
+    An integral value is a JSON integer; a float, or a non-integer that is exactly a
+    binary64 double, is a JSON number (any JSON reader gets it back exactly); any other
+    rational is a string holding its exact value: its decimal digits when they end
+    (``"0.1"``, ``"300049.47"``), else ``"p/q"`` (``"20/3"``).  ``fractions.Fraction``
+    reads both string forms exactly.  ±∞ is ``"inf"`` / ``"-inf"``; None stays None.
+
+    >>> [json_number(x) for x in (7, Fraction(5, 2), Fraction(1, 10), Fraction(20, 3))]
+    [7, 2.5, '0.1', '20/3']
+    >>> json_number(Decimal("300049.47")), json_number(math.inf), json_number(Decimal("4.00"))
+    ('300049.47', 'inf', 4)
+    """
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, float):
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return int(value) if value.is_integer() and abs(value) < 2**63 else value
+    if isinstance(value, int):
+        return value
+    if isinstance(value, Decimal) and not value.is_finite():
+        return "inf" if value > 0 else "-inf" if value < 0 else str(value)
+    q = Fraction(value)
+    if q.denominator == 1:
+        return q.numerator
+    shown = float(q)
+    if math.isfinite(shown) and Fraction(shown) == q:
+        return shown
+    return decimal_text(q) or f"{q.numerator}/{q.denominator}"
+
+
+def _g_format(steps: int, exponent: int, digits: int) -> str:
+    """``steps · 10^exponent`` (at most ``digits`` + 1 significant digits) written as
+    ``format(x, f".{digits}g")`` writes a float, but from the exact value."""
+    sign = "-" if steps < 0 else ""
+    body = str(abs(steps)).rstrip("0")
+    exponent += len(str(abs(steps))) - len(body)
+    point = len(body) - 1 + exponent  # the decimal exponent of the leading digit
+    if -4 <= point < digits:
+        if exponent >= 0:
+            return sign + body + "0" * exponent
+        whole = body[:point + 1] if point >= 0 else "0"
+        frac = body[point + 1:] if point >= 0 else "0" * (-point - 1) + body
+        return sign + whole + ("." + frac if frac else "")
+    mantissa = body[0] + ("." + body[1:] if len(body) > 1 else "")
+    return f"{sign}{mantissa}e{'+' if point >= 0 else '-'}{abs(point):02d}"
+
+
 def text(value: Exact, digits: int = 6) -> str:
     """Short text of a bound, rounded up to ``digits`` significant digits (``∞``).
 
+    The digits are computed from the exact value (no float in between), and a value
+    whose decimal expansion ends within 15 significant digits (a bound read from
+    CHECK or ``--bounds`` text) is shown exactly, whatever ``digits``.
+
     >>> text(Fraction(1, 3)), text(10**30), text(math.inf), text(Fraction(5, 2))
     ('0.333334', '1000000000000000000000000000000', '∞', '2.5')
+    >>> text(Fraction(10001649, 100), digits=17), text(Fraction(30004947, 100))
+    ('100016.49', '300049.47')
+    >>> text(2 / 3), text(Fraction(123456789012345678, 10**9))
+    ('0.666667', '1.23457e+08')
     """
     if value == math.inf:
         return "∞"
@@ -105,24 +191,44 @@ def text(value: Exact, digits: int = 6) -> str:
     q = Fraction(value)
     if q == 0:
         return "0"
-    exponent = math.floor(math.log10(abs(float(q)))) - digits + 1
+    digits = max(digits, _exact_digits(q))
+    exponent = _log10_floor(abs(q)) - digits + 1
     unit = Fraction(10) ** exponent
     steps = math.ceil(q / unit)  # round up
-    rounded = steps * unit
-    out = f"{float(rounded):.{digits}g}"
-    if Fraction(out) >= q:
-        return out
-    return f"{math.nextafter(float(rounded), math.inf):.{digits + 2}g}"
+    return _g_format(steps, exponent, digits)
 
 
-def decimal_text(value: Exact, *, toward: int = 0) -> str:
+_SHOWN_EXACTLY = 15
+
+
+def _exact_digits(q: Fraction) -> int:
+    """The significant digits of ``q``'s decimal expansion when it ends within
+    ``_SHOWN_EXACTLY`` of them, else 0."""
+    shown = decimal_text(q)
+    if shown is None:
+        return 0
+    significant = len(shown.lstrip("-").replace(".", "").lstrip("0").rstrip("0"))
+    return significant if significant <= _SHOWN_EXACTLY else 0
+
+
+def _log10_floor(q: Fraction) -> int:
+    """``⌊log10 q⌋`` for a positive rational, exactly."""
+    guess = len(str(q.numerator)) - len(str(q.denominator))
+    while Fraction(10) ** guess > q:
+        guess -= 1
+    while Fraction(10) ** (guess + 1) <= q:
+        guess += 1
+    return guess
+
+
+def sql_decimal(value: Exact, *, toward: int = 0) -> str:
     """A finite ``value`` as SQL decimal digits: exact when it has finitely many, else
     rounded to 18 places up (``toward=1``) or down (``toward=-1``); ``toward=0`` demands
     an exact text.
 
-    >>> decimal_text(Fraction(5, 2)), decimal_text(10**20), decimal_text(Fraction(-1, 8))
+    >>> sql_decimal(Fraction(5, 2)), sql_decimal(10**20), sql_decimal(Fraction(-1, 8))
     ('2.5', '100000000000000000000', '-0.125')
-    >>> decimal_text(Fraction(1, 3), toward=1), decimal_text(Fraction(1, 3), toward=-1)
+    >>> sql_decimal(Fraction(1, 3), toward=1), sql_decimal(Fraction(1, 3), toward=-1)
     ('0.333333333333333334', '0.333333333333333333')
 
     Raises

@@ -48,7 +48,7 @@ from cqsens.frontend.release_sql import (
     distinct_values_sql,
     release_plan,
 )
-from cqsens.ir.exact import Exact, decimal_text, display
+from cqsens.ir.exact import Exact, display, sql_decimal
 from cqsens.ir.schema import Schema
 from cqsens.release import noise
 from cqsens.release.keys import key_label, key_text, read_keys
@@ -299,7 +299,7 @@ def _clamp_text(bounds: tuple[Exact, Exact]) -> tuple[str, str] | None:
     low, high = bounds
     if not (math.isfinite(low) and math.isfinite(high)) or low > high:
         return None
-    return decimal_text(low, toward=1), decimal_text(high, toward=-1)
+    return sql_decimal(low, toward=1), sql_decimal(high, toward=-1)
 
 
 def _rows_changed(record: AggregateRecord, neighbor: str, contributions: int) -> int:

@@ -16,11 +16,12 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
+from decimal import Decimal
 from fractions import Fraction
 from pathlib import PurePath
 from typing import Any
 
-from cqsens.ir.exact import exact, text
+from cqsens.ir.exact import Exact, exact, json_number, text
 
 __all__ = [
     "BOUND_BUCKETS",
@@ -32,6 +33,8 @@ __all__ = [
     "format_number",
     "input_phrases",
     "is_inf",
+    "json_default",
+    "number_of",
     "noise_parts",
     "noise_text",
     "option_text",
@@ -82,6 +85,36 @@ def is_inf(value: Any) -> bool:
     return value == "inf" or (isinstance(value, float) and math.isinf(value) and value > 0)
 
 
+def number_of(value: Any) -> Exact | None:
+    """The exact number a JSON value stands for, or None when it is not a number.
+
+    Numbers are read as they are; a string is read as written in JSON output
+    (``"inf"``, ``"-inf"``, a decimal ``"0.1"`` or a ratio ``"20/3"``, README,
+    section Output).
+
+    >>> number_of("20/3"), number_of("0.1"), number_of("inf"), number_of("n/a")
+    (Fraction(20, 3), Fraction(1, 10), inf, None)
+    """
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float, Fraction, Decimal)):
+        return exact(value)
+    if isinstance(value, str):
+        try:
+            return exact(value)
+        except (ValueError, ZeroDivisionError):
+            return None
+    return None
+
+
+def json_default(value: Any) -> Any:
+    """``default=`` of :func:`json.dumps`: Fractions and Decimals in their exact JSON
+    form (:func:`cqsens.ir.exact.json_number`); anything else is an error as usual."""
+    if isinstance(value, (Fraction, Decimal)):
+        return json_number(value)
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
 def format_number(value: Any) -> str:
     """A number or bound for people: ∞, ``—`` for missing, short floats."""
     if value is None:
@@ -90,8 +123,9 @@ def format_number(value: Any) -> str:
         return "∞"
     if isinstance(value, bool):
         return "yes" if value else "no"
-    if isinstance(value, (int, float, Fraction)):
-        return text(exact(value), digits=4)  # rounded up: never below what was proven
+    number = number_of(value)
+    if number is not None:
+        return text(number, digits=4)  # rounded up: never below what was proven
     return str(value)
 
 
@@ -156,7 +190,7 @@ def option_text(value: Any) -> str:
         return value
     if isinstance(value, list | tuple):
         return ", ".join(option_text(v) for v in value) or "—"
-    return json.dumps(value, ensure_ascii=False)
+    return json.dumps(value, ensure_ascii=False, default=json_default)
 
 
 def input_phrases(row: Mapping[str, Any]) -> list[tuple[str, str]]:

@@ -27,6 +27,7 @@ from cqsens.report.common import (
     is_inf,
     noise_parts,
     noise_text,
+    number_of,
     option_pairs,
     query_language,
     row_text,
@@ -105,7 +106,8 @@ def _sort_value(value: Any) -> str:
         return "1" if value else "0"
     if isinstance(value, int | float):
         return repr(float(value)) if isinstance(value, float) else str(value)
-    return ""
+    number = number_of(value)  # an exact non-double ("0.1", "20/3"): sorted by its double
+    return "" if number is None else repr(float(number))
 
 
 _CSS = """

@@ -14,6 +14,7 @@ from typing import Any
 
 from cqsens.release.execute import Release
 from cqsens.release.ledger import Ledger
+from cqsens.report.common import json_default
 
 __all__ = ["ledger_json", "ledger_text", "render_csv", "render_json", "render_text",
            "spent_line"]
@@ -102,7 +103,7 @@ def render_json(release: Release, ledger: dict[str, Any] | None = None) -> str:
     out = release.to_dict()
     if ledger is not None:
         out["ledger"] = ledger
-    return json.dumps(out, indent=2, ensure_ascii=False)
+    return json.dumps(out, indent=2, ensure_ascii=False, default=json_default)
 
 
 def render_csv(release: Release) -> str:

@@ -10,11 +10,11 @@ import json
 import math
 from collections.abc import Sequence
 from enum import StrEnum
-from fractions import Fraction
 from typing import Any
 
-from cqsens.ir.exact import exact, text
+from cqsens.ir.exact import text
 from cqsens.pipeline import Analysis
+from cqsens.report.common import json_default, number_of
 
 __all__ = ["Format", "to_json", "to_text", "fmt"]
 
@@ -32,8 +32,9 @@ def fmt(value: object) -> str:
         return "unknown"
     if value == math.inf or value == "inf":
         return "∞"
-    if isinstance(value, (int, float, Fraction)) and not isinstance(value, bool):
-        return text(exact(value))  # rounded up: never below what was proven
+    number = number_of(value)
+    if number is not None:
+        return text(number)  # rounded up: never below what was proven
     return str(value)
 
 
@@ -44,7 +45,7 @@ def to_json(
     records: list[dict[str, Any]] = [a.to_dict(witness=witness) for a in analyses]
     many = len(records) != 1 if as_list is None else as_list
     payload: Any = records if many else records[0]
-    return json.dumps(payload, indent=2, ensure_ascii=False)
+    return json.dumps(payload, indent=2, ensure_ascii=False, default=json_default)
 
 
 def to_text(analysis: Analysis, *, witness: bool = False) -> str:

@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 import sqlite3
 import statistics
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -41,7 +42,7 @@ from typing import Any
 
 from cqsens.frontend.sqlgen import sqlite_query
 from cqsens.ir.cq import CQ, AggregateQuery, Var
-from cqsens.ir.exact import Exact
+from cqsens.ir.exact import Exact, json_number
 from cqsens.ir.expr import Predicate
 from cqsens.witness.evaluate import Database, Value, connect, cq_sql
 from cqsens.witness.model import Witness
@@ -50,13 +51,18 @@ __all__ = [
     "AggregateWitness",
     "Released",
     "aggregate_sql",
+    "concrete",
+    "exact_text",
     "released_change",
     "released_pair",
     "released_values",
+    "show_released",
+    "sql_value",
 ]
 
-Released = dict[tuple[Value | None, ...], tuple[Value | None, ...]]
-"""Group key (``()`` without GROUP BY) → the values of the aggregates in that group."""
+Released = dict[tuple[Value | None, ...], tuple[Value | Fraction | None, ...]]
+"""Group key (``()`` without GROUP BY) → the exact values of the aggregates in that group
+(an int or a Fraction; NULL is None)."""
 
 _SUMS = ("count", "count_distinct", "sum")  # an absent group or NULL counts as 0
 
@@ -99,6 +105,154 @@ class _Percentile(_Median):
         return xs[low] + (xs[high] - xs[low]) * (pos - low)
 
 
+def sql_value(value: Any) -> Fraction:
+    """The exact number a value SQLite hands over stands for: an integer as it is, a REAL
+    as the decimal text it is written with (``repr``, the text a witness script inserts:
+    ``0.1`` is 1/10, not the nearest double), a numeric text read exactly.
+
+    >>> sql_value(0.1), sql_value(3), sql_value(" 2.50 ")
+    (Fraction(1, 10), Fraction(3, 1), Fraction(5, 2))
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError(f"not a number: {value!r}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"not a finite number: {value!r}")
+    return Fraction(repr(value) if isinstance(value, float) else value)
+
+
+_INT64 = 2**63
+
+
+class _Ambiguous(Exception):
+    """Two different exact results share one double: the cell cannot be read exactly."""
+
+
+class _Exact:
+    """The exact results the replacing aggregates of one connection returned: each
+    returned double → the exact values behind it, with the magnitude Σ|x| of their
+    inputs (the scale of a float sum's error)."""
+
+    def __init__(self) -> None:
+        self.results: dict[float, set[tuple[Fraction, Fraction]]] = {}
+
+    def returned(self, value: Fraction, scale: Fraction, *, integer: bool) -> float | int:
+        """What SQLite gets back: an int when SQLite's own function returns one (and an
+        integer overflow as SQLite's own SUM), else the nearest double."""
+        if integer and value.denominator == 1:
+            if abs(value.numerator) >= _INT64:
+                raise OverflowError("integer overflow")
+            return value.numerator
+        shown = float(value)
+        self.results.setdefault(shown, set()).add((value, scale))
+        return shown
+
+    def read(self, cell: Any) -> Fraction | str | None:
+        """The exact value of a result cell; a double no replacing aggregate returned (a
+        MIN, a MAX) is a stored value, read from its text (:func:`sql_value`)."""
+        if cell is None or isinstance(cell, str):
+            return cell
+        found = self.results.get(cell) if isinstance(cell, float) else None
+        if found is None:
+            return sql_value(cell)
+        if len({v for v, _ in found}) != 1:
+            raise _Ambiguous(cell)
+        return next(iter(found))[0]
+
+    def scale(self, cell: Any) -> Fraction:
+        """Σ|x| behind a result cell (0 for a value no replacing aggregate computed)."""
+        found = self.results.get(cell) if isinstance(cell, float) else None
+        return max((sc for _, sc in found), default=Fraction(0)) if found else Fraction(0)
+
+
+_CURRENT = threading.local()  # the registry of the exact pass running in this thread
+
+
+def _registry() -> _Exact:
+    registry: _Exact = _CURRENT.registry
+    return registry
+
+
+class _ExactSum:
+    """SQLite's SUM computed exactly (:func:`sql_value` of each value): NULL on no
+    value, an int when every value is one; TOTAL and AVG are its subclasses."""
+
+    kind = "sum"
+
+    def __init__(self) -> None:
+        self.ints = self.int_scale = self.count = 0
+        self.others: list[Fraction] = []  # the non-integers
+
+    def step(self, value: Any) -> None:
+        if value is None:
+            return
+        self.count += 1
+        if isinstance(value, int) and not isinstance(value, bool):
+            self.ints += value
+            self.int_scale += abs(value)
+        else:
+            self.others.append(sql_value(value))
+
+    def finalize(self) -> float | int | None:
+        total = self.ints + sum(self.others, Fraction(0))
+        scale = self.int_scale + sum((abs(v) for v in self.others), Fraction(0))
+        if self.kind == "total":
+            return _registry().returned(Fraction(total), Fraction(scale), integer=False)
+        if not self.count:
+            return None
+        if self.kind == "avg":
+            return _registry().returned(Fraction(total, 1) / self.count, Fraction(scale),
+                                        integer=False)
+        return _registry().returned(Fraction(total), Fraction(scale), integer=not self.others)
+
+
+class _ExactTotal(_ExactSum):
+    kind = "total"
+
+
+class _ExactAvg(_ExactSum):
+    kind = "avg"
+
+
+class _ExactPercentile:
+    """MEDIAN and ``PERCENTILE_CONT(x, q)`` computed exactly (as :class:`_Percentile`)."""
+
+    def __init__(self) -> None:
+        self.values: list[Fraction] = []
+        self.integer = True
+        self.q = Fraction(1, 2)
+
+    def step(self, value: Any, q: Any = 0.5) -> None:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            self.values.append(sql_value(value))
+            self.integer = self.integer and isinstance(value, int)
+        self.q = sql_value(q)
+
+    def finalize(self) -> float | int | None:
+        if not self.values:
+            return None
+        xs = sorted(self.values)
+        pos = self.q * (len(xs) - 1)
+        low = math.floor(pos)
+        high = min(low + 1, len(xs) - 1)
+        value = xs[low] + (xs[high] - xs[low]) * (pos - low)
+        scale = sum((abs(v) for v in xs), Fraction(0))
+        # statistics.median returns the middle value itself (an int for ints)
+        middle = len(xs) % 2 == 1 and self.q == Fraction(1, 2)
+        return _registry().returned(value, scale, integer=self.integer and middle)
+
+
+_EXACT_AGGREGATES: dict[tuple[str, int], type] = {
+    ("sum", 1): _ExactSum, ("total", 1): _ExactTotal, ("avg", 1): _ExactAvg,
+    ("median", 1): _ExactPercentile, ("percentile_cont", 2): _ExactPercentile}
+"""SUM, TOTAL, AVG, MEDIAN and PERCENTILE_CONT computed exactly; they replace SQLite's
+own on the connection of an exact pass (:func:`_exact_rows`)."""
+
+
+_TOLERANCE = Fraction(1, 10**9)
+"""How far SQLite's own float result may lie from the exact one, relative to the
+magnitude Σ|x| of the values it adds up (a cross-check, never a comparison of bounds)."""
+
+
 def aggregate_sql(query: AggregateQuery, columns: Mapping[str, tuple[str, ...]]) -> str | None:
     """The SELECT the witness runs: the user's SQL in SQLite syntax (the generated
     counting SELECT for a CQ), or None when SQLite cannot express it."""
@@ -128,25 +282,82 @@ def _group_positions(query: AggregateQuery, names: Sequence[str]) -> list[int] |
     return positions
 
 
+def _rows(conn: sqlite3.Connection, sql: str) -> tuple[list[tuple[Any, ...]], list[str]]:
+    cursor = conn.execute(sql)
+    return cursor.fetchall(), [d[0] for d in cursor.description]
+
+
+def _agrees(value: Fraction, native: Any, scale: Fraction) -> bool:
+    """SQLite's own result ``native`` lies within the tolerance of the exact ``value``."""
+    if native is None or isinstance(native, str):
+        return False
+    try:
+        return abs(sql_value(native) - value) <= _TOLERANCE * max(Fraction(1), scale)
+    except ValueError:
+        return False
+
+
+def _exact_rows(conn: sqlite3.Connection, sql: str, native: list[tuple[Any, ...]],
+                skip: set[int]) -> list[tuple[Any, ...]] | None:
+    """The rows of ``sql`` with every aggregate computed exactly (the cells at ``skip``,
+    the group keys, as SQLite returns them), cross-checked against SQLite's own rows
+    ``native``: None when a cell cannot be read exactly or SQLite's own value is too
+    far from it."""
+    registry = _CURRENT.registry = _Exact()
+    for (name, arity), cls in _EXACT_AGGREGATES.items():
+        conn.create_aggregate(name, arity, cls)
+    try:
+        mine, _ = _rows(conn, sql)
+    finally:
+        _CURRENT.registry = None
+    order = sorted(skip)
+    theirs_by_key = {tuple(r[p] for p in order): r for r in native}
+    if len(mine) != len(native) or len(theirs_by_key) != len(native):
+        return None
+    out: list[tuple[Any, ...]] = []
+    try:
+        for cells in mine:
+            theirs = theirs_by_key.get(tuple(cells[p] for p in order))
+            if theirs is None:
+                return None
+            row = tuple(c if i in skip else registry.read(c) for i, c in enumerate(cells))
+            if any(isinstance(v, Fraction) and not _agrees(v, theirs[i], registry.scale(cells[i]))
+                   for i, v in enumerate(row) if i not in skip):
+                return None
+            out.append(tuple(v.numerator if isinstance(v, Fraction) and v.denominator == 1
+                             else v for v in row))
+    except (_Ambiguous, ValueError):
+        return None
+    return out
+
+
 def released_values(query: AggregateQuery, db: Database, sql: str) -> Released | None:
-    """What the query releases on ``db``, run in SQLite; None when the result cannot be
-    read as one row per group (GROUP BY columns not shown by name)."""
+    """What the query releases on ``db``, computed exactly; None when the result cannot be
+    read as one row per group (GROUP BY columns not shown by name) or not exactly.
+
+    The query runs in SQLite, then again with SUM, TOTAL, AVG and MEDIAN replaced by
+    exact aggregates over the values' SQL text (a REAL ``0.1`` is 1/10), so that a
+    witness is compared with a bound exactly; SQLite's own float result is only a
+    cross-check (within 10⁻⁹ of the magnitude of the values added up).  A COUNT is an
+    int, and a MIN or MAX returns a stored value, read from its text."""
     conn = connect(db)
     conn.create_aggregate("median", 1, _Median)  # type: ignore[arg-type]
     conn.create_aggregate("percentile_cont", 2, _Percentile)  # type: ignore[arg-type]
     try:
-        cursor = conn.execute(sql)
-        rows = cursor.fetchall()
-        names = [d[0] for d in cursor.description]
+        native, names = _rows(conn, sql)
+        keys = [] if not query.group_by else _group_positions(query, names)
+        rows: list[tuple[Any, ...]] | None = native
+        if keys is not None and any(isinstance(c, float) for row in native
+                                    for i, c in enumerate(row) if i not in keys):
+            rows = _exact_rows(conn, sql, native, set(keys))  # ints, texts, NULLs: as they are
     finally:
         conn.close()
+    if rows is None or keys is None:
+        return None
     if not query.group_by:
         if len(rows) != 1 or len(rows[0]) != len(query.aggregates):
             return None
         return {(): tuple(rows[0])}
-    keys = _group_positions(query, names)
-    if keys is None:
-        return None
     out: Released = {}
     for row in rows:
         key = tuple(row[p] for p in keys)
@@ -156,7 +367,7 @@ def released_values(query: AggregateQuery, db: Database, sql: str) -> Released |
     return out
 
 
-def _number(value: Value | None) -> Fraction | None:
+def _number(value: Fraction | Value | None) -> Fraction | None:
     if value is None or isinstance(value, str):
         return None
     return Fraction(value)
@@ -231,7 +442,7 @@ class AggregateWitness(Witness):
                    f"{self.relation}{self._visible(self.relation, self.replacement)!r}")
         return (f"B has {self.database.size()} rows; {how} changes the released values from "
                 f"{show_released(self.released_before)} to {show_released(self.released_after)} "
-                f"(ℓ1 change {_fmt(self.l1)}, ℓ2 change {self.l2:.6g}; {self.construction})")
+                f"(ℓ1 change {exact_text(self.l1)}, ℓ2 change {self.l2:.6g}; {self.construction})")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready record."""
@@ -244,7 +455,7 @@ class AggregateWitness(Witness):
                             if self.replacement is not None else None),
             "released_before": _jsonable(self.released_before),
             "released_after": _jsonable(self.released_after),
-            "l1": _json_number(self.l1),
+            "l1": json_number(self.l1),
             "l2": self.l2,
             "construction": self.construction,
             "database": {r: [list(row) for row in rows] for r, rows in self.shown_tables().items()},
@@ -252,31 +463,46 @@ class AggregateWitness(Witness):
         }
 
 
-def _fmt(x: Fraction) -> str:
-    return str(x.numerator) if x.denominator == 1 else f"{float(x):.6g}"
-
-
-def _json_number(x: Fraction) -> int | float:
-    return x.numerator if x.denominator == 1 else float(x)
+def exact_text(value: Any) -> str:
+    """A released value for people, exactly: ``3``, ``2.5``, ``0.1``, ``20/3``, ``NULL``,
+    a text quoted."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, (int, Fraction)) and not isinstance(value, bool):
+        return str(json_number(value))
+    return repr(value)
 
 
 def show_released(released: Released) -> str:
-    """The released values as text: one value, a tuple, or groups."""
+    """The released values as text, exactly: one value, a tuple, or groups."""
+    def values(vs: tuple[Value | Fraction | None, ...]) -> str:
+        shown = [exact_text(v) for v in vs]
+        return shown[0] if len(shown) == 1 else "(" + ", ".join(shown) + ")"
+
     if set(released) == {()}:
-        values = released[()]
-        return repr(values[0]) if len(values) == 1 else repr(values)
-    return "{" + ", ".join(f"{k!r}: {v!r}" for k, v in sorted(released.items(), key=repr)) + "}"
+        return values(released[()])
+    return "{" + ", ".join(f"{k!r}: {values(v)}" for k, v in sorted(released.items(),
+                                                                    key=repr)) + "}"
 
 
 def _jsonable(released: Released) -> list[dict[str, Any]]:
-    return [{"group": list(k), "values": list(v)} for k, v in sorted(released.items(), key=repr)]
+    return [{"group": list(k), "values": [json_number(x) if isinstance(x, Fraction) else x
+                                          for x in v]}
+            for k, v in sorted(released.items(), key=repr)]
 
 
-def concrete(x: Exact) -> int | float:
-    """An exact number as a value SQLite stores."""
-    if isinstance(x, Fraction):
-        return x.numerator if x.denominator == 1 else float(x)
-    return x
+def concrete(x: Exact, toward: Exact | None = None) -> int | float:
+    """An exact number as a value SQLite stores: a double written with the text of ``x``
+    (:func:`sql_value` of it is ``x``).  When ``x`` has more digits than a double's text
+    holds, the nearest such double on the side of ``toward`` (so that an end of a range
+    stays inside the range), else toward zero."""
+    if not isinstance(x, Fraction) or x.denominator == 1:
+        return x.numerator if isinstance(x, Fraction) else x
+    shown = float(x)
+    direction = float(toward) if toward is not None else 0.0
+    while sql_value(shown) != x and (sql_value(shown) - x) * (Fraction(direction) - x) < 0:
+        shown = math.nextafter(shown, direction)  # text beyond x: step back toward the range
+    return shown
 
 
 def joined_values(cq: CQ, var: Var, db: Database) -> set[Value]:

@@ -145,7 +145,7 @@ def _value_maps(
         every = {row[p] for rel, p in pos for db in (before, after)
                  for row in db.rows.get(rel, ())}
         parts.append((pos, jb - ja, ja - jb, jb & ja, every - jb - ja,
-                      concrete(lo), concrete(hi)))
+                      concrete(lo, hi), concrete(hi, lo)))
     if not parts:
         yield before, after, ""
         return
@@ -186,6 +186,7 @@ def find_aggregate_witness(
     keep: Callable[[str, int, Value], bool],
     upper: Exact = math.inf,
     time_budget: float = 1.0,
+    public: AbstractSet[str] = frozenset(),
 ) -> AggregateWitness | None:
     """The best aggregate witness built from the COUNT witness ``base``, or None.
 
@@ -208,6 +209,9 @@ def find_aggregate_witness(
         The upper bound: the search stops once a witness reaches it.
     time_budget : float
         Seconds the search may take.
+    public : set of str
+        Public tables: the same in both neighbours, so their rows are never the added,
+        removed or changed one (README, Model).
     """
     sql = aggregate_sql(query, base.database.columns)
     if sql is None:
@@ -217,7 +221,7 @@ def find_aggregate_witness(
     group_positions: set[tuple[str, int]] = set().union(
         *(_positions(query, g) for g in query.group_by if isinstance(g, Var)))
     best: AggregateWitness | None = None
-    for start, moved in _bases(base):
+    for start, moved in _bases(base, public):
         for before0, after0, t2, shape in _candidates(start, neighbor, keep, agg_positions,
                                                       group_positions):
             for before, after, values in _value_maps(query, before0, after0, ranges):
@@ -227,22 +231,25 @@ def find_aggregate_witness(
                              moved + (f"{shape}; {values}" if values else shape), valid)
                 if found is not None and (best is None or found.l1 > best.l1):
                     best = found
-                    if upper != math.inf and Fraction(concrete(upper)) <= best.l1:
+                    if upper != math.inf and Fraction(upper) <= best.l1:
                         return best
     return best
 
 
-def _bases(base: Witness) -> Iterator[tuple[Witness, str]]:
+def _bases(base: Witness, public: AbstractSet[str] = frozenset()) -> \
+        Iterator[tuple[Witness, str]]:
     """The COUNT witness ``(A, t)``, then ``(A ∪ {t} − {u}, u)`` for one row ``u`` of each
     other table: adding a row of another table can move a statistic that adding ``t``
-    cannot (``t`` may create a group that is undefined without it)."""
-    yield base, ""
+    cannot (``t`` may create a group that is undefined without it).  A public table's
+    row is never the changed one."""
+    if base.relation not in public:
+        yield base, ""
     full = base.database.with_row(base.relation, base.row)
     if full.size() > _LARGE:
         return
     for relation in sorted(full.rows):
         rows = sorted(full.rows[relation], key=repr)
-        if relation == base.relation or not rows:
+        if relation == base.relation or relation in public or not rows:
             continue
         u = rows[0]
         yield (replace(base, database=full.without_row(relation, u), relation=relation, row=u),

@@ -24,10 +24,10 @@ from cqsens.engine.upper import upper_bound
 from cqsens.frontend.sqlgen import sqlite_query
 from cqsens.ir.cq import AggregateQuery
 from cqsens.ir.dependencies import Sigma
-from cqsens.ir.exact import Exact, display
+from cqsens.ir.exact import Exact, display, json_number
 from cqsens.ir.expr import Predicate
 from cqsens.ir.schema import Schema
-from cqsens.witness.aggregate import released_pair, renamed, show_released
+from cqsens.witness.aggregate import exact_text, released_pair, renamed, show_released
 from cqsens.witness.evaluate import Database, Value, count_answers
 from cqsens.witness.model import Witness
 from cqsens.witness.references import (
@@ -73,7 +73,7 @@ class PersonWitness(Witness):
         return (f"A has {self.database.size()} rows; adding one person, {self.relation}"
                 f"{self.shown_row!r} with {len(self.added) - 1} row(s) that reference it, "
                 f"changes the released value from {self.before} to {self.after_text} "
-                f"(change {self.lower}; {self.construction})")
+                f"(change {exact_text(self.lower)}; {self.construction})")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready record."""
@@ -84,7 +84,7 @@ class PersonWitness(Witness):
                        for r, row in self.added],
             "released_before": self.before,
             "released_after": self.after_text,
-            "difference": self.lower,
+            "difference": json_number(self.lower),
             "summary": self.summary(),
         })
         return out

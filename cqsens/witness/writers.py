@@ -15,7 +15,8 @@ from cqsens.witness.evaluate import Database, Value, quote_ident, sql_literal
 from cqsens.witness.model import Witness
 from cqsens.witness.person import PersonWitness
 
-__all__ = ["companion_path", "is_database_path", "to_sql_script", "write_witness"]
+__all__ = ["companion_path", "is_database_path", "replay_sql", "replayed", "to_sql_script",
+           "write_witness"]
 
 
 def _column_defs(witness: Witness, relation: str) -> list[str]:
@@ -28,6 +29,70 @@ def _column_defs(witness: Witness, relation: str) -> list[str]:
              for r, pos, c in witness.checks if r == relation and pos not in hidden]
     defs += [clause for r, clause in witness.constraints if r == relation]
     return defs
+
+
+def replay_sql(witness: Witness) -> str:
+    """The query the written witness runs: ``witness.query_sql`` on the tables' own
+    columns.  A generated counting SELECT that reads a hidden row identity (a table
+    without a key counts each copy of a row) reads SQLite's ``rowid`` instead, which
+    tells the copies apart in the written tables just as the identity did."""
+    query = witness.query_sql.strip().rstrip(";")
+    shown = {c for r in witness.database.columns for c in witness.shown_columns(r)}
+    for relation, position in witness.hidden:
+        name = witness.database.columns[relation][position]
+        if name not in shown:
+            query = query.replace(f".{quote_ident(name)}", ".rowid")
+    return query
+
+
+def _fill(conn: sqlite3.Connection, witness: Witness, db: Database) -> None:
+    """Create the witness's tables in ``conn`` (own columns, CHECKs, keys) holding ``db``."""
+    tables = replace(witness, database=db).shown_tables()
+    for rel in _table_order(witness):
+        rows = tables.get(rel, [])
+        conn.execute(f"CREATE TABLE {quote_ident(rel)} ({', '.join(_column_defs(witness, rel))})")
+        if rows:
+            marks = ", ".join("?" for _ in rows[0])
+            conn.executemany(f"INSERT INTO {quote_ident(rel)} VALUES ({marks})", rows)
+
+
+def replayed(witness: Witness, db: Database, sql: str | None = None) -> list[tuple[Value, ...]]:
+    """The rows ``sql`` (default: :func:`replay_sql`) prints on ``db`` written as the
+    witness writes it: the tables' own columns, without a row identity.
+
+    Raises
+    ------
+    sqlite3.Error
+        The query does not run on the written tables.
+    """
+    conn = sqlite3.connect(":memory:")
+    try:
+        _fill(conn, witness, db)
+        return list(conn.execute(replay_sql(witness) if sql is None else sql).fetchall())
+    finally:
+        conn.close()
+
+
+def _cell(value: object) -> str:
+    """A value as the sqlite3 shell prints it (list mode)."""
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        out = f"{value:.15g}"
+        return out if any(c in out for c in ".eni") else out + ".0"
+    return str(value)
+
+
+def _printed(witness: Witness, db: Database) -> str:
+    """What the replayed query prints on ``db``, for a comment of the script."""
+    try:
+        rows = replayed(witness, db)
+    except sqlite3.Error:
+        return "an error in SQLite"
+    if not rows:
+        return "no row"
+    shown = ["|".join(_cell(v) for v in row) for row in rows[:5]]
+    return ", ".join(shown) + (f", … ({len(rows)} rows)" if len(rows) > 5 else "")
 
 
 def _table_order(witness: Witness) -> list[str]:
@@ -49,7 +114,7 @@ def _aggregate_script(witness: AggregateWitness, title: str) -> str:
     lines.append(f"-- {witness.summary()}")
     for rel in _table_order(witness):
         lines.append(f"CREATE TABLE {quote_ident(rel)} ({', '.join(_column_defs(witness, rel))});")
-    query = witness.query_sql.strip().rstrip(";")
+    query = replay_sql(witness)
     for name, db in (("B", witness.database), ("B' (the neighbour)", witness.after)):
         shown = replace(witness, database=db)
         if name != "B":
@@ -72,7 +137,7 @@ def _person_script(witness: PersonWitness, title: str) -> str:
     tables = witness.shown_tables()
     for rel in _table_order(witness):
         lines += [_insert(rel, row) for row in tables.get(rel, [])]
-    query = witness.query_sql.strip().rstrip(";")
+    query = replay_sql(witness)
     if query:
         lines += [f"-- the query on A (prints {witness.before}):", f"{query};"]
     lines.append(f"-- one person ({witness.unit}): its row and every row that references it")
@@ -106,14 +171,15 @@ def to_sql_script(witness: Witness, *, title: str = "") -> str:
     for rel in _table_order(witness):
         for row in tables.get(rel, []):
             lines.append(_insert(rel, row))
-    query = witness.query_sql.strip().rstrip(";")
+    query = replay_sql(witness)
+    full = witness.database.with_row(witness.relation, witness.row)
     if query:
-        lines.append(f"-- the query on A (prints {witness.count_without}):")
+        lines.append(f"-- the query on A (prints {_printed(witness, witness.database)}):")
         lines.append(f"{query};")
     lines.append(f"-- the added row t (A ∪ {{t}} has count {witness.count_with}):")
     lines.append(_insert(witness.relation, witness.shown_row))
     if query:
-        lines.append(f"-- the query on A ∪ {{t}} (prints {witness.count_with}):")
+        lines.append(f"-- the query on A ∪ {{t}} (prints {_printed(witness, full)}):")
         lines.append(f"{query};")
     return "\n".join(lines) + "\n"
 
@@ -167,22 +233,14 @@ def _write_sqlite(witness: Witness, db: Database, target: Path, name: str) -> No
     tables' own columns (equal rows repeated) and a ``cqsens_witness`` table."""
     conn = sqlite3.connect(target)
     try:
-        shown = replace(witness, database=db)
-        tables = shown.shown_tables()
-        for rel in _table_order(shown):
-            rows = tables.get(rel, [])
-            defs = ", ".join(_column_defs(witness, rel))
-            conn.execute(f"CREATE TABLE {quote_ident(rel)} ({defs})")
-            if rows:
-                marks = ", ".join("?" for _ in rows[0])
-                conn.executemany(f"INSERT INTO {quote_ident(rel)} VALUES ({marks})", rows)
+        _fill(conn, witness, db)
         conn.execute("CREATE TABLE cqsens_witness (key TEXT, value TEXT)")
         conn.executemany(
             "INSERT INTO cqsens_witness VALUES (?, ?)",
             [("count_without_t", str(witness.count_without)),
              ("count_with_t", str(witness.count_with)),
              ("added_row", f"{witness.relation}{witness.shown_row!r}"),
-             ("query", witness.query_sql),
+             ("query", replay_sql(witness)),
              ("summary", witness.summary())],
         )
         conn.commit()
