@@ -45,7 +45,8 @@ CREATE TABLE access_log (patient_id INTEGER NOT NULL REFERENCES patients(id),
 """
 LOGS = """
 CREATE TABLE users (id INTEGER PRIMARY KEY);
-CREATE TABLE logs (uid INTEGER REFERENCES users(id), w INTEGER CHECK (w BETWEEN 0 AND 3));
+CREATE TABLE logs (uid INTEGER NOT NULL REFERENCES users(id),
+                   w INTEGER CHECK (w BETWEEN 0 AND 3));
 """
 DISTINCT_KIND = "SELECT COUNT(DISTINCT kind) FROM visits"
 EXPORTS = "SELECT COUNT(DISTINCT staff_id) FROM access_log WHERE action = 'export'"

@@ -297,7 +297,7 @@ def _value_range(analysis: Analysis, index: int, schema: Schema | None,
 def _clamp_text(bounds: tuple[Exact, Exact]) -> tuple[str, str] | None:
     """A finite range as SQL digits rounded inward (a narrower clamp keeps the bound)."""
     low, high = bounds
-    if not (math.isfinite(low) and math.isfinite(high)) or low > high:
+    if low in (math.inf, -math.inf) or high in (math.inf, -math.inf) or low > high:
         return None
     return sql_decimal(low, toward=1), sql_decimal(high, toward=-1)
 
