@@ -32,6 +32,7 @@ from cqsens.frontend.limits import (
     check_count,
 )
 from cqsens.frontend.outer_joins import split_outer_joins
+from cqsens.frontend.post_processing import group_keys, split_post_processing
 from cqsens.frontend.select_items import aggregates_in
 from cqsens.frontend.set_operations import split_set_operation
 from cqsens.frontend.sql_aggregates import aggregate_of, limit_name
@@ -376,6 +377,18 @@ class _Query:
 
     def translate(self) -> AggregateQuery:
         tr, tree = self.tr, self.tree
+        post = split_post_processing(tree, self.dialect, tr.unsupported)
+        if post.having or post.windows:
+            parts = (["HAVING"] if post.having else []) + (
+                [f"{post.windows} window function{'s' if post.windows > 1 else ''}"]
+                if post.windows else [])
+            added = (f"; the aggregates they read ({', '.join(post.added)}) are released too"
+                     if post.added else "")
+            tr.notes.append(
+                f"{' and '.join(parts)} {'act' if len(parts) > 1 or post.windows > 1 else 'acts'}"
+                " on the released (noisy) values: post-processing, which costs no privacy"
+                f"{added}")
+        self._group_by_items()
         self._split_combinations()
         for item in tree.expressions:  # the labels as written, before any inlining
             self.labels.setdefault(id(item), item.sql(dialect=self.dialect))
@@ -413,6 +426,8 @@ class _Query:
             node = item.this if isinstance(item, exp.Alias) else item
             if group is not None and self._repeats_group_key(node, group_terms):
                 continue  # the group key itself, printed next to each count
+            if not any(True for _ in node.find_all(exp.Column, exp.AggFunc, exp.Star)):
+                continue  # a constant column ('all' AS label): the same in every answer
             label = self.labels.get(id(item)) or item.sql(dialect=self.dialect)
             agg, head = self._aggregate(node, label, all_vars)
             aggregates.append(agg)
@@ -433,6 +448,31 @@ class _Query:
             heads=tuple(heads),
             body=CQ(all_vars, frozenset(atoms), "Q", satisfiable),
         )
+
+    def _group_by_items(self) -> None:
+        """``GROUP BY 1`` and ``GROUP BY alias`` as the SELECT items they name (an alias only
+        when no table of FROM has a column of that name: input columns come first)."""
+        group = self.tree.args.get("group")
+        if group is None:
+            return
+        resolved = group_keys(self.tree)
+        out: list[exp.Expr] = []
+        for g, key in zip(group.expressions, resolved, strict=True):
+            if g is key or (isinstance(g, exp.Column) and self._is_input_column(g)):
+                out.append(g)
+            else:
+                out.append(key.copy())
+        group.set("expressions", out)
+
+    def _is_input_column(self, column: exp.Column) -> bool:
+        schema = self.tr.schema
+        if schema is None:
+            return False
+        for table in self.tree.find_all(exp.Table):
+            rel = schema.find(table.name)
+            if rel is not None and rel.index(column.name) is not None:
+                return True
+        return False
 
     def _post_processing(self) -> str:
         """Take ORDER BY, LIMIT, FETCH, TOP and OFFSET off the statement (with a note).

@@ -24,9 +24,11 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from cqsens.errors import InputError, UnsupportedQueryError
+from cqsens.frontend.post_processing import split_post_processing
 from cqsens.frontend.select_items import aggregates_in, is_aggregate
 
-__all__ = ["Formula", "Item", "Part", "ReleasePlan", "distinct_values_sql", "release_plan"]
+__all__ = ["Formula", "Item", "Part", "PostPlan", "ReleasePlan", "distinct_values_sql",
+           "release_plan"]
 
 #: aggregate kinds released by adding noise to a number
 NOISY_KINDS = ("count", "count_distinct", "sum")
@@ -44,6 +46,23 @@ class Formula:
     op: str
     args: tuple[Formula, ...] = ()
     value: float | int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PostPlan:
+    """The statement's post-processing, run on the noisy values in SQLite in memory.
+
+    ``sql`` reads the table ``released(k0…, a0…)``: one row per released group, the
+    group key's values in ``k0…`` and in ``a0…`` the value of each aggregate of the
+    statement (``inputs``, formulas over the noisy parts).  It returns the key columns,
+    then one column per item (``labels``); ``parts[n]`` is the part an item is, when it
+    is one part alone (its half-width is shown).
+    """
+
+    sql: str
+    inputs: tuple[Formula, ...]
+    labels: tuple[str, ...]
+    parts: tuple[int | None, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +108,9 @@ class ReleasePlan:
     tables : tuple of str
         Every table the query reads (subqueries and derived tables included,
         common table expressions excluded).
+    post : PostPlan or None
+        HAVING, window functions, ORDER BY and LIMIT, computed on the noisy
+        values (post-processing); None when the statement has none.
     """
 
     keys: tuple[str, ...]
@@ -100,6 +122,7 @@ class ReleasePlan:
     _tree: exp.Select
     _keys: tuple[exp.Expr, ...]
     tables: tuple[str, ...] = ()
+    post: PostPlan | None = None
 
     def parts_sql(self, dialect: str, clamps: Mapping[int, tuple[str, str]] | None = None) -> str:
         """``SELECT keys…, noisy parts… FROM … GROUP BY …`` in ``dialect``; the argument of
@@ -330,18 +353,25 @@ def release_plan(sql: str, dialect: str | None, *, source: str = "<sql>") -> Rel
             "GROUP BY ROLLUP, CUBE and GROUPING SETS are analysed but not released yet: "
             "release each grouping set as its own GROUP BY query (their ε add up)",
             source=source, construct="GROUP BY")
+    original = tree.copy()
+
+    def reject(node: exp.Expr, construct: str, why: str) -> Exception:
+        return UnsupportedQueryError(f"{construct} cannot be released: {why}", source=source,
+                                     construct=construct)
+
+    post = split_post_processing(tree, dialect, reject)
     builder = _Builder(dialect, source)
     keys = _key_items(tree, dialect)
     key_exprs = {_unalias(k) for k in keys}
     items: list[Item] = []
     for node in tree.expressions:
         inner = _unalias(node)
-        if aggregates_in(inner) is None and not any(True for _ in inner.find_all(exp.AggFunc)):
-            if inner in key_exprs or all(c in key_exprs or c.name.lower() in
-                                         {_name(k, dialect).lower() for k in keys}
-                                         for c in inner.find_all(exp.Column)):
-                continue  # the group key, shown with every group
+        if _shown_with_key(inner, keys, key_exprs, dialect):
+            continue  # the group key, shown with every group
         items.append(Item(_name(node, dialect), builder.formula(inner)))
+    cut = any(original.args.get(k) is not None for k in ("order", "limit", "offset"))
+    post_plan = (_post_plan(original, builder, keys, key_exprs, dialect)
+                 if post.having or post.windows or cut else None)
     tables = _tables(tree)
     key_tables: list[tuple[str, str] | None] = []
     for k in keys:
@@ -358,7 +388,7 @@ def release_plan(sql: str, dialect: str | None, *, source: str = "<sql>") -> Rel
         keys=tuple(_name(k, dialect) for k in keys), key_tables=tuple(key_tables),
         parts=tuple(builder.parts), items=tuple(items),
         analysed_sql=_strip(analysed).sql(dialect=dialect), dialect=dialect,
-        _tree=tree, _keys=tuple(keys), tables=_read_tables(tree))
+        _tree=tree, _keys=tuple(keys), tables=_read_tables(tree), post=post_plan)
 
 
 def _read_tables(tree: exp.Expr) -> tuple[str, ...]:
@@ -376,3 +406,98 @@ def distinct_values_sql(table: str, column: str, dialect: str) -> str:
     """
     return exp.select(exp.column(exp.to_identifier(column, quoted=True))).distinct() \
         .from_(exp.table_(exp.to_identifier(table, quoted=True))).sql(dialect=dialect)
+
+
+def _shown_with_key(inner: exp.Expr, keys: list[exp.Expr], key_exprs: set[exp.Expr],
+                    dialect: str | None) -> bool:
+    """A SELECT item without aggregate that repeats the group key (or a constant)."""
+    if aggregates_in(inner) is not None or any(True for _ in inner.find_all(exp.AggFunc)):
+        return False
+    if any(True for _ in inner.find_all(exp.Window)):
+        return False
+    names = {_name(k, dialect).lower() for k in keys}
+    return inner in key_exprs or all(c in key_exprs or c.name.lower() in names
+                                     for c in inner.find_all(exp.Column))
+
+
+def _post_plan(original: exp.Select, builder: _Builder, keys: list[exp.Expr],
+               key_exprs: set[exp.Expr], dialect: str | None) -> PostPlan:
+    """The statement as a query over ``released``: aggregates and keys replaced by columns."""
+    tree = original.copy()
+    inputs: list[Formula] = []
+    index: dict[str, int] = {}
+    unaliased = [_unalias(k) for k in keys]
+
+    def column_of(node: exp.Expr) -> exp.Expr:
+        if is_aggregate(node):  # a window's own function never reaches here (replace)
+            text = node.sql(dialect=dialect)
+            if text not in index:
+                index[text] = len(inputs)
+                inputs.append(builder.formula(node))
+            return exp.column(f"a{index[text]}")
+        for n, key in enumerate(unaliased):
+            if node == key or (isinstance(node, exp.Column) and isinstance(key, exp.Column)
+                               and node.name.lower() == key.name.lower()):
+                return exp.column(f"k{n}")
+        return node
+
+    def replace(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.Window):
+            function = node.this
+            inner = function.copy().transform(  # the function's arguments, not itself
+                lambda n: n if n.parent is None else column_of(n))
+            node = node.copy()
+            node.set("this", inner)
+            partition = node.args.get("partition_by")
+            if partition:
+                node.set("partition_by", [e.transform(column_of) for e in partition])
+            if node.args.get("order") is not None:
+                node.set("order", node.args["order"].transform(column_of))
+            return node
+        return column_of(node)
+
+    labels: list[str] = []
+    parts: list[int | None] = []
+    selected: list[exp.Expr] = [exp.alias_(exp.column(f"k{n}"), _name(k, dialect))
+                                for n, k in enumerate(keys)]
+    position: dict[int, int] = {}  # an item's 1-based position → its column in the result
+    for number, item in enumerate(tree.expressions, start=1):
+        inner = _unalias(item)
+        if _shown_with_key(inner, keys, key_exprs, dialect):
+            same = [n for n, k in enumerate(unaliased) if inner == k
+                    or isinstance(inner, exp.Column) and isinstance(k, exp.Column)
+                    and inner.name.lower() == k.name.lower()]
+            if same:
+                position[number] = same[0] + 1
+            continue
+        position[number] = len(selected) + 1
+        labels.append(_name(item, dialect))
+        formula = builder.formula(inner) if not any(True for _ in inner.find_all(exp.Window)) \
+            else None
+        parts.append(int(formula.value or 0) if formula is not None and formula.op == "part"
+                     else None)
+        new = item.transform(replace)
+        selected.append(new)
+    tree.set("expressions", selected)
+    for key in ("from", "from_", "joins", "where", "group", "with", "with_"):
+        if key in exp.Select.arg_types:
+            tree.set(key, None)
+    tree = tree.from_("released", copy=False)
+    having = original.args.get("having")
+    if having is not None:
+        tree.set("having", None)
+        tree.set("where", exp.Where(this=having.this.transform(replace)))
+    order = tree.args.get("order")
+    if order is not None:
+        shifted = []
+        for o in order.expressions:
+            target = o.this
+            if isinstance(target, exp.Literal) and target.is_int \
+                    and int(target.name) in position:
+                o = o.copy()
+                o.set("this", exp.Literal.number(position[int(target.name)]))
+            else:
+                o = o.transform(replace)
+            shifted.append(o)
+        order.set("expressions", shifted)
+    return PostPlan(tree.sql(dialect="sqlite"), tuple(inputs), tuple(labels), tuple(parts))

@@ -66,30 +66,35 @@ class _Inliner:
     def _fresh(self, alias: str) -> str:
         return fresh_alias(alias, self.counts, self.claimed)
 
-    def inline(self, select: exp.Select) -> None:
-        """Inline the positive subquery conjuncts of ``select``'s WHERE (in place)."""
+    def inline(self, select: exp.Select, outer: tuple[exp.Table, ...] = ()) -> None:
+        """Inline the positive subquery conjuncts of ``select``'s WHERE (in place); ``outer``
+        are the tables of the enclosing scopes, for correlated columns."""
         where = select.args.get("where")
         if where is None:
             return
+        if outer or any(True for _ in where.this.find_all(exp.Select)):
+            self._qualify(select, outer)
+        scope = (*[i for i in self._items(select) if isinstance(i, exp.Table)], *outer)
         kept: list[exp.Expr] = []
         for cond in conjuncts(where.this):
-            added = self._conjunct(select, cond)
+            added = self._conjunct(select, cond, scope)
             kept.extend([cond] if added is None else added)
         select.set("where", exp.Where(this=exp.and_(*kept)) if kept else None)
 
-    def _conjunct(self, outer: exp.Select, cond: exp.Expr) -> list[exp.Expr] | None:
+    def _conjunct(self, outer: exp.Select, cond: exp.Expr,
+                  scope: tuple[exp.Table, ...]) -> list[exp.Expr] | None:
         if isinstance(cond, exp.Exists):
             inner = _select_of(cond.this)
             if inner is None or not self._plain(inner):
                 return None
-            return self._merge(outer, inner, None)
+            return self._merge(outer, inner, None, scope)
         if isinstance(cond, exp.In) and cond.args.get("query") is not None:
             inner = _select_of(cond.args["query"])
             if inner is None or not self._plain(inner) or len(inner.expressions) != 1:
                 return None
             if not isinstance(_unaliased(inner.expressions[0]), exp.Column):
                 return None
-            return self._merge(outer, inner, cond.this)
+            return self._merge(outer, inner, cond.this, scope)
         return None
 
     def _plain(self, inner: exp.Select) -> bool:
@@ -113,12 +118,12 @@ class _Inliner:
         items = [from_.this, *from_.expressions] if from_ is not None else []
         return items + [j.this for j in select.args.get("joins") or []]
 
-    def _merge(self, outer: exp.Select, inner: exp.Select,
-               member: exp.Expr | None) -> list[exp.Expr]:
+    def _merge(self, outer: exp.Select, inner: exp.Select, member: exp.Expr | None,
+               scope: tuple[exp.Table, ...]) -> list[exp.Expr]:
         """Add ``inner``'s tables to ``outer``; return its conditions (and ``member = y``)."""
         inner = inner.copy()
-        self.inline(inner)  # nested subqueries first
-        self._qualify(inner)
+        self.inline(inner, scope)  # nested subqueries first
+        self._qualify(inner, scope)
         renames: dict[str, str] = {}
         for item in self._items(inner):
             assert isinstance(item, exp.Table)
@@ -147,18 +152,37 @@ class _Inliner:
             added.append(exp.EQ(this=member.copy(), expression=value.copy()))
         return added
 
-    def _qualify(self, inner: exp.Select) -> None:
-        """Qualify the inner tables' unqualified columns (SQL resolves them there first)."""
-        items = [i for i in self._items(inner) if isinstance(i, exp.Table)]
-        for col in list(inner.find_all(exp.Column)):
+    def _qualify(self, select: exp.Select, outer: tuple[exp.Table, ...]) -> None:
+        """Qualify ``select``'s own unqualified columns as SQL scoping resolves them: by the
+        tables of its FROM first, then by those of the enclosing scopes (a correlated
+        column).  Columns inside its subqueries are left to their own scope; a name no table
+        has (a SELECT alias) is left as it is."""
+        items = self._items(select)
+        if not all(isinstance(i, exp.Table) for i in items):
+            return  # a derived table's columns are not known here
+        tables = [i for i in items if isinstance(i, exp.Table)]
+
+        def nested(node: exp.Expr) -> bool:
+            return node is not select and isinstance(node, (exp.Select, exp.Subquery))
+
+        parts: list[exp.Expr] = [*select.expressions]  # not GROUP BY/ORDER BY: aliases
+        parts += [j.args["on"] for j in select.args.get("joins") or [] if j.args.get("on")]
+        if select.args.get("where") is not None:
+            parts.append(select.args["where"])
+        columns = [n for part in parts for n in part.walk(prune=nested)
+                   if isinstance(n, exp.Column)]
+        for col in columns:
             if col.table or isinstance(col.this, exp.Star):
                 continue
-            owners = [i for i in items if self._has(i.name, col.name)]
-            if len(owners) == 1:
-                col.set("table", exp.to_identifier(owners[0].alias_or_name))
-            elif len(owners) > 1:
+            owners = [i for i in tables if self._has(i.name, col.name)]
+            if len(owners) > 1:
+                if not outer:
+                    continue  # the outer query's resolver names both tables
                 raise self.reject(col, f"column {col.name}",
                                   "it is ambiguous in the subquery; qualify it")
+            owners = owners or [i for i in outer if self._has(i.name, col.name)][:1]
+            if owners:
+                col.set("table", exp.to_identifier(owners[0].alias_or_name))
 
     def _has(self, table: str, column: str) -> bool:
         if self.schema is None:

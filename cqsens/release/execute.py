@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -44,6 +45,7 @@ from cqsens.frontend.release_sql import (
     NOISY_KINDS,
     QUANTILE_KINDS,
     Formula,
+    PostPlan,
     ReleasePlan,
     distinct_values_sql,
     release_plan,
@@ -292,6 +294,57 @@ def _value_range(analysis: Analysis, index: int, schema: Schema | None,
         vb = value_bound(agg.column_name, cli=cli, schema=schema, query=query,
                          variable=name if isinstance(name, str) else None)
     return vb.low, vb.high
+
+
+def _post_process(post: PostPlan, domain: Sequence[str],
+                  released: Mapping[int, Mapping[str, Number | None]],
+                  part_releases: Mapping[int, PartRelease],
+                  ranges: Mapping[int, tuple[Exact, Exact]], parts: int, width: int
+                  ) -> list[ReleasedGroup]:
+    """Run the statement's post-processing on the noisy values only: one row per released
+    group in an in-memory SQLite table ``released(k0…, a0…)``, then ``post.sql``."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        columns = [f"k{n}" for n in range(width)] + [f"a{n}" for n in range(len(post.inputs))]
+        conn.execute(f"CREATE TABLE released ({', '.join(columns) or 'unused'})")
+        shown: dict[tuple[object, ...], tuple[str | None, ...]] = {}
+        for k in domain:
+            noisy = [released[i].get(k) for i in range(parts)]
+            row = [_key_value(v) for v in key_label(k)]
+            shown[tuple(row)] = key_label(k)
+            row += [_evaluate(f, noisy, ranges) for f in post.inputs]
+            if row:
+                conn.execute(f"INSERT INTO released VALUES ({', '.join('?' * len(row))})", row)
+        try:
+            result = conn.execute(post.sql).fetchall()
+        except sqlite3.Error as exc:
+            raise InputError(f"the post-processing of the noisy values failed in SQLite: {exc}",
+                             construct="post-processing") from None
+    finally:
+        conn.close()
+    out: list[ReleasedGroup] = []
+    for row in result:
+        key = shown.get(tuple(row[:width]),
+                        tuple(None if v is None else str(v) for v in row[:width]))
+        values = []
+        for label, part, value in zip(post.labels, post.parts, row[width:], strict=True):
+            half = part_releases[part].halfwidth_95 if part is not None else None
+            values.append(ReleasedValue(label, value, half))
+        out.append(ReleasedGroup(key, tuple(values)))
+    return out
+
+
+def _key_value(text: str | None) -> object:
+    """A released key's value for the post-processing table: a number when it reads as one
+    (so that ORDER BY a numeric key sorts numbers), else the text."""
+    if text is None:
+        return None
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            continue
+    return text
 
 
 def _clamp_text(bounds: tuple[Exact, Exact]) -> tuple[str, str] | None:
@@ -723,7 +776,12 @@ def _release(conn: Any, target: str, analysis: Analysis, parts_analysis: Analysi
     del data  # the true values end here
 
     out_groups: list[ReleasedGroup] = []
-    for k in domain:
+    if plan.post is not None:
+        out_groups = _post_process(plan.post, domain, released, part_releases, ranges,
+                                   len(plan.parts), len(plan.keys))
+        notes.append("HAVING, window functions, ORDER BY and LIMIT are computed on the noisy "
+                     "values (post-processing, in SQLite in memory): they cost no privacy")
+    for k in domain if plan.post is None else ():
         parts = [released[i].get(k) for i in range(len(plan.parts))]
         items: list[ReleasedValue] = []
         for item in plan.items:
