@@ -8,8 +8,10 @@ transaction and before the query, one check per constraint the analysis may
 have used over the tables the query reads:
 
 * every declared dependency ``R[i->j]<=k`` (``GROUP BY i HAVING COUNT(DISTINCT
-  j) > k``, ``COUNT(*)`` for ``R[i->*]<=k``);
-* every key: no two rows share a PRIMARY KEY or non-NULL UNIQUE value;
+  j) > k``, ``COUNT(*)`` for ``R[i->*]<=k``), one GROUP BY for all the dependencies
+  and keys of a table with the same source columns;
+* every key: no two rows share a PRIMARY KEY or non-NULL UNIQUE value (skipped
+  where the database enforces the same key itself);
 * every foreign key of those tables and of the tables they reference;
 * every ``NOT NULL`` column, every ``CHECK`` (as written, ``IN`` lists
   included) and every ``--bounds`` range (one scan per table for all three).
@@ -27,7 +29,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from cqsens.db.catalogue import BoundTable, Catalogue
-from cqsens.db.check import ROWS_TARGET, _check_foreign_key, _check_one, dependency_label
+from cqsens.db.check import ROWS_TARGET, _check_foreign_key, dependency_label
 from cqsens.ir.dependencies import AnyDependency, Dependency, MultiDependency
 from cqsens.ir.exact import Exact, sql_decimal
 from cqsens.ir.schema import Relation, Schema
@@ -97,17 +99,53 @@ def _ranges(rel: Relation, value_bounds: Mapping[str, tuple[Exact, Exact]]
     return out
 
 
-def _key_checks(rel: Relation) -> list[AnyDependency]:
-    """No two rows share a key: ``R[key->*]<=1`` for the primary key and each UNIQUE key."""
+def _key_checks(rel: Relation, enforced: set[tuple[str, ...]]) -> list[tuple[int, ...]]:
+    """The keys to check: the primary key and each UNIQUE key that the database does not
+    enforce itself (a PRIMARY KEY or UNIQUE constraint on the same columns)."""
     keys: list[tuple[int, ...]] = []
     if rel.primary_key:
         keys.append(rel.primary_key)
     keys += [(k,) for k in rel.keys] + list(rel.composite_keys)
-    out: list[AnyDependency] = []
-    for key in dict.fromkeys(keys):
-        out.append(Dependency(rel.name, key[0], ROWS_TARGET, 1) if len(key) == 1
-                   else MultiDependency(rel.name, key, ROWS_TARGET, 1))
+    return [key for key in dict.fromkeys(keys)
+            if tuple(sorted(rel.columns[p].lower() for p in key)) not in enforced]
+
+
+def _enforced_keys(catalogue: Catalogue, table: BoundTable) -> set[tuple[str, ...]]:
+    """The column sets on which the database itself enforces uniqueness."""
+    inspector = catalogue.inspector
+    out: set[tuple[str, ...]] = set()
+    try:
+        pk = inspector.get_pk_constraint(table.db_name).get("constrained_columns") or []
+        uniques = [u.get("column_names") or [] for u in
+                   inspector.get_unique_constraints(table.db_name)]
+        indexes = [i.get("column_names") or [] for i in inspector.get_indexes(table.db_name)
+                   if i.get("unique")]
+    except (NotImplementedError, sa.exc.SQLAlchemyError):
+        return out
+    found: list[list[Any]] = [list(pk), *(list(u) for u in uniques),
+                              *(list(i) for i in indexes)]
+    for columns in found:
+        if columns and all(isinstance(c, str) for c in columns):
+            out.add(tuple(sorted(str(c).lower() for c in columns)))
     return out
+
+
+def _grouped_checks(conn: Connection, table: BoundTable, sources: tuple[int, ...],
+                    targets: list[tuple[int, int]]) -> list[bool]:
+    """For each ``(target, k)`` — a column, or -1 for rows — whether some value of
+    ``sources`` (none NULL) has more than ``k`` distinct targets (rows): one GROUP BY."""
+    t = table.sql()
+    cs = [t.c[table.db_columns[i]] for i in sources]
+    counts = [sa.func.count() if j == ROWS_TARGET
+              else sa.func.count(sa.distinct(t.c[table.db_columns[j]]))
+              for j, _ in targets]
+    per_value = (sa.select(*(c.label(f"v{n}") for n, c in enumerate(cs)),
+                           *(c.label(f"n{m}") for m, c in enumerate(counts)))
+                 .where(sa.and_(*(c.is_not(None) for c in cs))).group_by(*cs).subquery("g"))
+    summary = sa.select(*(sa.func.coalesce(sa.func.max(per_value.c[f"n{m}"]), 0)
+                          for m in range(len(targets)))).select_from(per_value)
+    worst = conn.execute(summary).one()
+    return [int(w or 0) > k for w, (_, k) in zip(worst, targets, strict=True)]
 
 
 def broken_constraints(
@@ -149,6 +187,8 @@ def broken_constraints(
     read_names = {r.name.lower() for r in read}
     broken: list[str] = []
     implied = set(schema.key_dependencies()) | set(schema.composite_key_dependencies())
+    # (table, sources) → [(target, k, label)]: one GROUP BY per source columns
+    grouped: dict[tuple[str, tuple[int, ...]], list[tuple[int, int, str]]] = {}
     for dep in deps:
         rel = schema.find(dep.relation)
         if rel is None or rel.name.lower() not in read_names or dep in implied:
@@ -162,21 +202,29 @@ def broken_constraints(
         placed: AnyDependency = (MultiDependency(rel.name, dep.sources, j, dep.k)
                                  if isinstance(dep, MultiDependency)
                                  else Dependency(rel.name, dep.i, j, dep.k))
-        if _check_one(conn, catalogue.bind(rel), placed, 0, schema, "").violating:
-            broken.append(f"the dependency {dependency_label(placed, schema)}")
+        grouped.setdefault((rel.name, tuple(sources)), []).append(
+            (j, dep.k, f"the dependency {dependency_label(placed, schema)}"))
     for rel in read:
         table = catalogue.bind(rel)
-        for key in _key_checks(rel):
-            if _check_one(conn, table, key, 0, schema, "").violating:
-                shown = ", ".join(rel.columns[p] for p in
-                                  (key.sources if isinstance(key, MultiDependency) else (key.i,)))
-                broken.append(f"the key {rel.name}({shown})")
+        for key in _key_checks(rel, _enforced_keys(catalogue, table)):
+            shown = ", ".join(rel.columns[p] for p in key)
+            grouped.setdefault((rel.name, key), []).append(
+                (ROWS_TARGET, 1, f"the key {rel.name}({shown})"))
+    for (name, sources), checks in grouped.items():
+        rel = schema.find(name)
+        assert rel is not None
+        failed = _grouped_checks(conn, catalogue.bind(rel), sources,
+                                 [(j, k) for j, k, _ in checks])
+        broken += [label for (_, _, label), bad in zip(checks, failed, strict=True) if bad]
+    for rel in read:
+        table = catalogue.bind(rel)
         clause = table.sql()
-        checks = _row_checks(table, clause, _ranges(rel, value_bounds))
-        if checks:
-            sums = [sa.func.sum(sa.case((condition, 1), else_=0)) for _, condition in checks]
+        row_checks = _row_checks(table, clause, _ranges(rel, value_bounds))
+        if row_checks:
+            sums = [sa.func.sum(sa.case((condition, 1), else_=0))
+                    for _, condition in row_checks]
             counts = conn.execute(sa.select(*sums).select_from(clause)).one()
-            broken += [label for (label, _), n in zip(checks, counts, strict=True)
+            broken += [label for (label, _), n in zip(row_checks, counts, strict=True)
                        if n and int(n) > 0]
         for fk in rel.foreign_keys:
             target = schema.find(fk.table)
