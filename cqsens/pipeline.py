@@ -479,6 +479,10 @@ def _stage_witness(state: State) -> State:
     query, options, counted = state.query, state.options, state.count
     if not options.prove_lower:
         return replace(state, lower_note="not searched (--no-lower)")
+    if query.public_filters:
+        return replace(state, lower_note=(
+            "not searched: a condition reads public tables through a subquery, and the "
+            "witness search does not build public tables"))
     simple = len(query.aggregates) == 1 and query.aggregate in ("count", "count_distinct") \
         and options.neighbor == "add-remove"
     if not simple and state.release is not None and state.release.l1 == 0:
@@ -837,7 +841,9 @@ def _analyze(
     cli_bounds = parse_value_bounds(bounds)
     parsed_schema = load_schema(schema, dialect=dialect)
     check_value_bounds(cli_bounds, parsed_schema)
-    query = load_statement(source, schema=parsed_schema, dialect=dialect, kind=kind, name=name)
+    query = load_statement(source, schema=parsed_schema, dialect=dialect, kind=kind, name=name,
+                           public=frozenset(n.strip() for item in public for n in item.split(",")
+                                            if n.strip()))
     options = replace(options, schema=parsed_schema, value_bounds=cli_bounds,
                       references=_references(parsed_schema),
                       unit=resolve_unit(unit, parsed_schema, owner) if unit is not None

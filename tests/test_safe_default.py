@@ -167,8 +167,8 @@ def test_a_person_is_cascaded_along_ownership_keys_only() -> None:
 
 def test_a_public_table_on_the_chain_to_the_unit_is_refused() -> None:
     """Once lower 4 = upper 4 from a witness adding 2 public orders rows; the truth is 0."""
-    with pytest.raises(InputError, match="table orders is declared public, but the rows of "
-                                         "items reach users through it"):
+    with pytest.raises(InputError, match="table orders is declared public, but its rows "
+                                         "belong to persons of users"):
         analyze("SELECT COUNT(*) FROM items", schema=SHOP, unit="users", public=["orders"],
                 cds=["orders[uid->oid]<=2", "items[oid->iid]<=2"])
     with pytest.raises(InputError, match="table orders is declared public, but its rows "

@@ -257,6 +257,11 @@ def check_ownership(schema: Schema, unit: Unit, cq: CQ, public: Iterable[str]) -
         for term in atom.terms:
             occurrences[term] = occurrences.get(term, 0) + 1
     found: dict[str, list[Chain]] = {}
+    for name in sorted(declared_public):  # read or not (a public subquery): never owned
+        relation = schema.find(name)
+        if relation is not None:
+            found[relation.name] = chains(schema, unit, relation.name)
+            _refuse_owned_public(relation, found[relation.name], schema, unit)
     for atom in atoms:
         relation = schema.find(atom.relation)
         if relation is None:
@@ -267,7 +272,7 @@ def check_ownership(schema: Schema, unit: Unit, cq: CQ, public: Iterable[str]) -
         if relation.name.lower() in declared_public:
             _refuse_owned_public(relation, owned, schema, unit)
         elif relation.name.lower() != goal:
-            _refuse_unowned(relation, atom, owned, occurrences, schema, unit, declared_public)
+            _refuse_unowned(relation, atom, owned, occurrences, schema, unit)
 
 
 def _refuse_owned_public(relation: Relation, owned: Sequence[Chain], schema: Schema,
@@ -288,17 +293,7 @@ def _refuse_owned_public(relation: Relation, owned: Sequence[Chain], schema: Sch
 
 
 def _refuse_unowned(relation: Relation, atom: Atom, owned: Sequence[Chain],
-                    occurrences: Mapping[Term, int], schema: Schema, unit: Unit,
-                    declared_public: set[str]) -> None:
-    through_public = [c for c in owned if any(fk.table.lower() in declared_public for _, fk in c)]
-    if through_public:
-        chain = through_public[0]
-        table = next(fk.table for _, fk in chain if fk.table.lower() in declared_public)
-        raise InputError(
-            f"table {table} is declared public, but the rows of {relation.name} reach "
-            f"{unit.table} through it ({_chain_text(chain, schema)}), so the rows of {table} "
-            f"belong to persons. Drop {table} from --public, or name the foreign keys that "
-            "carry ownership with --owner", source="--public", construct="--public")
+                    occurrences: Mapping[Term, int], schema: Schema, unit: Unit) -> None:
     if not owned:
         raise InputError(
             f"table {relation.name} is private (not declared public) but no chain of foreign "

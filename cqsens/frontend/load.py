@@ -52,6 +52,7 @@ def load_statement(
     dialect: str | None = None,
     kind: str | None = None,
     name: str | None = None,
+    public: frozenset[str] = frozenset(),
 ) -> AggregateQuery | CompoundQuery:
     """Read SQL or CQ text (or a ``.sql``/``.cq`` file) into an AggregateQuery, or a
     CompoundQuery for a set operation of aggregate queries.
@@ -83,7 +84,8 @@ def load_statement(
         if schema is not None:
             _check_cq_against_schema(cq, schema, origin or "<cq>")
         return AggregateQuery(cq=cq, source=origin or "<cq>", heads=(cq.head,), body=cq, text=text)
-    query = parse_query(text, schema=schema, dialect=dialect, source=origin or "<sql>")
+    query = parse_query(text, schema=schema, dialect=dialect, source=origin or "<sql>",
+                        public=public)
     return replace(query, text=text)
 
 

@@ -33,6 +33,7 @@ from cqsens.frontend.limits import (
 )
 from cqsens.frontend.outer_joins import split_outer_joins
 from cqsens.frontend.post_processing import group_keys, split_post_processing
+from cqsens.frontend.public_subqueries import drop_public_conjuncts
 from cqsens.frontend.select_items import aggregates_in
 from cqsens.frontend.set_operations import split_set_operation
 from cqsens.frontend.sql_aggregates import aggregate_of, limit_name
@@ -64,9 +65,11 @@ class _Instance:
 
 
 class _Translator:
-    def __init__(self, sql: str, schema: Schema | None, source: str) -> None:
+    def __init__(self, sql: str, schema: Schema | None, source: str,
+                 public: frozenset[str] = frozenset()) -> None:
         self.sql = sql
         self.schema = schema
+        self.public = frozenset(p.lower() for p in public)
         self.source = source
         self.notes: list[str] = []
         self.start = text_start(sql)
@@ -329,15 +332,18 @@ def parse_query(
     schema: Schema | None = None,
     dialect: str | None = None,
     source: str = "<sql>",
+    public: frozenset[str] = frozenset(),
 ) -> AggregateQuery | CompoundQuery:
     """Like :func:`parse_sql`, and a set operation becomes a :class:`CompoundQuery`.
 
     ``q1 UNION ALL q2`` of aggregate queries, and an aggregate over ``(q1 UNION
     q2) AS t`` in FROM, are split into parts, each translated on its own
     (:mod:`cqsens.frontend.set_operations`; docs/rules.md, rule set-operations).
+    A WHERE condition whose subqueries read only ``public`` tables is a fixed filter
+    (:mod:`cqsens.frontend.public_subqueries`).
     """
     tree = parse_statement(sql, dialect, source)
-    tr = _Translator(sql, schema, source)
+    tr = _Translator(sql, schema, source, public)
     split = split_set_operation(tree, tr.unsupported, dialect)
     if split is None and isinstance(tree, exp.Select):
         split = split_grouping_sets(tree, tr.unsupported, dialect)
@@ -350,7 +356,7 @@ def parse_query(
         return _Query(tr, tree, dialect).translate()
     parts: list[AggregateQuery] = []
     for part, distinct in zip(split.parts, split.distinct, strict=True):
-        query = _Query(_Translator(sql, schema, source), part, dialect, standalone=True,
+        query = _Query(_Translator(sql, schema, source, public), part, dialect, standalone=True,
                        distinct_expressions=distinct).translate()
         parts.append(replace(query, text=query.sql or ""))
     return CompoundQuery(tuple(parts), split.kind, split.operator, split.whole, dialect=dialect,
@@ -393,6 +399,12 @@ class _Query:
         for item in tree.expressions:  # the labels as written, before any inlining
             self.labels.setdefault(id(item), item.sql(dialect=self.dialect))
         released_sql = self._post_processing()
+        public_filters = drop_public_conjuncts(tree, tr.public, self.dialect)
+        if public_filters:
+            tr.notes.append(
+                f"{' AND '.join(public_filters)} reads only public tables in its subqueries: "
+                "the same in both neighbours, a fixed filter that can only remove answers "
+                "(docs/rules.md, rule public-subqueries); no witness is built for it")
         inline_derived_tables(tree, tr.schema, tr.unsupported)
         existential = {a.lower() for a in inline_semijoins(tree, tr.schema, tr.unsupported)}
         tr.reject_constructs(tree)
@@ -447,6 +459,7 @@ class _Query:
             source=tr.source,
             heads=tuple(heads),
             body=CQ(all_vars, frozenset(atoms), "Q", satisfiable),
+            public_filters=tuple(public_filters),
         )
 
     def _group_by_items(self) -> None:

@@ -362,6 +362,7 @@ class AggregateQuery:
     body: CQ | None = None
     text: str = ""
     row_positions: Mapping[str, int] = field(default_factory=dict)
+    public_filters: tuple[str, ...] = ()  # WHERE conditions over public subqueries, not in cq
 
     @property
     def aggregate(self) -> str:
