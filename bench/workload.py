@@ -1,11 +1,12 @@
 """Workload coverage: analyse every query of a folder of SQL and tabulate what happens.
 
     python bench/workload.py examples/tpch/queries [--schema FILE] [--constraints FILE]
-                             [--dialect NAME] [-o FILE]
+                             [--config cqsens.toml] [--dialect NAME] [-o FILE]
 
 Each ``*.sql`` file of the folder is analysed with the folder's schema and
 constraints (``schema.sql`` and ``constraints.txt`` in the folder or its
-parent, unless given).  Out comes a Markdown table, one row per query: analysed
+parent, unless given; ``--config`` takes the schema, constraints, privacy unit,
+ownership keys and public tables of a metadata file).  Out comes a Markdown table, one row per query: analysed
 (with the upper and lower bound) or the rejection reason (the construct cqsens
 names), and the wall time; then the counts of analysed queries and of each
 rejection reason.  A Python traceback (an error cqsens does not raise on
@@ -25,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import cqsens  # noqa: E402
+from cqsens.config import load_config  # noqa: E402
 from cqsens.errors import CqsensError, InputError  # noqa: E402
 from cqsens.ir.exact import text  # noqa: E402
 
@@ -56,10 +58,11 @@ def _find(folder: Path, name: str) -> Path | None:
 
 
 def _one(path: Path, schema: Path | None, constraints: Path | None,
-         dialect: str | None) -> Outcome:
+         dialect: str | None, settings: dict[str, object] | None = None) -> Outcome:
     start = time.perf_counter()
     try:
-        a = cqsens.analyze(path, schema=schema, constraints=constraints, dialect=dialect)
+        a = cqsens.analyze(path, schema=schema, constraints=constraints, dialect=dialect,
+                           **(settings or {}))  # type: ignore[arg-type]
     except CqsensError as exc:
         elapsed = time.perf_counter() - start
         construct = exc.construct if isinstance(exc, InputError) and exc.construct else ""
@@ -75,11 +78,20 @@ def _one(path: Path, schema: Path | None, constraints: Path | None,
 
 
 def run_workload(folder: Path, *, schema: Path | None = None, constraints: Path | None = None,
-                 dialect: str | None = None) -> list[Outcome]:
+                 dialect: str | None = None, config: Path | None = None) -> list[Outcome]:
     """Analyse every ``*.sql`` of ``folder`` (sorted by name), except ``schema.sql``."""
+    settings: dict[str, object] = {}
+    if config is not None:
+        values = load_config(config).values
+        schema = schema or (Path(str(values["schema"])) if "schema" in values else None)
+        constraints = constraints or (Path(str(values["constraints"]))
+                                      if "constraints" in values else None)
+        settings = {k: values[k] for k in ("unit", "owner", "public") if k in values}
+        settings.update({name: values[key] for key, name in (("cd", "cds"), ("fd", "fds"))
+                         if key in values})
     schema = schema or _find(folder, "schema.sql")
     constraints = constraints or _find(folder, "constraints.txt")
-    return [_one(p, schema, constraints, dialect)
+    return [_one(p, schema, constraints, dialect, settings)
             for p in sorted(folder.glob("*.sql")) if p.name != "schema.sql"]
 
 
@@ -110,13 +122,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("folder", type=Path)
     parser.add_argument("--schema", type=Path)
     parser.add_argument("--constraints", type=Path)
+    parser.add_argument("--config", type=Path, help="a cqsens.toml (unit, owner, public, ...)")
     parser.add_argument("--dialect")
     parser.add_argument("-o", "--output", type=Path)
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="also list each rejection's full message")
     args = parser.parse_args(argv)
     outcomes = run_workload(args.folder, schema=args.schema, constraints=args.constraints,
-                            dialect=args.dialect)
+                            dialect=args.dialect, config=args.config)
     report = coverage_table(outcomes)
     if args.verbose:
         report += "\n" + "\n".join(f"- {o.query}: {o.message}" for o in outcomes if o.message)
