@@ -180,9 +180,9 @@ def test_rows_record_query_text_and_input_files(tmp_path: Path) -> None:
 
 def test_error_rows_keep_their_text_and_inputs(tmp_path: Path) -> None:
     (tmp_path / "schema.sql").write_text("CREATE TABLE R (a INT PRIMARY KEY, b INT);\n")
-    (tmp_path / "bad.sql").write_text("SELECT COUNT(*) FROM R WHERE a IN (SELECT b FROM R)\n")
+    (tmp_path / "bad.sql").write_text("SELECT COUNT(*) FROM R WHERE a NOT IN (SELECT b FROM R)\n")
     rows = analyze_paths([tmp_path], timeout=None).rows
     assert [r["status"] for r in rows] == ["error"]
-    assert rows[0]["query"].startswith("SELECT COUNT(*) FROM R WHERE a IN (SELECT")
+    assert rows[0]["query"].startswith("SELECT COUNT(*) FROM R WHERE a NOT IN (SELECT")
     assert rows[0]["inputs"] == {"schema": str(tmp_path / "schema.sql"), "constraints": None,
                                  "dependencies": []}

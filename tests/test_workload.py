@@ -37,10 +37,10 @@ def test_tpch_coverage() -> None:
 
 
 def test_tpch_under_its_standard_privacy_configuration() -> None:
-    """One person is a customer (examples/tpch/standard.toml): 13 of 22 analysed, each one
+    """One person is a customer (examples/tpch/standard/cqsens.toml): 13 of 22 analysed, each one
     bounded; q16's NOT IN reads only public tables, so it changes by nothing."""
     outcomes = {o.query: o for o in run_workload(
-        QUERIES, config=ROOT / "examples" / "tpch" / "standard.toml")}
+        QUERIES, config=ROOT / "examples" / "tpch" / "standard" / "cqsens.toml")}
     analysed = {n for n, o in outcomes.items() if o.analysed}
     assert len(analysed) >= 13
     assert all(outcomes[n].upper != "∞" for n in analysed)

@@ -1,5 +1,5 @@
 -- TPC-H (https://www.tpc.org/tpch/) with the specification's foreign keys: the schema of its standard
--- privacy configuration (examples/tpch/standard.toml: one person is a customer with their orders and
+-- privacy configuration (cqsens.toml beside this file: one person is a customer with their orders and
 -- lines; nation, region, part, supplier and partsupp are public).  Keys and value ranges as in
 -- queries/schema.sql; every foreign-key column NOT NULL, as the specification's data are.
 CREATE TABLE region   (r_regionkey INTEGER PRIMARY KEY, r_name TEXT, r_comment TEXT);
