@@ -39,6 +39,7 @@ from cqsens.engine.person import (
     PersonBound,
     Unit,
     check_ownership,
+    owner_key,
     person_bound,
     resolve_unit,
 )
@@ -479,7 +480,7 @@ def _stage_witness(state: State) -> State:
     query, options, counted = state.query, state.options, state.count
     if not options.prove_lower:
         return replace(state, lower_note="not searched (--no-lower)")
-    if query.public_filters:
+    if query.opaque_filters:
         return replace(state, lower_note=(
             "not searched: a condition reads public tables through a subquery, and the "
             "witness search does not build public tables"))
@@ -841,13 +842,14 @@ def _analyze(
     cli_bounds = parse_value_bounds(bounds)
     parsed_schema = load_schema(schema, dialect=dialect)
     check_value_bounds(cli_bounds, parsed_schema)
+    resolved = resolve_unit(unit, parsed_schema, owner) if unit is not None else None
     query = load_statement(source, schema=parsed_schema, dialect=dialect, kind=kind, name=name,
                            public=frozenset(n.strip() for item in public for n in item.split(",")
-                                            if n.strip()))
+                                            if n.strip()),
+                           owner=owner_key(parsed_schema, resolved)
+                           if resolved is not None and parsed_schema is not None else None)
     options = replace(options, schema=parsed_schema, value_bounds=cli_bounds,
-                      references=_references(parsed_schema),
-                      unit=resolve_unit(unit, parsed_schema, owner) if unit is not None
-                      else None)
+                      references=_references(parsed_schema), unit=resolved)
     if isinstance(query, CompoundQuery):
         return _analyze_compound(query, fds=fds, cds=cds, constraints=constraints,
                                  options=options, public=public)

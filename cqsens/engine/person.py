@@ -24,7 +24,7 @@ person's rows a chain of any length; it is refused.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from cqsens.engine.paths import Step, Weight
@@ -35,7 +35,7 @@ from cqsens.ir.dependencies import Sigma
 from cqsens.ir.schema import ForeignKey, Relation, Schema
 
 __all__ = ["MAX_CHAINS", "Chain", "PersonBound", "PersonGroup", "Unit", "chains",
-           "check_ownership", "person_bound", "resolve_unit"]
+           "check_ownership", "owner_key", "person_bound", "resolve_unit"]
 
 MAX_CHAINS = 64
 """Chains of foreign keys from one table to the unit table, at most."""
@@ -207,6 +207,48 @@ def chains(schema: Schema, unit: Unit, table: str) -> list[Chain]:
 
     walk(table.lower(), [], [table.lower()])
     return out
+
+
+def owner_key(schema: Schema, unit: Unit) -> Callable[[str, str], tuple[str, str] | None]:
+    """``(table, column)`` → the owned row the column names, ``(table, key column)`` in lower
+    case: a NOT NULL single-column foreign key that carries ownership into the key of a
+    table whose every row belongs to a person, or that key itself (None otherwise).  Two
+    columns with the same answer hold rows of the same persons (docs/rules.md, rule
+    person-local)."""
+    owned: dict[str, bool] = {}
+
+    def every_row_owned(relation: Relation) -> bool:
+        name = relation.name.lower()
+        if name not in owned:
+            owned[name] = name == unit.table.lower() or any(
+                _all_not_null(chain, schema) for chain in chains(schema, unit, relation.name))
+        return owned[name]
+
+    def key(table: str, column: str) -> tuple[str, str] | None:
+        relation = schema.find(table)
+        position = relation.index(column) if relation is not None else None
+        if relation is None or position is None:
+            return None
+        for fk in relation.foreign_keys:
+            target = schema.find(fk.table)
+            if fk.columns == (position,) and unit.owns(relation.name, fk) \
+                    and not relation.nullable(position) and target is not None \
+                    and every_row_owned(target):
+                return (target.name.lower(), target.columns[fk.referenced[0]].lower())
+        single = relation.primary_key == (position,) or position in relation.keys
+        if single and every_row_owned(relation) and not relation.nullable(position):
+            return (relation.name.lower(), relation.columns[position].lower())
+        return None
+
+    return key
+
+
+def _all_not_null(chain: Chain, schema: Schema) -> bool:
+    for relation, fk in chain:
+        own = schema.find(relation)
+        if own is None or any(own.nullable(c) for c in fk.columns):
+            return False
+    return True
 
 
 def check_ownership(schema: Schema, unit: Unit, cq: CQ, public: Iterable[str]) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from cqsens.errors import DependencyError, SchemaError, read_text
 from cqsens.frontend.parse_cq import ROWS, parse_cq, parse_dependencies, parse_dependency
 from cqsens.frontend.parse_sql import parse_query, parse_sql
+from cqsens.frontend.person_local import OwnerKey
 from cqsens.ir.compound import CompoundQuery
 from cqsens.ir.cq import CQ, AggregateQuery
 from cqsens.ir.dependencies import AnyDependency, Dependency, Sigma
@@ -53,6 +54,7 @@ def load_statement(
     kind: str | None = None,
     name: str | None = None,
     public: frozenset[str] = frozenset(),
+    owner: OwnerKey | None = None,
 ) -> AggregateQuery | CompoundQuery:
     """Read SQL or CQ text (or a ``.sql``/``.cq`` file) into an AggregateQuery, or a
     CompoundQuery for a set operation of aggregate queries.
@@ -85,7 +87,7 @@ def load_statement(
             _check_cq_against_schema(cq, schema, origin or "<cq>")
         return AggregateQuery(cq=cq, source=origin or "<cq>", heads=(cq.head,), body=cq, text=text)
     query = parse_query(text, schema=schema, dialect=dialect, source=origin or "<sql>",
-                        public=public)
+                        public=public, owner=owner)
     return replace(query, text=text)
 
 

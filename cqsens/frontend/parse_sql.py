@@ -32,6 +32,7 @@ from cqsens.frontend.limits import (
     check_count,
 )
 from cqsens.frontend.outer_joins import split_outer_joins
+from cqsens.frontend.person_local import OwnerKey, drop_person_local_conjuncts
 from cqsens.frontend.post_processing import group_keys, split_post_processing
 from cqsens.frontend.public_subqueries import drop_public_conjuncts
 from cqsens.frontend.select_items import aggregates_in
@@ -66,10 +67,11 @@ class _Instance:
 
 class _Translator:
     def __init__(self, sql: str, schema: Schema | None, source: str,
-                 public: frozenset[str] = frozenset()) -> None:
+                 public: frozenset[str] = frozenset(), owner: OwnerKey | None = None) -> None:
         self.sql = sql
         self.schema = schema
         self.public = frozenset(p.lower() for p in public)
+        self.owner = owner
         self.source = source
         self.notes: list[str] = []
         self.start = text_start(sql)
@@ -333,6 +335,7 @@ def parse_query(
     dialect: str | None = None,
     source: str = "<sql>",
     public: frozenset[str] = frozenset(),
+    owner: OwnerKey | None = None,
 ) -> AggregateQuery | CompoundQuery:
     """Like :func:`parse_sql`, and a set operation becomes a :class:`CompoundQuery`.
 
@@ -340,10 +343,12 @@ def parse_query(
     q2) AS t`` in FROM, are split into parts, each translated on its own
     (:mod:`cqsens.frontend.set_operations`; docs/rules.md, rule set-operations).
     A WHERE condition whose subqueries read only ``public`` tables is a fixed filter
-    (:mod:`cqsens.frontend.public_subqueries`).
+    (:mod:`cqsens.frontend.public_subqueries`); with a privacy unit (``owner``), one whose
+    subqueries read only the outer row's person is kept out of the query too
+    (:mod:`cqsens.frontend.person_local`).
     """
     tree = parse_statement(sql, dialect, source)
-    tr = _Translator(sql, schema, source, public)
+    tr = _Translator(sql, schema, source, public, owner)
     split = split_set_operation(tree, tr.unsupported, dialect)
     if split is None and isinstance(tree, exp.Select):
         split = split_grouping_sets(tree, tr.unsupported, dialect)
@@ -356,7 +361,8 @@ def parse_query(
         return _Query(tr, tree, dialect).translate()
     parts: list[AggregateQuery] = []
     for part, distinct in zip(split.parts, split.distinct, strict=True):
-        query = _Query(_Translator(sql, schema, source, public), part, dialect, standalone=True,
+        query = _Query(_Translator(sql, schema, source, public, owner), part, dialect,
+                       standalone=True,
                        distinct_expressions=distinct).translate()
         parts.append(replace(query, text=query.sql or ""))
     return CompoundQuery(tuple(parts), split.kind, split.operator, split.whole, dialect=dialect,
@@ -399,14 +405,25 @@ class _Query:
         for item in tree.expressions:  # the labels as written, before any inlining
             self.labels.setdefault(id(item), item.sql(dialect=self.dialect))
         released_sql = self._post_processing()
-        public_filters = drop_public_conjuncts(tree, tr.public, self.dialect)
-        if public_filters:
+        opaque_filters = drop_public_conjuncts(tree, tr.public, self.dialect)
+        if opaque_filters:
             tr.notes.append(
-                f"{' AND '.join(public_filters)} reads only public tables in its subqueries: "
+                f"{' AND '.join(opaque_filters)} reads only public tables in its subqueries: "
                 "the same in both neighbours, a fixed filter that can only remove answers "
                 "(docs/rules.md, rule public-subqueries); no witness is built for it")
         inline_derived_tables(tree, tr.schema, tr.unsupported)
         existential = {a.lower() for a in inline_semijoins(tree, tr.schema, tr.unsupported)}
+        # after the semi-joins: a positive EXISTS/IN stays a join (with a witness)
+        if tr.owner is not None and tr.schema is not None:
+            local = drop_person_local_conjuncts(tree, tr.owner, tr.public, tr.schema,
+                                                self.dialect)
+            if local:
+                tr.notes.append(
+                    f"{' AND '.join(local)} reads, in its subqueries, only rows of the outer "
+                    "row's own person (or public tables): only that person can change it, and "
+                    "the person bound already counts every answer of that person (docs/rules.md,"
+                    " rule person-local); no witness is built for it")
+                opaque_filters = [*opaque_filters, *local]
         tr.reject_constructs(tree)
         instances, join_conditions = tr.instances(tree)
         conditions = list(join_conditions)
@@ -459,7 +476,7 @@ class _Query:
             source=tr.source,
             heads=tuple(heads),
             body=CQ(all_vars, frozenset(atoms), "Q", satisfiable),
-            public_filters=tuple(public_filters),
+            opaque_filters=tuple(opaque_filters),
         )
 
     def _group_by_items(self) -> None:

@@ -362,7 +362,7 @@ class AggregateQuery:
     body: CQ | None = None
     text: str = ""
     row_positions: Mapping[str, int] = field(default_factory=dict)
-    public_filters: tuple[str, ...] = ()  # WHERE conditions over public subqueries, not in cq
+    opaque_filters: tuple[str, ...] = ()  # WHERE conditions kept out of cq (public or person-local)
 
     @property
     def aggregate(self) -> str:

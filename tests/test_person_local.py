@@ -1,0 +1,96 @@
+"""Person-local subqueries (issue 23): with a privacy unit, a condition whose subqueries read
+only the outer row's own person (anchored on a key that determines the person) is kept out of
+the analysed query; checked against brute force in SQLite, removing every person of small
+random databases (users → orders → items)."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+
+import pytest
+
+from cqsens import analyze
+from cqsens.errors import InputError
+
+SCHEMA = """
+CREATE TABLE users (id INTEGER PRIMARY KEY, age INTEGER NOT NULL CHECK (age BETWEEN 0 AND 3));
+CREATE TABLE orders (oid INTEGER PRIMARY KEY, uid INTEGER NOT NULL REFERENCES users(id),
+                     total INTEGER NOT NULL CHECK (total BETWEEN 0 AND 3));
+CREATE TABLE items (iid INTEGER PRIMARY KEY, oid INTEGER NOT NULL REFERENCES orders(oid),
+                    q INTEGER NOT NULL CHECK (q BETWEEN 0 AND 3));
+"""
+CDS = ["orders[uid->oid]<=2", "items[oid->iid]<=3"]
+
+LOCAL = [
+    # the items that are the largest of their order
+    "SELECT COUNT(*) FROM items i WHERE NOT EXISTS "
+    "(SELECT 1 FROM items j WHERE j.oid = i.oid AND j.q > i.q)",
+    # orders with no item
+    "SELECT COUNT(*) FROM orders o WHERE NOT EXISTS (SELECT 1 FROM items i WHERE i.oid = o.oid)",
+    # users whose orders total more than 2, by a scalar subquery of their own rows
+    "SELECT SUM(u.age) FROM users u WHERE (SELECT SUM(o.total) FROM orders o "
+    "WHERE o.uid = u.id) > 2",
+    # items of orders whose items sum to at least 3 (aggregate and HAVING inside)
+    "SELECT COUNT(*) FROM items i WHERE i.oid IN (SELECT j.oid FROM items j "
+    "WHERE j.oid = i.oid GROUP BY j.oid HAVING SUM(j.q) >= 3)",
+]
+
+
+def _database(rng: random.Random) -> sqlite3.Connection:
+    conn = sqlite3.connect(":memory:")
+    conn.executescript(SCHEMA)
+    oid = iid = 0
+    for uid in range(rng.randint(1, 3)):
+        conn.execute("INSERT INTO users VALUES (?, ?)", (uid, rng.randint(0, 3)))
+        for _ in range(rng.randint(0, 2)):
+            oid += 1
+            conn.execute("INSERT INTO orders VALUES (?, ?, ?)", (oid, uid, rng.randint(0, 3)))
+            for _ in range(rng.randint(0, 3)):
+                iid += 1
+                conn.execute("INSERT INTO items VALUES (?, ?, ?)", (iid, oid, rng.randint(0, 3)))
+    return conn
+
+
+def _value(conn: sqlite3.Connection, sql: str) -> float:
+    return float(conn.execute(sql).fetchone()[0] or 0)
+
+
+@pytest.mark.parametrize("sql", LOCAL)
+def test_person_local_bound_holds_against_brute_force(sql: str) -> None:
+    a = analyze(sql, schema=SCHEMA, cds=CDS, unit="users")
+    assert any("person-local" in n for n in a.notes)
+    assert a.lower is None and a.upper != float("inf")
+    rng = random.Random(sql)
+    worst = 0.0
+    for _ in range(150):
+        conn = _database(rng)
+        base = _value(conn, sql)
+        for (uid,) in conn.execute("SELECT id FROM users").fetchall():
+            conn.execute("SAVEPOINT s")
+            conn.execute("DELETE FROM items WHERE oid IN (SELECT oid FROM orders WHERE uid = ?)",
+                         (uid,))
+            conn.execute("DELETE FROM orders WHERE uid = ?", (uid,))
+            conn.execute("DELETE FROM users WHERE id = ?", (uid,))
+            worst = max(worst, abs(base - _value(conn, sql)))
+            conn.execute("ROLLBACK TO s")
+        conn.close()
+    assert worst <= float(a.upper), (worst, a.upper)
+    assert worst > 0  # the brute force exercised the condition
+
+
+@pytest.mark.parametrize("sql", [
+    # not anchored: the other items may be anybody's
+    "SELECT COUNT(*) FROM items i WHERE NOT EXISTS (SELECT 1 FROM items j WHERE j.q > i.q)",
+    # anchored on a column that does not determine the person
+    "SELECT COUNT(*) FROM items i WHERE NOT EXISTS (SELECT 1 FROM items j WHERE j.q = i.q)",
+])
+def test_a_subquery_that_reads_other_persons_is_refused(sql: str) -> None:
+    with pytest.raises(InputError):
+        analyze(sql, schema=SCHEMA, cds=CDS, unit="users")
+
+
+def test_without_a_unit_negation_is_still_refused() -> None:
+    """At row level one added item can flip the condition of every item of its order."""
+    with pytest.raises(InputError, match="NOT EXISTS"):
+        analyze(LOCAL[0], schema=SCHEMA, cds=CDS)
