@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 from enum import Enum
 
 from cqsens.budget import checkpoint
+from cqsens.engine.derivation import cheapest_derivation, hyperedges
 from cqsens.engine.paths import (
     Route,
     Step,
@@ -207,6 +208,13 @@ def extension_bound(cq: CQ, sigma: Sigma, fixed: Sequence[Term],
             joint = joint * step.weight
         if joint < tree:
             tree, steps = joint, derivation
+    if len(free) > 1 or sigma.rows:
+        # the cheapest joint derivation over the hyperedges of Σ (docs/rules.md, rule
+        # cheapest-derivation): pay for one element, follow keys and FDs for free
+        cheaper = cheapest_derivation(hyperedges(cq, sigma), sources, free,
+                                      ceiling=min(tree, product))
+        if cheaper is not None:
+            tree, steps = cheaper.cost, cheaper.steps
     return Extension(routes, product, tree, steps)
 
 
