@@ -51,6 +51,15 @@ __all__ = ["Derivation", "Hyperedge", "SEARCH_BUDGET", "cheapest_derivation", "h
 
 SEARCH_BUDGET = 400
 """States the exact search expands before it settles for the best derivation found."""
+SEARCH_WORK = 20_000
+SEARCH_MIN = 50
+"""Large graphs: at most SEARCH_WORK hyperedge firings, at least SEARCH_MIN expansions."""
+GREEDY_ROUTES = 12
+"""Each greedy round weighs the routes to this many of the cheapest underived goals."""
+FIRSTS = 8
+"""Greedy derivations that start by paying for one given hyperedge (the cheapest first)."""
+FIRSTS_MAX_EDGES = 64
+"""Beyond this many paid hyperedges only the two plain greedy orders are tried."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,50 +223,62 @@ class _Graph:
                 steps.append(self.edges[n].step)
         return cost, tuple(steps)
 
-    def routes(self, state: int) -> dict[int, tuple[Weight, tuple[int, ...]]]:
-        """Per element bit, a cheapest route from ``state`` (Knuth's superior-function
-        shortest paths: an edge fires once all its sources are settled, and its
-        targets cost its weight times its sources' costs), as (cost, edges in order)."""
-        best: dict[int, tuple[Weight, tuple[int, ...]]] = {b: (1, ()) for b in _bits(state)}
+    def routes(self, state: int) -> dict[int, tuple[Weight, int]]:
+        """Per element bit, the cost of a cheapest route from ``state`` and the edge
+        that ends it (-1 in ``state``): Knuth's superior-function shortest paths, an
+        edge firing once all its sources are settled, its targets costing its weight
+        times its sources' costs.  :meth:`route` reads a route's edges back."""
+        best: dict[int, tuple[Weight, int]] = {b: (1, -1) for b in _bits(state)}
         waiting: dict[int, list[int]] = {}
         left: dict[int, int] = {}
+        ready: list[int] = []
         for n in (*self.free, *self.paid):
             missing = list(_bits(self.src[n] & ~state))
             left[n] = len(missing)
             for b in missing:
                 waiting.setdefault(b, []).append(n)
+            if not missing:
+                ready.append(n)
         counter = itertools.count()
-        heap: list[tuple[Weight, int, int, tuple[int, ...]]] = []
-        ready = [n for n, k in left.items() if k == 0]
-        settled = set(best)
-        self._push(heap, counter, ready, best, settled)
-        while heap:
-            cost, _, b, route = heapq.heappop(heap)
-            if b in settled:
-                continue
-            settled.add(b)
-            best[b] = (cost, route)
-            now: list[int] = []
-            for n in waiting.get(b, ()):
-                left[n] -= 1
-                if left[n] == 0:
-                    now.append(n)
-            self._push(heap, counter, now, best, settled)
-        return best
+        heap: list[tuple[Weight, int, int, int]] = []
+        while True:
+            for n in ready:
+                cost: Weight = self.edges[n].weight
+                for s in _bits(self.src[n]):
+                    cost *= best[s][0]
+                for b in _bits(self.tgt[n] & ~state):
+                    if b not in best:
+                        heapq.heappush(heap, (cost, next(counter), b, n))
+            ready = []
+            while heap and heap[0][2] in best:
+                heapq.heappop(heap)
+            if not heap:
+                return best
+            cost, _, b, n = heapq.heappop(heap)
+            best[b] = (cost, n)
+            for m in waiting.get(b, ()):
+                left[m] -= 1
+                if left[m] == 0:
+                    ready.append(m)
 
-    def _push(self, heap: list[tuple[Weight, int, int, tuple[int, ...]]],
-              counter: itertools.count[int], ready: Iterable[int],
-              best: dict[int, tuple[Weight, tuple[int, ...]]], settled: set[int]) -> None:
-        for n in ready:
-            cost: Weight = self.edges[n].weight
-            route: dict[int, None] = {}
-            for s in _bits(self.src[n]):
-                cost *= best[s][0]
-                route.update(dict.fromkeys(best[s][1]))
-            route[n] = None
-            for b in _bits(self.tgt[n]):
-                if b not in settled:
-                    heapq.heappush(heap, (cost, next(counter), b, tuple(route)))
+    def route(self, best: dict[int, tuple[Weight, int]], bit: int) -> tuple[int, ...]:
+        """The edges of the route :meth:`routes` found to ``bit``, each after the edges
+        deriving its sources."""
+        out: dict[int, None] = {}
+        stack: list[tuple[int, bool]] = [(bit, False)]
+        done: set[int] = set()
+        while stack:
+            b, expanded = stack.pop()
+            n = best[b][1]
+            if n < 0 or b in done:
+                continue
+            if expanded:
+                done.add(b)
+                out.setdefault(n, None)
+                continue
+            stack.append((b, True))
+            stack.extend((s, False) for s in _bits(self.src[n]) if s not in done)
+        return tuple(out)
 
 
 def _mask(index: dict[Term, int], terms: Iterable[Term]) -> int:
@@ -282,8 +303,8 @@ def _greedy(g: _Graph, state: int, fired: tuple[int, ...], *,
     while g.goal & ~state:
         checkpoint("derivation")
         routes = g.routes(state)
-        candidates: list[tuple[int, ...]] = [
-            routes[b][1] for b in _bits(g.goal & ~state) if b in routes]
+        reached = sorted((routes[b][0], b) for b in _bits(g.goal & ~state) if b in routes)
+        candidates = [g.route(routes, b) for _, b in reached[:GREEDY_ROUTES]]
         if not candidates:
             return None
         if not cheapest_first:
@@ -354,9 +375,10 @@ def cheapest_derivation(edges: Sequence[Hyperedge], sources: Iterable[Term],
                         budget: int = SEARCH_BUDGET) -> Derivation | None:
     """The cheapest derivation of ``targets`` from ``sources`` over ``edges``.
 
-    Greedy derivations (the best ratio of goals per log of cost, with every first
-    paid edge tried, and cheapest route first) give a first bound; a best-first
-    branch and bound below it then proves it optimal or finds a cheaper one.
+    Greedy derivations (the best ratio of goals per log of cost, with each of the
+    first paid edges tried, and cheapest route first; only when some hyperedge has
+    several sources or targets) give a first bound; a best-first branch and bound
+    below it then proves it optimal or finds a cheaper one.
 
     Parameters
     ----------
@@ -395,8 +417,12 @@ def cheapest_derivation(edges: Sequence[Hyperedge], sources: Iterable[Term],
         return Derivation(cost, steps, True) if cost < ceiling else None
     found: tuple[int, ...] | None = None
     best = ceiling
-    firsts: list[tuple[int, tuple[int, ...]]] = [start]
-    firsts += [g.fire(*start, (n,)) for n in g.paid if g.fires(n, start[0])][:32]
+    # With one source and one target per hyperedge a derivation is a tree of steps,
+    # which the caller's trees already approximate: only the exact search is added.
+    hyper = any(len(e.sources) > 1 or len(e.targets) > 1 for e in g.edges)
+    firsts: list[tuple[int, tuple[int, ...]]] = [start] if hyper else []
+    if hyper and len(g.paid) <= FIRSTS_MAX_EDGES:  # pay for one hyperedge, then greedy
+        firsts += [g.fire(*start, (n,)) for n in g.paid if g.fires(n, start[0])][:FIRSTS]
     for first in firsts:
         for cheapest in (False, True):
             done = _greedy(g, *first, cheapest_first=cheapest)
@@ -407,7 +433,9 @@ def cheapest_derivation(edges: Sequence[Hyperedge], sources: Iterable[Term],
                 best, found = cost, done[1]
             if first is not start:
                 break
-    exact_found, exact = _exact(g, start, best, budget)
+    # each expansion tries every paid hyperedge: large graphs get fewer expansions
+    exact_found, exact = _exact(g, start, best,
+                                min(budget, max(SEARCH_MIN, SEARCH_WORK // max(1, len(g.paid)))))
     if exact_found is not None:
         found = exact_found
     if found is None:
