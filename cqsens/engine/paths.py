@@ -70,16 +70,15 @@ class Step:
     weight: Weight
     more: tuple[tuple[int, Term], ...] = ()  # further sources of a composite dependency
     per_row: bool = False  # from R[i->*]<=k: at most k rows, so k values at j
+    also: tuple[Term, ...] = ()  # further targets reached jointly (a per-row step's row)
 
     def __str__(self) -> str:
         w = "∞" if self.weight == math.inf else str(self.weight)
         sources = ", ".join(format_term(t) for t in (self.source, *(t for _, t in self.more)))
         positions = ",".join(str(i + 1) for i in (self.i, *(i for i, _ in self.more)))
         target = "*" if self.per_row else f"{self.j + 1}"
-        return (
-            f"{sources} -> {format_term(self.target)} "
-            f"via {self.relation}[{positions}->{target}] (×{w})"
-        )
+        targets = ", ".join(format_term(t) for t in (self.target, *self.also))
+        return f"{sources} -> {targets} via {self.relation}[{positions}->{target}] (×{w})"
 
 
 @dataclass(frozen=True, slots=True)

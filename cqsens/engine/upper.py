@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 from enum import Enum
 
 from cqsens.budget import checkpoint
+from cqsens.engine.derivation import Hyperedge, cheapest_derivation, hyperedges
 from cqsens.engine.paths import (
     Route,
     Step,
@@ -179,10 +180,11 @@ class Extension:
 
 def extension_bound(cq: CQ, sigma: Sigma, fixed: Sequence[Term],
                     graph: dict[Term, dict[Term, Step]] | None = None, *,
-                    trees: bool = True) -> Extension:
+                    trees: bool = True, edges: Sequence[Hyperedge] | None = None) -> Extension:
     """Bound the assignments of the free variables of ``cq`` once ``fixed`` (and the
-    constants) are fixed: walks from them, and trees of steps (docs/rules.md, rules
-    walks-from-constants and joint-assignment-tree)."""
+    constants) are fixed: walks from them, trees of steps and the cheapest derivation
+    (docs/rules.md, rules walks-from-constants, joint-assignment-tree and
+    cheapest-derivation); ``edges`` are Σ's hyperedges in ``cq`` when already built."""
     if graph is None:
         graph = step_graph(cq, sigma)
     free = cq.free
@@ -207,16 +209,24 @@ def extension_bound(cq: CQ, sigma: Sigma, fixed: Sequence[Term],
             joint = joint * step.weight
         if joint < tree:
             tree, steps = joint, derivation
+    if len(free) > 1 or sigma.rows:
+        # the cheapest joint derivation over the hyperedges of Σ (docs/rules.md, rule
+        # cheapest-derivation): pay for one element, follow keys and FDs for free
+        cheaper = cheapest_derivation(hyperedges(cq, sigma) if edges is None else edges,
+                                      sources, free, ceiling=min(tree, product))
+        if cheaper is not None:
+            tree, steps = cheaper.cost, cheaper.steps
     return Extension(routes, product, tree, steps)
 
 
-def atom_bound(cq: CQ, sigma: Sigma, atom: Atom, graph: dict[Term, dict[Term, Step]]) -> AtomBound:
+def atom_bound(cq: CQ, sigma: Sigma, atom: Atom, graph: dict[Term, dict[Term, Step]],
+               edges: Sequence[Hyperedge] | None = None) -> AtomBound:
     """Bound the new answers when ``atom`` is sent onto the added tuple."""
     pattern = _pattern(atom, cq.free)
     if pattern is not None:
         ext = extension_bound(cq, sigma, atom.terms, graph, trees=False)
         return AtomBound(atom, 1, Method.HOLDS_FREE, ext.routes, ext.product, 1, (), pattern)
-    ext = extension_bound(cq, sigma, atom.terms, graph)
+    ext = extension_bound(cq, sigma, atom.terms, graph, edges=edges)
     if ext.tree < ext.product:
         return AtomBound(atom, ext.tree, Method.JOINT_TREE, ext.routes, ext.product, ext.tree,
                          ext.steps, None)
@@ -291,6 +301,7 @@ def upper_bound(cq: CQ, sigma: Sigma, *, public: frozenset[str] = frozenset(),
     if not cq.satisfiable:
         return UpperBound(0, ())
     graph = step_graph(cq, sigma)
+    edges = hyperedges(cq, sigma)
     by_relation: dict[str, list[AtomBound]] = {}
     for atom in cq.relation_atoms():
         checkpoint("upper bound")
@@ -301,7 +312,8 @@ def upper_bound(cq: CQ, sigma: Sigma, *, public: frozenset[str] = frozenset(),
             by_relation.setdefault(atom.relation, []).append(AtomBound(
                 atom, 0, Method.REFERENCED, reference=f"{referenced[0]} ({referenced[1]})"))
             continue
-        by_relation.setdefault(atom.relation, []).append(atom_bound(cq, sigma, atom, graph))
+        by_relation.setdefault(atom.relation, []).append(
+            atom_bound(cq, sigma, atom, graph, edges))
     relations: list[RelationBound] = []
     for relation, bounds in sorted(by_relation.items()):
         full = [b for b in bounds if b.pattern is not None]
