@@ -243,7 +243,8 @@ def test_init_never_overwrites_without_force_nor_the_database(tmp_path: Path) ->
 def test_init_without_foreign_keys_proposes_no_unit(tmp_path: Path) -> None:
     db = tmp_path / "flat.db"
     with sqlite3.connect(db) as conn:
-        conn.executescript("CREATE TABLE r (a INT PRIMARY KEY, b INT); INSERT INTO r VALUES (1, 2);")
+        conn.executescript("CREATE TABLE r (a INT PRIMARY KEY, b INT);"
+                           "INSERT INTO r VALUES (1, 2);")
     code, output = _init(tmp_path, db)
     assert code == 0 and "no privacy unit proposed" in output
     written = tomllib.loads((tmp_path / "cqsens.toml").read_text())
