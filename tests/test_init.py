@@ -268,3 +268,26 @@ def test_init_never_prints_a_password(tmp_path: Path) -> None:
     assert result.exit_code == 1
     assert "s3cretpw" not in result.output and "alice:***@" in result.output
     assert not (tmp_path / "c.toml").exists()
+
+
+def test_profile_shows_rows_per_person_and_groups_repeated_fanouts(tmp_path: Path) -> None:
+    db = _shop_db(tmp_path / "shop.db", 30, random.Random(5))
+    url = f"sqlite:///{db}"
+    result = CliRunner().invoke(cli, ["profile", "--db", url, "--format", "json"])
+    assert result.exit_code == 0, result.output
+    view = json.loads(result.output)["rows_per_person"]
+    assert (view["unit"], view["unit_proposed"], view["public"]) == ("users(id)", True,
+                                                                     ["products"])
+    with sqlite3.connect(db) as conn:
+        per_user = [n for (n,) in conn.execute(
+            "SELECT COUNT(i.iid) FROM users u LEFT JOIN orders o ON o.uid = u.id "
+            "LEFT JOIN items i ON i.oid = o.oid GROUP BY u.id")]
+    items = next(c for c in view["per_person"] if c["table"] == "items")
+    assert (items["max"], items["p99"], items["persons"]) == (max(per_user),
+                                                              _nearest_rank(per_user), 30)
+    text = CliRunner().invoke(cli, ["profile", "--db", url, "--unit", "users"]).output
+    assert "unit users(id) (given)" in text
+    assert re.search(r"items\s+items\(oid\) → orders\(oid\); orders\(uid\) → users\(id\)\s+"
+                     rf"{max(per_user)}\s+{_nearest_rank(per_user)}\s+30", text)
+    # the key's fan-outs share one row: users id -> name, country
+    assert re.search(r"users\s+id -> name, country\s+1\s+30\s+<=1", text)
