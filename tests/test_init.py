@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from cqsens.cli.main import cli
 from cqsens.config import load_config
+from cqsens.db.load import load_sql_file
 from cqsens.db.persons import measure_persons, percentile, propose_ownership
 from cqsens.db.reflect import reflect_schema
 from cqsens.engine.person import chains, check_ownership, resolve_unit
@@ -28,6 +29,7 @@ from cqsens.frontend.ddl import schema_from_ddl
 from cqsens.frontend.parse_cq import parse_cq
 from cqsens.ir.schema import Schema
 from cqsens.report.init import schema_sql
+from tests.test_database import PgServer, pg_server  # noqa: F401 - the PostgreSQL fixture
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOP = ROOT / "examples" / "shop"
@@ -291,3 +293,49 @@ def test_profile_shows_rows_per_person_and_groups_repeated_fanouts(tmp_path: Pat
                      rf"{max(per_user)}\s+{_nearest_rank(per_user)}\s+30", text)
     # the key's fan-outs share one row: users id -> name, country
     assert re.search(r"users\s+id -> name, country\s+1\s+30\s+<=1", text)
+
+
+def _inserts(db: Path) -> str:
+    """The rows of the SQLite shop as INSERT statements, referenced tables first."""
+    out = []
+    with sqlite3.connect(db) as conn:
+        for table in ("users", "products", "orders", "items"):
+            for row in conn.execute(f"SELECT * FROM {table}"):
+                values = ", ".join("NULL" if v is None else repr(v) for v in row)
+                out.append(f"INSERT INTO {table} VALUES ({values});")
+    return "\n".join(out)
+
+
+def test_init_on_postgresql_gives_the_same_file_and_results(
+        tmp_path: Path, pg_server: PgServer) -> None:  # noqa: F811
+    import sqlalchemy as sa
+
+    db = _shop_db(tmp_path / "shop.db", 25, random.Random(13))
+    engine = sa.create_engine(pg_server.url(scheme="postgresql+psycopg"),
+                              isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:
+        conn.execute(sa.text("DROP DATABASE IF EXISTS init_shop"))
+        conn.execute(sa.text("CREATE DATABASE init_shop"))
+    engine.dispose()
+    url = pg_server.url("init_shop")
+    load_sql_file(url, text=(SHOP / "schema.sql").read_text() + _inserts(db))
+    folders = {}
+    for name, target in (("pg", url), ("lite", f"sqlite:///{db}")):
+        folders[name] = tmp_path / name
+        folders[name].mkdir()
+        result = CliRunner().invoke(cli, ["init", "--db", target, "-o",
+                                          str(folders[name] / "cqsens.toml")])
+        assert result.exit_code == 0, result.output
+        assert pg_server.password not in result.output
+    pg_text = (folders["pg"] / "cqsens.toml").read_text()
+    assert pg_server.password not in pg_text and ":***@" in pg_text
+    assert pg_server.password not in (folders["pg"] / "schema.sql").read_text()
+    lite_text = (folders["lite"] / "cqsens.toml").read_text()
+    assert COMMENTED_CD.findall(pg_text) == COMMENTED_CD.findall(lite_text)
+    assert tomllib.loads(pg_text) == tomllib.loads(lite_text)
+    results = []
+    for folder in folders.values():
+        config = folder / "uncommented.toml"
+        config.write_text(COMMENTED_CD.sub(r"  \1", (folder / "cqsens.toml").read_text()))
+        results.append(_report(config, folder / "r.json"))
+    assert results[0] == results[1] == _report(SHOP / "cqsens.toml", tmp_path / "hand.json")
