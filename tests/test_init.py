@@ -339,3 +339,26 @@ def test_init_on_postgresql_gives_the_same_file_and_results(
         config.write_text(COMMENTED_CD.sub(r"  \1", (folder / "cqsens.toml").read_text()))
         results.append(_report(config, folder / "r.json"))
     assert results[0] == results[1] == _report(SHOP / "cqsens.toml", tmp_path / "hand.json")
+
+
+def test_too_many_chains_is_a_note_not_a_failure(tmp_path: Path) -> None:
+    """Layers of two tables, each referencing both tables of the next layer: 2^7 chains
+    lead from the top to the unit, more than cqsens follows; init still writes the file
+    and says which table it could not measure."""
+    ddl = ["CREATE TABLE person (id INTEGER PRIMARY KEY);"]
+    below = ["person", "person"]
+    for layer in range(8):
+        names = [f"l{layer}a", f"l{layer}b"]
+        for name in names:
+            refs = ", ".join(f"r{n} INT NOT NULL REFERENCES {t}(id)"
+                             for n, t in enumerate(dict.fromkeys(below)))
+            ddl.append(f"CREATE TABLE {name} (id INTEGER PRIMARY KEY, {refs});")
+        below = names
+    db = tmp_path / "deep.db"
+    with sqlite3.connect(db) as conn:
+        conn.executescript("\n".join(ddl))
+    code, output = _init(tmp_path, db)
+    assert code == 0, output
+    text = (tmp_path / "cqsens.toml").read_text()
+    assert tomllib.loads(text)["unit"] == "person"
+    assert "# NOTE: l7a: not measured: more than 64 chains" in text

@@ -35,6 +35,7 @@ from cqsens.db.catalogue import Catalogue
 from cqsens.db.check import dependency_label
 from cqsens.db.connect import connect, mask_url
 from cqsens.engine.person import Chain, Unit, chains, resolve_unit
+from cqsens.errors import InputError
 from cqsens.ir.dependencies import AnyDependency, Dependency, MultiDependency
 from cqsens.ir.schema import ForeignKey, Relation, Schema
 
@@ -75,6 +76,8 @@ class Ownership:
     nullable : tuple of (str, str)
         Private tables that reach the unit only through a nullable column, with
         that column (``orders.uid``).
+    notes : tuple of str
+        What could not be checked (a table with too many chains to the unit).
     """
 
     unit: str | None
@@ -85,6 +88,7 @@ class Ownership:
     private: tuple[str, ...] = ()
     public: tuple[str, ...] = ()
     nullable: tuple[tuple[str, str], ...] = ()
+    notes: tuple[str, ...] = ()
 
     def owner_names(self, schema: Schema) -> list[str]:
         """The ownership keys as ``--owner`` spells them (``orders.uid``)."""
@@ -250,14 +254,19 @@ def _with_nullable(schema: Schema, proposal: Ownership) -> Ownership:
     """Flag the private tables that reach the unit only through nullable columns."""
     unit = proposal.as_unit(schema)
     assert unit is not None
-    flagged = []
+    flagged, notes = [], []
     for table in proposal.private[1:]:
-        found = chains(schema, unit, table)
+        try:
+            found = chains(schema, unit, table)
+        except InputError as err:  # too many chains: say so, guess nothing
+            notes.append(f"{table}: not measured: {err.message}")
+            continue
         columns = [_first_nullable(schema, chain) for chain in found]
         if found and None not in columns:
             flagged.append((table, str(columns[0])))
     return Ownership(proposal.unit, proposal.reached_by, proposal.owners, proposal.cycles,
-                     proposal.references, proposal.private, proposal.public, tuple(flagged))
+                     proposal.references, proposal.private, proposal.public, tuple(flagged),
+                     tuple(notes))
 
 
 def _first_nullable(schema: Schema, chain: Chain) -> str | None:
@@ -379,6 +388,7 @@ class PersonView:
             "owner_proposed": self.owners_proposed,
             "public": list(o.public),
             "nullable_only": [{"table": t, "column": c} for t, c in o.nullable],
+            "notes": list(o.notes),
             "per_key": [c.to_dict(schema) for c in self.links],
             "per_person": [c.to_dict(schema) for c in self.chains],
         }
@@ -488,7 +498,13 @@ def measure_persons(url: str, schema: Schema, *, unit: str | None = None,
             links.append(_measured(conn, catalogue, schema, name, ((name, fk),),
                                    _link_proposal(_relation(schema, name), fk)))
         for name in proposal.private[1:]:
-            for chain in chains(schema, resolved, name):
+            try:
+                found = chains(schema, resolved, name)
+            except InputError:
+                if owner:  # the user's ownership keys: their fault, said as analyze says it
+                    raise
+                continue  # proposed keys make no cycle; too many chains is in the notes
+            for chain in found:
                 persons.append(_measured(conn, catalogue, schema, name, chain, None))
     return PersonView(proposal, tuple(links), tuple(persons), resolved.text,
                       proposed=unit is None, owners_proposed=not owner)

@@ -157,6 +157,7 @@ def _owner_lines(schema: Schema, o: Ownership, proposed: bool) -> list[str]:
     if o.references:
         out.append("# Ordinary references into public tables, not ownership:")
         out += [f"#   {chain_text(schema, ((t, fk),))}" for t, fk in o.references]
+    out += [f"# NOTE: {note}" for note in o.notes]
     for table, column in o.nullable:
         out += [
             f"# NOTE: {table} reaches {o.unit} only through the nullable column {column}:",

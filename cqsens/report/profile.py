@@ -175,6 +175,7 @@ def _persons(view: PersonView, schema: Schema) -> list[str]:
     out = [f"Rows per person ({OBSERVED_NOTE}): unit {view.unit_text} ({how})",
            f"  ownership keys ({owners}): {', '.join(o.owner_names(schema)) or 'none'}",
            f"  public ({public}): {', '.join(o.public) or 'none'}"]
+    out += [f"  note: {note}" for note in o.notes]
     for table, column in o.nullable:
         out.append(f"  note: {table} reaches {o.unit} only through the nullable column "
                    f"{column}: a query that reads its NULL rows is refused")
