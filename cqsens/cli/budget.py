@@ -18,6 +18,7 @@ from cqsens.cli.params import BUDGET, DELTA
 from cqsens.errors import InputError
 from cqsens.release.ledger import Ledger, Limits, agreed, open_ledger, set_budget
 from cqsens.report.release import ledger_json, ledger_text
+from cqsens.schemas import versioned
 
 __all__ = ["budget_cmd"]
 
@@ -75,7 +76,7 @@ def budget_cmd(ledger: str | None, store: bool, budget: float | None,
     except InputError as err:
         fail(err)
     if fmt == "json":
-        out = ledger_json(ledger, state)
+        out = versioned(ledger_json(ledger, state))
         out.update({"ledger": ledger, "releases": [e.to_dict() for e in state.entries],
                     "changes": [c.to_dict() for c in state.changes], "notes": notes})
         click.echo(json.dumps(out, indent=2, ensure_ascii=False))

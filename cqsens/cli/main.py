@@ -21,6 +21,7 @@ import click
 from cqsens.cli.analyze import analyze_cmd
 from cqsens.cli.budget import budget_cmd
 from cqsens.cli.exits import EXIT_INPUT, EXIT_INTERNAL
+from cqsens.cli.init import init_cmd
 from cqsens.cli.masking import ARGS_KEY, scrub_message
 from cqsens.cli.noiseless import noiseless
 from cqsens.cli.profile import profile
@@ -118,7 +119,7 @@ def cli(debug: bool) -> None:
 
 
 for _command in (analyze_cmd, witness_cmd, report_cmd, noiseless, profile, release_cmd,
-                 budget_cmd):
+                 budget_cmd, init_cmd):
     cli.add_command(_command)
 
 

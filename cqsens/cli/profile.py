@@ -9,6 +9,8 @@ its schema from ``--schema FILE`` or reflects it from the database, and
   database, listing the offending values of each violation;
 * checks every foreign key of the schema (SQLite enforces them only under
   ``PRAGMA foreign_keys``), listing values that reference no row;
+* measures the rows each person holds along the foreign keys that carry ownership
+  (``--unit``, ``--owner``, or a proposed unit), largest and 99th percentile;
 * measures the fan-out of every ordered pair of columns of every table and
   proposes cardinality dependencies for the undeclared pairs, which are
   *observed in this data, not guaranteed*; ``-o FILE`` writes them as a
@@ -50,12 +52,14 @@ __all__ = ["profile"]
 
 
 def _profile(db: str, schema_file: str | None, dialect: str | None, constraints: str | None,
-             fds: tuple[str, ...], cds: tuple[str, ...], samples: int) -> Profile:
+             fds: tuple[str, ...], cds: tuple[str, ...], samples: int,
+             unit: str | None, owner: tuple[str, ...]) -> Profile:
     """Load or reflect the schema, gather the declared dependencies and profile the database."""
     loaded = load_schema(Path(schema_file), dialect=dialect) if schema_file else None
     schema = loaded if loaded is not None else reflect_schema(db)
     deps, origins = declared_dependencies(schema, fds=fds, cds=cds, constraints=constraints)
-    return profile_database(db, schema=schema, deps=deps, origins=origins, samples=samples)
+    return profile_database(db, schema=schema, deps=deps, origins=origins, samples=samples,
+                            unit=unit, owner=owner)
 
 
 def _violated(report: Profile) -> str:
@@ -102,6 +106,11 @@ def _write_proposals(report: Profile, db: str, output: Path) -> None:
 @click.option("--strict", is_flag=True,
               help="Exit 1 when a declared dependency or a foreign key is violated "
                    "(default: exit 0).")
+@click.option("--unit", default=None, metavar="TABLE[.COLUMN]",
+              help="Privacy unit of the rows-per-person view (default: proposed, the table "
+                   "the most others reference).")
+@click.option("--owner", "owner", multiple=True, metavar="TABLE.COLUMN",
+              help="A foreign key that carries ownership (repeatable; default: proposed).")
 @uses_config(lambda kw: None)
 def profile(
     db: str,
@@ -115,6 +124,8 @@ def profile(
     fmt: str,
     samples: int,
     strict: bool,
+    unit: str | None,
+    owner: tuple[str, ...],
 ) -> None:
     """Check declared dependencies and foreign keys against a live database; measure fan-outs.
 
@@ -123,8 +134,10 @@ def profile(
     schema is checked with SQL run in the database; violations are listed with
     offending values.  The fan-out of every pair of columns is measured and undeclared
     pairs get a proposed cardinality dependency: OBSERVED IN THIS DATA, NOT
-    GUARANTEED.  Exit code 0 when the profile ran (1 with --strict if a
-    dependency or foreign key is violated), 1 on bad input, 2 on bad usage.
+    GUARANTEED.  The rows per person (max, p99) are measured along every foreign key
+    that carries ownership to the privacy unit (--unit, --owner, or proposed).
+    Exit code 0 when the profile ran (1 with --strict if a dependency or foreign
+    key is violated), 1 on bad input, 2 on bad usage.
 
     \b
     Examples:
@@ -135,7 +148,7 @@ def profile(
         ("the --schema file", schema_file), ("the --constraints file", constraints),
         ("the --db database", db_file(db))])
     try:
-        report = _profile(db, schema_file, dialect, constraints, fds, cds, samples)
+        report = _profile(db, schema_file, dialect, constraints, fds, cds, samples, unit, owner)
     except InputError as err:
         fail(err)
     click.echo(render_json(report) if fmt == "json" else render_text(report))

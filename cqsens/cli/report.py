@@ -181,8 +181,9 @@ def _render(batch: dict[str, Any], chosen: str) -> str:
         import json
 
         from cqsens.report.common import json_default
+        from cqsens.schemas import versioned
 
-        return json.dumps(batch, indent=2, ensure_ascii=False, default=json_default)
+        return json.dumps(versioned(batch), indent=2, ensure_ascii=False, default=json_default)
     from cqsens.report import html as report_html
 
     return report_html.to_html(batch) if chosen == "html" else report_html.to_markdown(batch)

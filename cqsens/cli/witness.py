@@ -20,6 +20,7 @@ from cqsens.cli.options import (
 from cqsens.cli.output import check_output, force_option, write_output
 from cqsens.errors import CqsensError
 from cqsens.pipeline import analyze
+from cqsens.report.text import witness_json
 
 __all__ = ["witness_cmd"]
 
@@ -35,6 +36,9 @@ __all__ = ["witness_cmd"]
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="Where to write: a .sql script, or a .sqlite/.db database.")
 @force_option
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True,
+              help="What to print: two lines, or a JSON document with the witness databases.")
 @witness_time_option(1.0)
 @timeout_option(30.0, "Seconds the analysis may take")
 @uses_config(lambda kw: kw.get("query"))
@@ -59,6 +63,7 @@ def witness_cmd(
     delta: float | None,
     output: str,
     force: bool,
+    fmt: str,
     witness_time: float,
     timeout: float,
 ) -> None:
@@ -70,7 +75,8 @@ def witness_cmd(
     files, w.sqlite holding A and w.with_t.sqlite holding A ∪ {t}, on which the
     query runs unchanged.  An existing output file is replaced only with
     --force, and never when it is one of the inputs (query, schema,
-    constraints, the --db file).
+    constraints, the --db file).  --format json prints a JSON document (with
+    schema_version) holding the files, the bounds and both databases.
     """
     from cqsens.witness import write_witness
     from cqsens.witness.writers import companion_path, is_database_path
@@ -101,6 +107,11 @@ def witness_cmd(
         fail(f"error: no witness found for {result.source}")
     write_output(output, lambda: write_witness(witness, target,
                                                title=f"{result.source}: {result.cq}"))
+    if fmt == "json":
+        files = [str(target)] + ([str(companion_path(target))] if is_database_path(target)
+                                 else [])
+        click.echo(witness_json(result, output, files))
+        return
     click.echo(f"{output}: {witness.summary()}")
     click.echo(f"upper bound {result.upper}, lower bound {result.lower}"
                + (" (tight)" if result.tight else ""))

@@ -7,13 +7,14 @@ dependencies ``R[i->j]<=k``.  Those are **observed in this data, not
 guaranteed**: the next insert may break them.  :func:`profile_database` puts
 the fan-outs together with the checks of the declared dependencies
 (:func:`cqsens.db.check.check_constraints`: single-column, composite and
-rows-per-value) and of the schema's foreign keys
-(:func:`cqsens.db.check.check_foreign_keys`) into one :class:`Profile`.
+rows-per-value), of the schema's foreign keys
+(:func:`cqsens.db.check.check_foreign_keys`) and the rows per person along the
+ownership keys (:func:`cqsens.db.persons.measure_persons`) into one :class:`Profile`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from cqsens.db.check import (
     dependency_label,
 )
 from cqsens.db.connect import connect, mask_url
+from cqsens.db.persons import PersonView, measure_persons
 from cqsens.db.reflect import reflect_schema
 from cqsens.errors import DependencyError, read_text
 from cqsens.frontend.parse_cq import ROWS, parse_dependency
@@ -292,6 +294,7 @@ class Profile:
     fanouts: tuple[FanOut, ...]
     note: str = field(default=OBSERVED_NOTE)
     foreign_keys: tuple[ForeignKeyCheck, ...] = ()
+    persons: PersonView | None = None
 
     @property
     def violations(self) -> list[ConstraintCheck]:
@@ -326,6 +329,8 @@ class Profile:
             "fanouts": [f.to_dict(self.schema) for f in self.fanouts],
             "proposals": [dependency_label(p, self.schema) for p in self.proposals],
             "proposals_note": self.note,
+            "rows_per_person": None if self.persons is None
+            else self.persons.to_dict(self.schema),
         }
 
 
@@ -338,6 +343,9 @@ def profile_database(
     include_keys: bool = True,
     foreign_keys: bool = True,
     samples: int = 3,
+    unit: str | None = None,
+    owner: Sequence[str] = (),
+    persons: bool = True,
 ) -> Profile:
     """Check the declared dependencies and foreign keys, and measure every fan-out.
 
@@ -358,6 +366,14 @@ def profile_database(
         Also check the schema's foreign keys (:attr:`Profile.foreign_keys`).
     samples : int
         Offending values reported per violated dependency or broken foreign key.
+    unit : str, optional
+        The privacy unit for the rows-per-person view (:attr:`Profile.persons`);
+        proposed from the foreign keys when None
+        (:func:`cqsens.db.persons.measure_persons`).
+    owner : sequence of str
+        The foreign keys that carry ownership; proposed when empty.
+    persons : bool
+        Measure the rows per person along the ownership keys.
 
     Returns
     -------
@@ -405,8 +421,9 @@ def profile_database(
     checks = check_constraints(url, schema, declared, samples=samples, origins=where)
     keys = check_foreign_keys(url, schema, samples=samples) if foreign_keys else []
     fanouts = measure_fanouts(url, schema, declared=declared)
+    view = measure_persons(url, schema, unit=unit, owner=owner) if persons else None
     return Profile(mask_url(url.strip()), schema, tuple(checks), tuple(fanouts),
-                   foreign_keys=tuple(keys))
+                   foreign_keys=tuple(keys), persons=view)
 
 
 def declared_dependencies(

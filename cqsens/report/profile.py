@@ -11,9 +11,12 @@ prints them.
 from __future__ import annotations
 
 import json
+from itertools import groupby
 
 from cqsens.db.check import ConstraintCheck, dependency_label
-from cqsens.db.profile import OBSERVED_NOTE, Profile
+from cqsens.db.persons import PersonView
+from cqsens.db.profile import OBSERVED_NOTE, FanOut, Profile
+from cqsens.ir.schema import Schema
 
 __all__ = ["render_json", "render_text"]
 
@@ -28,13 +31,22 @@ def _value(value: object) -> str:
     return repr(value) if isinstance(value, str) else str(value)
 
 
+def _grouped(values: tuple[object, ...]) -> str:
+    """The values, each run of equal ones said once with its count: ``(1, 2) ×71, (3, 4)``."""
+    out = []
+    for value, run in groupby(values):
+        n = len(list(run))
+        out.append(_value(value) + (f" ×{n}" if n > 1 else ""))
+    return ", ".join(out)
+
+
 def _violation(c: ConstraintCheck) -> list[str]:
     """The violated dependency with its offending values, for example."""
     src = c.source
     out = [f"  {c.label} is violated by {_plural(c.violating, src + ' value')}"
            + (", for example:" if c.offenders else ".")]
     for o in c.offenders:
-        shown = ", ".join(_value(v) for v in o.sample)
+        shown = _grouped(o.sample)
         more = ", ..." if len(o.sample) < o.count else ""
         what = _plural(o.count, "row") if c.kind == "rows" else f"{o.count} distinct {c.target}"
         out.append(f"    {src} = {_value(o.value)}: {what} ({shown}{more})")
@@ -100,23 +112,14 @@ def render_text(report: Profile) -> str:
     if report.foreign_keys:
         out += _foreign_keys(report)
         out.append("")
+    if report.persons is not None:
+        out += _persons(report.persons, report.schema)
+        out.append("")
     out.append(f"Fan-outs ({OBSERVED_NOTE}): the most distinct <to> values seen "
-               "with one <from> value")
+               "with one <from> value; pairs with the same result share a row")
     if report.fanouts:
         rows = [["table", "from -> to", "max", "from values", "declared", "proposal"]]
-        for f in report.fanouts:
-            proposal = f.proposal
-            declared = "-" if f.declared is None else f"<={f.declared}"
-            if f.declared is not None and f.max_count > f.declared:
-                declared += " VIOLATED"
-            if proposal is None:
-                text = "-"
-            else:
-                text = dependency_label(proposal, report.schema, always_bound=True)
-                if f.weak:
-                    text += "  (weak: every value occurs once)"
-            rows.append([f.relation, f"{f.columns[0]} -> {f.columns[1]}", str(f.max_count),
-                         str(f.groups), declared, text])
+        rows += [_fanout_row(group, report) for group in _fanout_groups(report.fanouts)]
         out += _table(rows)
     else:
         out.append("  (no table has two columns)")
@@ -125,6 +128,72 @@ def render_text(report: Profile) -> str:
     out.append(f"  {proposed}: {OBSERVED_NOTE}; write them with -o FILE and keep only the "
                "real rules.")
     return "\n".join(out)
+
+
+def _fanout_key(f: FanOut) -> tuple[object, ...]:
+    violated = f.declared is not None and f.max_count > f.declared
+    return (f.relation, f.i, f.max_count, f.groups, f.declared, violated, f.weak,
+            f.proposal is None)
+
+
+def _fanout_groups(fanouts: tuple[FanOut, ...]) -> list[list[FanOut]]:
+    """The fan-outs from the same column with the same result, together (first seen first)."""
+    groups: dict[tuple[object, ...], list[FanOut]] = {}
+    for f in fanouts:
+        groups.setdefault(_fanout_key(f), []).append(f)
+    return list(groups.values())
+
+
+def _fanout_row(group: list[FanOut], report: Profile) -> list[str]:
+    """One row of the fan-out table for fan-outs that differ only in their target."""
+    f = group[0]
+    declared = "-" if f.declared is None else f"<={f.declared}"
+    if f.declared is not None and f.max_count > f.declared:
+        declared += " VIOLATED"
+    proposal = f.proposal
+    if proposal is None:
+        text = "-"
+    elif len(group) == 1:
+        text = dependency_label(proposal, report.schema, always_bound=True)
+    else:
+        text = f"{len(group)} CDs, each <={proposal.k}"
+    if proposal is not None and f.weak:
+        text += "  (weak: every value occurs once)"
+    targets = ", ".join(g.columns[1] for g in group)
+    return [f.relation, f"{f.columns[0]} -> {targets}", str(f.max_count), str(f.groups),
+            declared, text]
+
+
+def _persons(view: PersonView, schema: Schema) -> list[str]:
+    """Rows per referenced row along each ownership key, and per person along each chain."""
+    o = view.ownership
+    how = ("proposed: the table the most others reference; choose with --unit"
+           if view.proposed else "given")
+    owners = "proposed; choose with --owner" if view.owners_proposed else "given"
+    public = ("proposed: no ownership key leads from them to the unit" if view.owners_proposed
+              else "no ownership key leads from them to the unit")
+    out = [f"Rows per person ({OBSERVED_NOTE}): unit {view.unit_text} ({how})",
+           f"  ownership keys ({owners}): {', '.join(o.owner_names(schema)) or 'none'}",
+           f"  public ({public}): {', '.join(o.public) or 'none'}"]
+    out += [f"  note: {note}" for note in o.notes]
+    for table, column in o.nullable:
+        out.append(f"  note: {table} reaches {o.unit} only through the nullable column "
+                   f"{column}: a query that reads its NULL rows is refused")
+    if view.links:
+        rows = [["key", "max", "p99", "over", "proposal"]]
+        rows += [[c.text, str(c.max_count), str(c.p99), f"{c.persons} {c.target}",
+                  "-" if c.proposal is None
+                  else dependency_label(c.proposal, schema, always_bound=True)]
+                 for c in view.links]
+        out.append("  Rows per referenced row, along each ownership key:")
+        out += _table(rows, indent="    ")
+    if view.chains:
+        rows = [["table", "through", "max", "p99", "persons"]]
+        rows += [[c.table, c.text, str(c.max_count), str(c.p99), str(c.persons)]
+                 for c in view.chains]
+        out.append("  Rows per person, along each chain:")
+        out += _table(rows, indent="    ")
+    return out
 
 
 def render_json(report: Profile) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 from cqsens.release.execute import Release
 from cqsens.release.ledger import Ledger
 from cqsens.report.common import json_default
+from cqsens.schemas import versioned
 
 __all__ = ["ledger_json", "ledger_text", "render_csv", "render_json", "render_text",
            "spent_line"]
@@ -99,8 +100,9 @@ def render_text(release: Release, ledger: str | None = None) -> str:
 
 
 def render_json(release: Release, ledger: dict[str, Any] | None = None) -> str:
-    """The release as one JSON object (``groups``: one object per group, ``value``)."""
-    out = release.to_dict()
+    """The release as one JSON object (``groups``: one object per group, ``value``), with
+    ``schema_version`` (:mod:`cqsens.schemas`)."""
+    out = versioned(release.to_dict())
     if ledger is not None:
         out["ledger"] = ledger
     return json.dumps(out, indent=2, ensure_ascii=False, default=json_default)

@@ -15,8 +15,9 @@ from typing import Any
 from cqsens.ir.exact import text
 from cqsens.pipeline import Analysis
 from cqsens.report.common import json_default, number_of
+from cqsens.schemas import versioned
 
-__all__ = ["Format", "to_json", "to_text", "fmt"]
+__all__ = ["Format", "fmt", "to_json", "to_text", "witness_json"]
 
 
 class Format(StrEnum):
@@ -41,10 +42,35 @@ def fmt(value: object) -> str:
 def to_json(
     analyses: Sequence[Analysis], *, witness: bool = False, as_list: bool | None = None
 ) -> str:
-    """One object for one query, a list for several (``as_list`` forces the shape)."""
-    records: list[dict[str, Any]] = [a.to_dict(witness=witness) for a in analyses]
+    """One object for one query, a list for several (``as_list`` forces the shape); each
+    carries ``schema_version`` (:mod:`cqsens.schemas`)."""
+    records: list[dict[str, Any]] = [versioned(a.to_dict(witness=witness)) for a in analyses]
     many = len(records) != 1 if as_list is None else as_list
     payload: Any = records if many else records[0]
+    return json.dumps(payload, indent=2, ensure_ascii=False, default=json_default)
+
+
+def witness_json(analysis: Analysis, output: str, files: Sequence[str]) -> str:
+    """``cqsens witness --format json``: the files written, the bounds and the witness.
+
+    Parameters
+    ----------
+    analysis : Analysis
+        An analysis with a witness.
+    output : str
+        The ``-o`` value.
+    files : sequence of str
+        Every file written (a database witness is two files).
+
+    Returns
+    -------
+    str
+        One JSON object with ``schema_version`` (:mod:`cqsens.schemas`).
+    """
+    d = analysis.to_dict(witness=True)
+    payload = versioned({"output": output, "files": list(files), "source": analysis.source,
+                         "upper": d["sensitivity"]["upper"], "lower": d["sensitivity"]["lower"],
+                         "tight": d["sensitivity"]["tight"], "witness": d.get("witness")})
     return json.dumps(payload, indent=2, ensure_ascii=False, default=json_default)
 
 
