@@ -34,7 +34,7 @@ from sqlalchemy.engine import Connection
 from cqsens.db.catalogue import Catalogue
 from cqsens.db.check import dependency_label
 from cqsens.db.connect import connect, mask_url
-from cqsens.engine.person import Chain, Unit, chains, resolve_unit
+from cqsens.engine.person import Chain, Unit, chains, reaches, resolve_unit
 from cqsens.errors import InputError
 from cqsens.ir.dependencies import AnyDependency, Dependency, MultiDependency
 from cqsens.ir.schema import ForeignKey, Relation, Schema
@@ -179,21 +179,6 @@ def _distances(schema: Schema, unit: str) -> dict[str, int]:
     return out
 
 
-def _on_cycle(edges: Mapping[str, list[tuple[str, ForeignKey]]], source: str,
-              target: str) -> bool:
-    """True when ``target`` leads back to ``source`` along foreign keys."""
-    seen, stack = {target}, [target]
-    while stack:
-        current = stack.pop()
-        if current == source:
-            return True
-        for _, fk in edges.get(current, ()):
-            if fk.table.lower() not in seen:
-                seen.add(fk.table.lower())
-                stack.append(fk.table.lower())
-    return False
-
-
 def propose_ownership(schema: Schema, unit: str | None = None) -> Ownership:
     """Propose the unit (unless given), the ownership keys and the public tables.
 
@@ -237,7 +222,7 @@ def propose_ownership(schema: Schema, unit: str | None = None) -> Ownership:
         source, goal = relation.name.lower(), target.name.lower()
         if source not in distance or goal not in distance:
             references.append((relation.name, fk))
-        elif _on_cycle(edges, source, goal) and distance[goal] >= distance[source]:
+        elif reaches(edges, goal, source) and distance[goal] >= distance[source]:
             cycles.append((relation.name, fk))
         else:
             owners.append((relation.name, fk))

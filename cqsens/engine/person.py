@@ -35,7 +35,7 @@ from cqsens.ir.dependencies import Sigma
 from cqsens.ir.schema import ForeignKey, Relation, Schema
 
 __all__ = ["MAX_CHAINS", "Chain", "PersonBound", "PersonGroup", "Unit", "chains",
-           "check_ownership", "owner_key", "person_bound", "resolve_unit"]
+           "check_ownership", "owner_key", "person_bound", "reaches", "resolve_unit"]
 
 MAX_CHAINS = 64
 """Chains of foreign keys from one table to the unit table, at most."""
@@ -187,7 +187,7 @@ def chains(schema: Schema, unit: Unit, table: str) -> list[Chain]:
         for relation, fk in edges.get(current, ()):
             following = fk.table.lower()
             if following in seen or following == current:
-                if _reaches(edges, following, goal):
+                if reaches(edges, following, goal):
                     cycle = " → ".join([*seen[seen.index(following):], following]) \
                         if following in seen else f"{current} → {current}"
                     raise InputError(
@@ -391,7 +391,8 @@ def _chain_text(chain: Chain, schema: Schema) -> str:
     return "; ".join(steps)
 
 
-def _reaches(edges: Mapping[str, list[tuple[str, ForeignKey]]], start: str, goal: str) -> bool:
+def reaches(edges: Mapping[str, list[tuple[str, ForeignKey]]], start: str, goal: str) -> bool:
+    """True when ``goal`` can be reached from ``start`` along ``edges`` (foreign keys)."""
     seen, stack = {start}, [start]
     while stack:
         current = stack.pop()

@@ -22,6 +22,7 @@ from collections.abc import Callable, Set
 
 from sqlglot import exp
 
+from cqsens.frontend.public_subqueries import drop_conjuncts
 from cqsens.frontend.sql_expr import conjuncts
 from cqsens.ir.schema import Schema
 
@@ -64,24 +65,17 @@ def drop_person_local_conjuncts(select: exp.Select, owner_key: OwnerKey, public:
     list of str
         The conjuncts taken off, as SQL.
     """
-    where = select.args.get("where")
-    if where is None:
-        return []
     items = _from_tables(select)
-    if not all(isinstance(i, exp.Table) for i in items):
+    if select.args.get("where") is None or not all(isinstance(i, exp.Table) for i in items):
         return []
     outer = {i.alias_or_name.lower(): i.name for i in items if isinstance(i, exp.Table)}
-    kept: list[exp.Expr] = []
-    dropped: list[str] = []
-    for cond in conjuncts(where.this):
+
+    def local(cond: exp.Expr) -> bool:
         subqueries = list(cond.find_all(exp.Select))
-        if subqueries and all(_local(s, outer, owner_key, public, schema) for s in subqueries):
-            dropped.append(cond.sql(dialect=dialect))
-        else:
-            kept.append(cond)
-    if dropped:
-        select.set("where", exp.Where(this=exp.and_(*kept)) if kept else None)
-    return dropped
+        return bool(subqueries) and all(_local(s, outer, owner_key, public, schema)
+                                        for s in subqueries)
+
+    return drop_conjuncts(select, local, dialect)
 
 
 def _local(sub: exp.Select, outer: dict[str, str], owner_key: OwnerKey, public: Set[str],

@@ -15,13 +15,13 @@ public tables, is skipped for the statement.
 
 from __future__ import annotations
 
-from collections.abc import Set
+from collections.abc import Callable, Set
 
 from sqlglot import exp
 
 from cqsens.frontend.sql_expr import conjuncts
 
-__all__ = ["drop_public_conjuncts"]
+__all__ = ["drop_conjuncts", "drop_public_conjuncts"]
 
 
 def _public_only(node: exp.Expr, public: Set[str]) -> bool:
@@ -56,13 +56,21 @@ def drop_public_conjuncts(select: exp.Select, public: Set[str], dialect: str | N
     list of str
         The conjuncts taken off, as SQL.
     """
+    if not public:
+        return []
+    return drop_conjuncts(select, lambda cond: _public_only(cond, public), dialect)
+
+
+def drop_conjuncts(select: exp.Select, fixed: Callable[[exp.Expr], bool],
+                   dialect: str | None) -> list[str]:
+    """Take the WHERE conjuncts ``fixed`` accepts off ``select`` (in place); their SQL."""
     where = select.args.get("where")
-    if where is None or not public:
+    if where is None:
         return []
     kept: list[exp.Expr] = []
     dropped: list[str] = []
     for cond in conjuncts(where.this):
-        if _public_only(cond, public):
+        if fixed(cond):
             dropped.append(cond.sql(dialect=dialect))
         else:
             kept.append(cond)
