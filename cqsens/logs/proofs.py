@@ -134,9 +134,11 @@ _Cell = Value | None
 
 
 def _mapper(old: Mapping[int, int | Fraction | str], new: Mapping[int, int | Fraction | str],
-            derived: bool) -> Callable[[_Cell], _Cell]:
-    """The value map of an instance: constants exactly, and (``derived``) the values placed
-    relative to them."""
+            derived: str) -> Callable[[_Cell], _Cell]:
+    """The value map of an instance: constants exactly (``derived`` is ``""``), and the
+    values placed relative to them: all moved with their constant (``"shift"``), or only
+    those the move takes to the other side of it (``"side"``: a value above 25 that is also
+    above 57 stays, so that values under a CHECK's ceiling stay under it)."""
     exact = _exact_map(old, new)
     numbers: list[tuple[int, int]] = []
     for i, v in old.items():
@@ -154,7 +156,11 @@ def _mapper(old: Mapping[int, int | Fraction | str], new: Mapping[int, int | Fra
             return v
         if isinstance(v, int) and not isinstance(v, bool) and numbers:
             c, n = min(numbers, key=lambda p: abs(v - p[0]))
-            return v + (n - c) if abs(v - c) <= NEAR else v
+            if abs(v - c) > NEAR:
+                return v
+            if derived == "side" and (v > c) == (v > n) and (v < c) == (v < n):
+                return v
+            return v + (n - c)
         if isinstance(v, str):
             for b_old, b_new in texts:
                 if b_old in v:
@@ -196,12 +202,12 @@ def instances(witness: Witness, old: Mapping[int, int | Fraction | str],
     """Candidate instances of ``witness`` for a record whose abstract literal ``i`` is
     ``new[i]`` where the witness's record had ``old[i]``: the constants renamed, then
     the values placed relative to them moved too (each still to be checked)."""
-    seen: set[int] = set()
-    for derived in (False, True):
+    seen: list[Witness] = []
+    for derived in ("", "side", "shift"):
         candidate = _instance(witness, _mapper(old, new, derived), own_sql)
-        fingerprint = hash((candidate.database, candidate.row))
-        if fingerprint not in seen:
-            seen.add(fingerprint)
+        if not any(c.database.rows == candidate.database.rows and c.row == candidate.row
+                   for c in seen):
+            seen.append(candidate)
             yield candidate
 
 

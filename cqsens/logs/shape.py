@@ -10,17 +10,22 @@ and without parsing, so that a record already seen costs microseconds.
 options' fingerprint and, for each literal, either its value (a *pinned*
 literal) or only how it compares with the record's other literals (an
 *abstract* literal).  Which literals may be abstract is decided once per shape
-by :func:`cqsens.logs.plan.abstract_literals`; everything about the order and
-equality of literals that the analysis could observe is in the key:
+by :func:`cqsens.logs.plan.abstract_literals`, with the *groups* of literals
+that can meet (docs/rules.md, rule shape-cache); everything about the order
+and equality of literals that the upper bound could observe is in the key,
+within each group:
 
 * the rank of its value among the literals of its kind (numbers, texts),
   with ties, so equal constants stay equal and filters keep their order
   relations;
-* the rank of its ``repr`` and of its CQ rendering, the orders in which the IR
-  sorts atoms and elements, so the output lists them in the same order;
 * the class of its normalised form (``Const.definitely_differs``: ``5`` and
   ``'5'``, ``'F'`` and ``'f'`` may be equal in a database), so the chase
-  meets the same contradictions.
+  meets the same contradictions;
+* for an abstract text, whether it is an ISO date.
+
+The orders in which the output sorts atoms (by the ``repr`` of constants and
+their CQ rendering) are not in the key: a hit may list the atoms of its CQ in
+another order than a fresh analysis would.
 """
 
 from __future__ import annotations
@@ -141,7 +146,8 @@ def _const(value: int | Fraction | str) -> Const:
 
 
 def shape_key(fingerprint: str, lexed: Lexed, abstract: frozenset[int],
-              groups: Sequence[Sequence[int]] | None = None) -> str:
+              groups: Sequence[Sequence[int]] | None = None, *,
+              presentation: bool = False) -> str:
     """The cache key of a record (a hex digest).
 
     Parameters
@@ -157,6 +163,11 @@ def shape_key(fingerprint: str, lexed: Lexed, abstract: frozenset[int],
     groups : sequence of sequences of int, optional
         The literals that can meet (:class:`cqsens.logs.plan.Plan`): order and
         equality are recorded within each group only (None: all literals are one group).
+    presentation : bool
+        Also record the orders in which the output sorts the literals (their ``repr``
+        and CQ rendering).  They decide only the order in which atoms are listed, so the
+        cache key leaves them out; the check of a row template keeps them
+        (:mod:`cqsens.logs.template`).
 
     Returns
     -------
@@ -174,8 +185,9 @@ def shape_key(fingerprint: str, lexed: Lexed, abstract: frozenset[int],
             group_values = [values[i] for i in members]
             consts = [_const(v) for v in group_values]
             parts.append(_dense_ranks(group_values))
-            parts.append(_dense_ranks([repr(c.value) for c in consts]))
-            parts.append(_dense_ranks([format_term(c) for c in consts]))
+            if presentation:
+                parts.append(_dense_ranks([repr(c.value) for c in consts]))
+                parts.append(_dense_ranks([format_term(c) for c in consts]))
         normal = [_number_form(str(_const(values[i]).value).strip().lower()) for i in group]
         parts.append(_classes(normal))
     # an abstract text keeps its form: an ISO date stays one (its text order is its date order)

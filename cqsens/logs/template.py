@@ -97,6 +97,9 @@ def _renamed(sql: str, lexed: Lexed, abstract: frozenset[int], fingerprint: str,
     if any(isinstance(v, Fraction) for v in old.values()):
         return None
     key = shape_key(fingerprint, lexed, abstract, groups)
+    # every order among all the literals is kept too, so that the two analyses list
+    # their atoms alike (a later record of the key may list them in another order)
+    whole = shape_key(fingerprint, lexed, abstract, presentation=True)
     for number_map in _NUMBER_MAPS:
         for text_map in _TEXT_MAPS:
             new: dict[int, int | str] = {
@@ -107,7 +110,8 @@ def _renamed(sql: str, lexed: Lexed, abstract: frozenset[int], fingerprint: str,
             other_sql = substitute_literals(sql, lexed, {i: sql_text(v) for i, v in new.items()})
             other = lex(other_sql)
             if other.template == lexed.template \
-                    and shape_key(fingerprint, other, abstract, groups) == key:
+                    and shape_key(fingerprint, other, abstract, groups) == key \
+                    and shape_key(fingerprint, other, abstract, presentation=True) == whole:
                 return new, other_sql
     return None
 
