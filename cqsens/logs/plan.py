@@ -265,7 +265,8 @@ def abstract_literals(query: AggregateQuery, lexed: Lexed,
         if isinstance(value, Fraction) or key in pinned or key not in eligible \
                 or len(kinds_of[_normal(value)]) > 1 or root_of[key] in valued_roots:
             continue
-        if key in like and (len(members[root_of[key]]) > 1 or key in order):
+        group = members[root_of[key]]
+        if group & like and (len(group) > 1 or key in order):
             continue  # a pattern that may meet another constant is matched against it
         abstract.add(i)
         if key in order:

@@ -138,7 +138,8 @@ def _mapper(old: Mapping[int, int | Fraction | str], new: Mapping[int, int | Fra
     """The value map of an instance: constants exactly (``derived`` is ``""``), and the
     values placed relative to them: all moved with their constant (``"shift"``), or only
     those the move takes to the other side of it (``"side"``: a value above 25 that is also
-    above 57 stays, so that values under a CHECK's ceiling stay under it)."""
+    above 57 stays, so that values under a CHECK's ceiling stay under it), or each value
+    between two constants to the same place between the new ones (``"scale"``)."""
     exact = _exact_map(old, new)
     numbers: list[tuple[int, int]] = []
     for i, v in old.items():
@@ -155,6 +156,8 @@ def _mapper(old: Mapping[int, int | Fraction | str], new: Mapping[int, int | Fra
         if not derived:
             return v
         if isinstance(v, int) and not isinstance(v, bool) and numbers:
+            if derived == "scale":
+                return _scaled(v, numbers)
             c, n = min(numbers, key=lambda p: abs(v - p[0]))
             if abs(v - c) > NEAR:
                 return v
@@ -168,6 +171,21 @@ def _mapper(old: Mapping[int, int | Fraction | str], new: Mapping[int, int | Fra
         return v
 
     return value
+
+
+def _scaled(v: int, numbers: list[tuple[int, int]]) -> int:
+    """``v`` between two old constants, carried to the same place between the new ones
+    (``BETWEEN 20 AND 40`` to ``BETWEEN 48 AND 50``: 25 to 48); else ``v``."""
+    below = [p for p in numbers if p[0] <= v]
+    above = [p for p in numbers if p[0] >= v]
+    if not below or not above:
+        return v
+    (c1, n1), (c2, n2) = max(below), min(above)
+    if c1 == c2:
+        return n1
+    if (n1 <= n2) != (c1 <= c2):
+        return v
+    return n1 + ((v - c1) * (n2 - n1) + (c2 - c1) // 2) // (c2 - c1)
 
 
 def _mapped_db(db: Database, value: Callable[[_Cell], _Cell]) -> Database:
@@ -197,18 +215,24 @@ def _instance(witness: Witness, value: Callable[[_Cell], _Cell], own_sql: str) -
     return dataclasses.replace(witness, **changes)
 
 
+#: The ways of carrying a witness's values to new constants (see :func:`_mapper`).
+MODES = ("", "side", "shift", "scale")
+
+
 def instances(witness: Witness, old: Mapping[int, int | Fraction | str],
-              new: Mapping[int, int | Fraction | str], own_sql: str) -> Iterator[Witness]:
+              new: Mapping[int, int | Fraction | str], own_sql: str,
+              first: str = "") -> Iterator[tuple[str, Witness]]:
     """Candidate instances of ``witness`` for a record whose abstract literal ``i`` is
     ``new[i]`` where the witness's record had ``old[i]``: the constants renamed, then
-    the values placed relative to them moved too (each still to be checked)."""
+    the values placed relative to them moved too (each still to be checked), with the
+    mode that made each; mode ``first`` is tried first."""
     seen: list[Witness] = []
-    for derived in ("", "side", "shift"):
+    for derived in (first, *(m for m in MODES if m != first)):
         candidate = _instance(witness, _mapper(old, new, derived), own_sql)
         if not any(c.database.rows == candidate.database.rows and c.row == candidate.row
                    for c in seen):
             seen.append(candidate)
-            yield candidate
+            yield derived, candidate
 
 
 def own_query(base: AggregateQuery, witness: Witness, sql: str, *, schema: Schema | None,

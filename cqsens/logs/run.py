@@ -352,7 +352,10 @@ _NOT_CHECKED = ("not proven for this record: its shape's witness did not carry o
                 "constants and {why}")
 
 
-def _reuse(proof: Proof, result_literals: tuple[str, ...], lexed: Lexed, record: Record,
+_MODES: dict[tuple[str, tuple[int | Fraction | str, ...]], str] = {}
+
+
+def _reuse(proof: Proof, key: str, lexed: Lexed, record: Record,
            opts: dict[str, Any], plan: Plan) -> Witness | None:
     """An instance of one of the key's witnesses for this record, checked with is_witness
     against the record's own query; None when none checks."""
@@ -371,10 +374,13 @@ def _reuse(proof: Proof, result_literals: tuple[str, ...], lexed: Lexed, record:
         query = own_query(proof.query, witness, record.sql, schema=schema, dialect=dialect)
         if query is None:
             return None
-        for instance in instances(witness, old, fresh, own_sql):
+        last = (key, values)
+        for mode, instance in instances(witness, old, fresh, own_sql, _MODES.get(last, "")):
             if check(query, proof.sigma, instance, schema=schema, value_bounds=bounds):
+                if len(_MODES) > 4096:
+                    _MODES.clear()
+                _MODES[last] = mode  # the next record of the key tries it first
                 return instance
-    del result_literals
     return None
 
 
@@ -398,7 +404,7 @@ def _serve(cache: ShapeCache, task: _Check) -> _Done:
         return _Done(row, key=task.key)
     if proof is not None and proof.witnesses:
         try:
-            instance = _reuse(proof, got.literals, lexed, record, opts, task.plan)
+            instance = _reuse(proof, task.key, lexed, record, opts, task.plan)
         except Exception:  # noqa: BLE001 - a failed check only means a fresh search
             instance = None
         if instance is not None:

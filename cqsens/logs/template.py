@@ -47,8 +47,10 @@ def _date_or(other: Callable[[str], str]) -> Callable[[str], str]:
     return rename
 
 
+# a quote in the new text tells the renderings apart ('M' shows alike as a CQ term and in
+# SQL; 'M''q' and 'M\'q' do not), so that a marker takes the style the output really uses
 _TEXT_MAPS: tuple[Callable[[str], str], ...] = (
-    _date_or(lambda v: v + "·q"), _date_or(lambda v: "~" + v),
+    _date_or(lambda v: v + "'q"), _date_or(lambda v: v + "·q"), _date_or(lambda v: "~" + v),
     lambda v: v + "·q", lambda v: v + "~", lambda v: v + "0", lambda v: "~" + v,
 )
 
