@@ -62,6 +62,11 @@ _ANALYZE_KEYS = ("schema", "dialect", "fds", "cds", "constraints", "neighbor", "
                  "witness_time")
 
 
+_NONE = object()
+_DEFAULTS: dict[str, object] = {"neighbor": "add-remove", "contributions": 1,
+                                "prove_lower": True, "witness_time": 0.5}
+
+
 def _version() -> str:
     try:
         return version("cqsens")
@@ -88,8 +93,10 @@ def fingerprint(options: dict[str, Any], record: Record) -> str:
     """Everything but the query text an analysis depends on, as one digest: cqsens's
     version, the options (files by content), the record's dialect and schema."""
     opts = _record_options(options, record)
+    # an option given at its default is the option left out (cqsens report gives them all)
     parts = {k: (_content(v) if k in ("schema", "constraints") else v)
-             for k, v in sorted(opts.items()) if k in _ANALYZE_KEYS}
+             for k, v in sorted(opts.items()) if k in _ANALYZE_KEYS
+             and not (v is None or v == [] or v == () or _DEFAULTS.get(k, _NONE) == v)}
     blob = json.dumps([_version(), parts], sort_keys=True, default=str)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
