@@ -116,7 +116,8 @@ def test_compact_rows_equal_full_rows_and_memory_is_bounded(tmp_path: Path,
 
 # -- issue #28: ranges, dates and LIKE abstracted; witnesses per key -------------------------
 
-VISITS = """CREATE TABLE Pat (id INTEGER PRIMARY KEY, name TEXT, age INTEGER CHECK (age BETWEEN 0 AND 120));
+VISITS = """CREATE TABLE Pat (id INTEGER PRIMARY KEY, name TEXT,
+                  age INTEGER CHECK (age BETWEEN 0 AND 120));
 CREATE TABLE Visit (id INTEGER PRIMARY KEY, pat INTEGER REFERENCES Pat(id), day DATE, kind TEXT);
 """
 RANGE_SHAPES = [
