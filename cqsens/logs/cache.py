@@ -43,7 +43,7 @@ _COMMIT_EVERY = 500
 #: Plans, results and proofs kept in memory as well (each), the most recently used first.
 MEMORY = 4096
 #: Witnesses kept per key (the most recent first).
-WITNESSES = 3
+WITNESSES = 6
 
 
 @dataclass(frozen=True, slots=True)
