@@ -279,3 +279,19 @@ def test_total_timeout_and_the_summary(tmp_path: Path) -> None:
                                       str(tmp_path / "out.jsonl"), "--total-timeout", "60"])
     assert result.exit_code == 0, result.output
     assert "lower bounds: 1 proven, 2 reused, 0 skipped" in result.output
+
+
+def test_a_file_that_is_not_a_cache_is_left_alone(tmp_path: Path) -> None:
+    import sqlite3
+
+    from cqsens.errors import InputError
+
+    data = tmp_path / "data.sqlite"
+    with sqlite3.connect(data) as conn:
+        conn.execute("CREATE TABLE results (x)")
+        conn.execute("CREATE TABLE patients (id)")
+    with pytest.raises(InputError, match="not a cqsens cache"):
+        ShapeCache(data)
+    with sqlite3.connect(data) as conn:  # nothing dropped
+        names = {n for (n,) in conn.execute("SELECT name FROM sqlite_master")}
+    assert names == {"results", "patients"}

@@ -108,6 +108,12 @@ class ShapeCache:
 
     def _migrate(self) -> None:
         (version,) = self._db.execute("PRAGMA user_version").fetchone()
+        tables = {name for (name,) in self._db.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if version != FORMAT and tables - {"plans", "results", "proofs"}:
+            raise InputError(f"{self.path} is not a cqsens cache (it holds the tables "
+                             f"{', '.join(sorted(tables))}); give another --cache file",
+                             source=self.path, construct="--cache")
         if version != FORMAT:  # an older layout: a cache is only a cache, start afresh
             for table in ("plans", "results", "proofs"):
                 self._db.execute(f"DROP TABLE IF EXISTS {table}")

@@ -171,7 +171,8 @@ def _error_row(record: Record, status: str, message: str,
             "query": record.sql or None,
             "inputs": inputs or {"schema": None, "constraints": None, "dependencies": []},
             "aggregate": None, "upper": None, "lower": None, "tight": False, "reason": message,
-            "suggestion": None, "noise": None, "analysis": None, "shape": None, "cached": False}
+            "suggestion": None, "noise": None, "analysis": None, "shape": None, "cached": False,
+            "proof": None}
 
 
 def _one_line(text: str) -> str:
@@ -477,7 +478,8 @@ def analyse_log(
         Seconds per record (None: no limit).
     total_timeout : float or None
         Seconds for the whole log (None: no limit).  Past it, a record of a stored
-        key gets its row without a lower bound, and any other a ``timeout`` row.
+        key gets its row with a lower bound only from a stored witness that checks (no
+        search), and any other record a ``timeout`` row.
     cache : ShapeCache, optional
         Share one analysis per shape through this cache (None: analyse every record).
     window : int, optional
