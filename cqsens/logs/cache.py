@@ -123,7 +123,10 @@ class ShapeCache:
 
     def _read(self, sql: str, key: str) -> Any:
         try:
-            return self._db.execute(sql, (key,)).fetchone()
+            # fetchall ends the statement, and with it the read transaction: a worker's
+            # next read sees what the writer committed since (WAL snapshots)
+            rows = self._db.execute(sql, (key,)).fetchall()
+            return rows[0] if rows else None
         except sqlite3.DatabaseError as err:
             raise InputError(f"cannot read the cache {self.path} ({err})", source=self.path,
                              construct="--cache") from None

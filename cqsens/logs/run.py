@@ -421,8 +421,9 @@ def _serve(cache: ShapeCache, task: _Check) -> _Done:
     if not task.search:
         why = ("the run's --total-timeout has passed" if task.timeout is not None
                and task.timeout <= 0 else
-               "the searches allowed for its shape found none (its first record: "
-               f"{(proof.note if proof is not None else '') or 'none proven'})")
+               f"its shape's {SEARCHES} fresh searches are spent"
+               + (f" (its first record: {proof.note})" if proof is not None and proof.note
+                  and not proof.witnesses else ""))
         fill_lower(row, None, _NOT_CHECKED.format(why=why), None)
         return _Done(row, key=task.key)
     fresh, analysis = _fresh(record, opts, task.timeout)
@@ -449,8 +450,9 @@ def _check_in_worker(task: _Check) -> _Done:
     return _serve(cache, task)
 
 
-#: Fresh witness searches a key may take (its first record's included) when its witnesses
-#: do not carry over; past them its records report no lower bound.
+#: Fresh witness searches a key's later records may take when its witnesses do not carry
+#: over to their constants (a search costs up to --witness-time; a check, milliseconds);
+#: past them, such a record reports no lower bound.
 SEARCHES = 3
 
 
@@ -581,7 +583,6 @@ def analyse_log(
             if proof is not None and proof.reusable:
                 cache.store_proof(done.key, Proof(
                     proof.query, proof.sigma, (done.found, *proof.witnesses), None, "", True))
-                searches[done.key] = 0  # a new witness: later records try it first
                 if in_workers:
                     cache.commit()
 
@@ -596,7 +597,7 @@ def analyse_log(
         if done.template is not None and done.plan is not None:
             cache.store(done.shape, done.plan, done.key, done.template.row, done.literals,
                         done.proof)
-            searches[done.key] = 0 if done.proof is not None and done.proof.witnesses else 1
+            searches[done.key] = 0
             if in_workers:
                 cache.commit()  # the workers read the file: the key must be there first
         for other in waiting.pop(shape, []):
