@@ -392,13 +392,13 @@ def _reuse(proof: Proof, key: str, lexed: Lexed, record: Record,
     return None
 
 
-def _serve(cache: ShapeCache, task: _Check) -> _Done:
-    """The row of a record whose key is stored (see :class:`_Check`)."""
+def _serve(cache: ShapeCache, task: _Check, lexed: Lexed | None = None) -> _Done:
+    """The row of a record whose key is stored (see :class:`_Check`); ``lexed``: the
+    record's text, lexed already."""
     record = task.record
     opts = _record_options(task.options, record)
-    lexed = lex(record.sql)
+    lexed = lexed or lex(record.sql)
     got = cache.result(task.key)
-    proof = cache.proof(task.key)
     if got is None:  # not visible here (it cannot happen: the writer commits first)
         first, analysis = _fresh(record, opts, task.timeout)
         return _Done(_finish(_named(first, record), record, task.key, False))
@@ -407,6 +407,7 @@ def _serve(cache: ShapeCache, task: _Check) -> _Done:
     if not opts.get("prove_lower", True):
         fill_lower(row, None, "not searched (--no-lower)", None)
         return _Done(row, key=task.key)
+    proof = cache.proof(task.key)
     if proof is not None and not proof.witnesses and proof.reusable and proof.lower == 0:
         fill_lower(row, 0, None, "reused")  # nothing changes the released value: upper 0
         return _Done(row, key=task.key)
@@ -551,7 +552,7 @@ def analyse_log(
             key = shape_key(fp, lexed, plan.abstract, plan.groups)
             if cache.result(key) is not None:
                 cache.hits += 1
-                serve(slot, fp, key, plan, seconds)
+                serve(slot, fp, key, plan, seconds, lexed)
                 return
         if seconds is not None and seconds <= 0:
             slot.row = _past_total(record, total_timeout)
@@ -561,7 +562,8 @@ def analyse_log(
         future = executor.submit(_work, _Task(record, options, seconds, fp, plan, True))
         running[future] = (slot, shape)
 
-    def serve(slot: _Slot, fp: str, key: str, plan: Plan, seconds: float | None) -> None:
+    def serve(slot: _Slot, fp: str, key: str, plan: Plan, seconds: float | None,
+              lexed: Lexed) -> None:
         assert cache is not None
         search = searches.get(key, 0) < SEARCHES and (seconds is None or seconds > 0)
         task = _Check(slot.record, options, seconds, fp, key, plan, full, search, cache.path)
@@ -571,7 +573,7 @@ def analyse_log(
             future = executor.submit(_check_in_worker, task)
             running[future] = (slot, "")
             return
-        settled(_serve(cache, task), slot)
+        settled(_serve(cache, task, lexed), slot)
 
     def settled(done: _Done, slot: _Slot) -> None:
         slot.row = done.row
