@@ -9,7 +9,9 @@ equality and sort order kept, checked by :func:`~cqsens.logs.shape.shape_key`),
 and the two rows must differ only in the renderings of those constants;
 otherwise the shape is cached with every literal pinned.  This second analysis
 is also a check of the plan: a result that moved with the constants keeps them
-in the key.
+in the key.  It runs without the witness search, and a template holds no lower
+bound (:func:`without_lower`): each record gets its own from the shape's
+witnesses, checked for it (:mod:`cqsens.logs.proofs`).
 """
 
 from __future__ import annotations
