@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,8 @@ def compact(row: dict[str, Any]) -> dict[str, Any]:
 
 def run_log(inputs: tuple[str, ...], *, target: Path, chosen: str, jobs: int, timeout: float,
             command: str, options: dict[str, Any], query_column: str | None,
-            cache_file: str | None, share: bool, strict: bool, output: str) -> None:
+            cache_file: str | None, share: bool, strict: bool, output: str,
+            total_timeout: float | None = None) -> None:
     """Analyse query logs (and query files) and write the report; exits."""
     from cqsens.batch import collect_files, summarise
     from cqsens.logs.cache import ShapeCache
@@ -46,11 +48,19 @@ def run_log(inputs: tuple[str, ...], *, target: Path, chosen: str, jobs: int, ti
                 text = f.read_text(encoding="utf-8", errors="replace")
                 yield Record(str(f), str(f), text)
 
+    scratch: tempfile.TemporaryDirectory[str] | None = None
     try:
-        cache = ShapeCache(cache_file) if cache_file else ShapeCache() if share else None
+        if cache_file:
+            cache: ShapeCache | None = ShapeCache(cache_file)
+        elif share and jobs > 1:  # a file for this run, so that the workers read it too
+            scratch = tempfile.TemporaryDirectory(prefix="cqsens-shapes-")
+            cache = ShapeCache(Path(scratch.name) / "shapes.sqlite")
+        else:
+            cache = ShapeCache() if share else None
     except InputError as err:
         fail(err)
     counts: dict[str, int] = {"total": 0, "errors": 0, "timed_out": 0}
+    proofs = {"searched": 0, "reused": 0, "skipped": 0}
     tally: list[dict[str, Any]] = []  # one small row per shape, for the summary
     failed = unbounded = False
     groups: dict[str, dict[str, Any]] = {}
@@ -59,12 +69,14 @@ def run_log(inputs: tuple[str, ...], *, target: Path, chosen: str, jobs: int, ti
         nonlocal failed, unbounded
         counts["total"] += 1
         failed = failed or row["status"] != "ok"
+        if row["status"] == "ok":
+            proofs[row.get("proof") or "skipped"] += 1
         unbounded = unbounded or (row["status"] == "ok" and row["upper"] == "inf")
         if row["status"] != "ok":
             click.echo(f"  {row['status']}: {row['error']}", err=True)
 
-    rows = analyse_log(records(), jobs=jobs, timeout=timeout, cache=cache,
-                       full=chosen != "jsonl", **options)
+    rows = analyse_log(records(), jobs=jobs, timeout=timeout, total_timeout=total_timeout,
+                       cache=cache, full=chosen != "jsonl", **options)
     try:
         if chosen == "jsonl":
             def write(temporary: Path) -> None:
@@ -112,11 +124,14 @@ def run_log(inputs: tuple[str, ...], *, target: Path, chosen: str, jobs: int, ti
         if cache is not None:
             stats = cache.stats()
             cache.close()
+        if scratch is not None:
+            scratch.cleanup()
     s = _folded(tally)
     hits = f"; cache: {stats['hits']} hits, {stats['misses']} misses" if cache is not None else ""
     click.echo(f"{output}: {s['total']} records: {s['bounded']} bounded, {s['unbounded']} "
                f"unbounded, {s['errors']} errors, {s['timed_out']} timed out; "
-               f"{s['tight']} tight{hits}")
+               f"{s['tight']} tight; lower bounds: {proofs['searched']} proven, "
+               f"{proofs['reused']} reused, {proofs['skipped']} skipped{hits}")
     sys.exit(EXIT_INPUT if strict and (failed or unbounded) else EXIT_OK)
 
 

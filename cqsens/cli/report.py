@@ -20,6 +20,7 @@ from cqsens.cli.options import (
     timeout_option,
 )
 from cqsens.cli.output import check_output, force_option, write_output
+from cqsens.cli.params import TIMEOUT
 from cqsens.cli.validate import check_shared_options
 from cqsens.errors import InputError
 from cqsens.files import write_text_atomically
@@ -48,6 +49,9 @@ _SUFFIX_FORMATS = {"htm": "html", "html": "html", "md": "md", "markdown": "md", 
 @click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
               help="Worker processes; the output order does not depend on it.")
 @timeout_option(10.0, "Seconds per query; a slower query is reported as timed out")
+@click.option("--total-timeout", type=TIMEOUT, default=None, metavar="SECONDS",
+              help="Seconds for a whole query log (logs only): past it, records of stored "
+                   "shapes get no lower bound and others a timeout row.")
 @click.option("--strict", is_flag=True,
               help="Exit 1 if any file fails, times out, or is unbounded (for CI gates).")
 @click.option("--no-lower", is_flag=True, help="Skip the witness search (lower bounds null).")
@@ -80,6 +84,7 @@ def report_cmd(
     fmt: str | None,
     jobs: int,
     timeout: float,
+    total_timeout: float | None,
     strict: bool,
     no_lower: bool,
     query_column: str | None,
@@ -127,7 +132,8 @@ def report_cmd(
         run_log(inputs, target=target, chosen=chosen, jobs=jobs, timeout=timeout,
                 command=command, options=options, query_column=query_column,
                 cache_file=None if no_cache else cache_file, share=not no_cache,
-                strict=strict, output=output)
+                strict=strict, output=output,
+                total_timeout=None if total_timeout == float("inf") else total_timeout)
         return
     if chosen == "jsonl":
         raise click.UsageError("-o .jsonl streams the rows of a query log: give a .jsonl, "

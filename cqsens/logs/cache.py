@@ -1,12 +1,19 @@
-"""The canonical-shape cache: a SQLite file of shape plans and row templates.
+"""The canonical-shape cache: a SQLite file of shape plans, row templates and witnesses.
 
-Two tables: ``plans`` maps a shape (the options' fingerprint, the template of
-tokens and which literals are equal) to the literals that may be abstract;
-``results`` maps a cache key (:func:`cqsens.logs.shape.shape_key`) to the row
-template of its first record (:mod:`cqsens.logs.template`) and that record's
-literals.  The fingerprint holds cqsens's version, so a new version never
-reads an old result.  Only the process that runs the log writes the file; a
-cluster gives each worker its own file (README, "Query logs").
+Three tables: ``plans`` maps a shape (the options' fingerprint, the template of
+tokens and which literals are equal) to its plan (the literals that may be
+abstract and the groups of literals that can meet); ``results`` maps a cache
+key (:func:`cqsens.logs.shape.shape_key`) to the row template of its first
+record (:mod:`cqsens.logs.template`) and that record's literals; ``proofs``
+maps a key to what its records proved about the lower bound: the shape's
+parsed query and witnesses, each with its record's literal values
+(:mod:`cqsens.logs.proofs`).  The fingerprint holds cqsens's version, so a new
+version never reads an old result.
+
+A file cache is in SQLite's WAL mode: one process writes (the one that runs the
+log) while its worker processes, or other runs, read it.  A cluster can give
+each worker its own file and :meth:`ShapeCache.merge` them afterwards (README,
+"Query logs").
 """
 
 from __future__ import annotations
@@ -14,32 +21,60 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections import OrderedDict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from cqsens.errors import InputError
 from cqsens.logs.plan import Plan
+from cqsens.logs.proofs import Proof, pack, unpack
 
-__all__ = ["ShapeCache"]
+__all__ = ["FORMAT", "Result", "ShapeCache"]
 
+#: The layout of the file (SQLite's user_version); a file of another layout is emptied.
+FORMAT = 2
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS plans (shape TEXT PRIMARY KEY, abstract TEXT NOT NULL,
-                                  ordered TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS plans (shape TEXT PRIMARY KEY, plan TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, row TEXT NOT NULL,
-                                    literals TEXT NOT NULL, ordered TEXT NOT NULL);
+                                    literals TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS proofs (key TEXT PRIMARY KEY, proof BLOB NOT NULL);
 """
 _COMMIT_EVERY = 500
-#: Plans and results kept in memory as well (each), the most recently used first.
+#: Plans, results and proofs kept in memory as well (each), the most recently used first.
 MEMORY = 4096
+#: Witnesses kept per key (the most recent first).
+WITNESSES = 6
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """A key's row template and the literals (as written) of the record it came from."""
+
+    row: str
+    literals: tuple[str, ...]
+
+
+def _plan_json(plan: Plan) -> str:
+    return json.dumps({"abstract": sorted(plan.abstract), "ordered": sorted(plan.ordered),
+                       "groups": None if plan.groups is None else [list(g) for g in plan.groups]})
+
+
+def _plan_of(text: str) -> Plan:
+    got = json.loads(text)
+    groups = got["groups"]
+    return Plan(frozenset(got["abstract"]), frozenset(got["ordered"]),
+                None if groups is None else tuple(tuple(g) for g in groups))
 
 
 class ShapeCache:
-    """Plans and row templates in SQLite (``":memory:"`` for one run only).
+    """Plans, row templates and witnesses in SQLite (``":memory:"`` for one run only).
 
     Parameters
     ----------
     path : str or Path
         The cache file (created when missing).
+    readonly : bool
+        Open for reading only (a worker process of the run that writes it).
 
     Raises
     ------
@@ -47,19 +82,53 @@ class ShapeCache:
         The file is not a cqsens cache or cannot be opened.
     """
 
-    def __init__(self, path: str | Path = ":memory:") -> None:
+    def __init__(self, path: str | Path = ":memory:", *, readonly: bool = False) -> None:
         self.path = str(path)
         self.hits = 0
         self.misses = 0
         self._pending = 0
         self._plans: OrderedDict[str, Plan | None] = OrderedDict()
-        self._results: OrderedDict[str, tuple[str, list[str], frozenset[int]] | None] = \
-            OrderedDict()
+        self._results: OrderedDict[str, Result | None] = OrderedDict()
+        self._proofs: OrderedDict[str, Proof | None] = OrderedDict()
         try:
-            self._db = sqlite3.connect(self.path)
-            self._db.executescript(_SCHEMA)
+            self._db = sqlite3.connect(self.path, timeout=30.0)
+            if self.shared:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=NORMAL")
+            if not readonly:
+                self._migrate()
         except sqlite3.DatabaseError as err:
             raise InputError(f"cannot use {self.path} as a cache ({err})", source=self.path,
+                             construct="--cache") from None
+
+    @property
+    def shared(self) -> bool:
+        """Whether other processes can open this cache (a file, not ``:memory:``)."""
+        return self.path != ":memory:" and not self.path.startswith("file::memory:")
+
+    def _migrate(self) -> None:
+        (version,) = self._db.execute("PRAGMA user_version").fetchone()
+        tables = {name for (name,) in self._db.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if version != FORMAT and tables - {"plans", "results", "proofs"}:
+            raise InputError(f"{self.path} is not a cqsens cache (it holds the tables "
+                             f"{', '.join(sorted(tables))}); give another --cache file",
+                             source=self.path, construct="--cache")
+        if version != FORMAT:  # an older layout: a cache is only a cache, start afresh
+            for table in ("plans", "results", "proofs"):
+                self._db.execute(f"DROP TABLE IF EXISTS {table}")
+            self._db.execute(f"PRAGMA user_version = {FORMAT}")
+        self._db.executescript(_SCHEMA)
+        self._db.commit()
+
+    def _read(self, sql: str, key: str) -> Any:
+        try:
+            # fetchall ends the statement, and with it the read transaction: a worker's
+            # next read sees what the writer committed since (WAL snapshots)
+            rows = self._db.execute(sql, (key,)).fetchall()
+            return rows[0] if rows else None
+        except sqlite3.DatabaseError as err:
+            raise InputError(f"cannot read the cache {self.path} ({err})", source=self.path,
                              construct="--cache") from None
 
     def plan(self, shape: str) -> Plan | None:
@@ -67,40 +136,97 @@ class ShapeCache:
         if shape in self._plans:
             self._plans.move_to_end(shape)
             return self._plans[shape]
-        got = self._db.execute("SELECT abstract, ordered FROM plans WHERE shape = ?",
-                               (shape,)).fetchone()
-        plan = None if got is None else Plan(frozenset(json.loads(got[0])),
-                                             frozenset(json.loads(got[1])))
+        got = self._read("SELECT plan FROM plans WHERE shape = ?", shape)
+        plan = None if got is None else _plan_of(got[0])
         if plan is not None:
             _remember(self._plans, shape, plan)
         return plan
 
-    def result(self, key: str) -> tuple[str, list[str], frozenset[int]] | None:
-        """The row template, the first record's literals and the literals compared by order."""
+    def result(self, key: str) -> Result | None:
+        """The row template of a key and the literals of the record it came from."""
         if key in self._results:
             self._results.move_to_end(key)
             return self._results[key]
-        got = self._db.execute("SELECT row, literals, ordered FROM results WHERE key = ?",
-                               (key,)).fetchone()
+        got = self._read("SELECT row, literals FROM results WHERE key = ?", key)
         if got is None:
             return None
-        found = (got[0], json.loads(got[1]), frozenset(json.loads(got[2])))
+        found = Result(got[0], tuple(json.loads(got[1])))
         _remember(self._results, key, found)
         return found
 
-    def store(self, shape: str, plan: Plan, key: str, row: str, literals: list[str]) -> None:
-        """Remember a shape's plan and a key's row template."""
-        self._db.execute("INSERT OR REPLACE INTO plans VALUES (?, ?, ?)",
-                         (shape, json.dumps(sorted(plan.abstract)),
-                          json.dumps(sorted(plan.ordered))))
-        self._db.execute("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?)",
-                         (key, row, json.dumps(literals), json.dumps(sorted(plan.ordered))))
+    def proof(self, key: str) -> Proof | None:
+        """What the records of a key proved about its lower bound."""
+        if key in self._proofs:
+            self._proofs.move_to_end(key)
+            return self._proofs[key]
+        got = self._read("SELECT proof FROM proofs WHERE key = ?", key)
+        if got is None:
+            return None
+        found = unpack(bytes(got[0]), self.path)
+        _remember(self._proofs, key, found)
+        return found
+
+    def store(self, shape: str, plan: Plan, key: str, row: str, literals: list[str],
+              proof: Proof | None) -> None:
+        """Remember a shape's plan, a key's row template and its proof."""
+        self._db.execute("INSERT OR REPLACE INTO plans VALUES (?, ?)", (shape, _plan_json(plan)))
+        self._db.execute("INSERT OR REPLACE INTO results VALUES (?, ?, ?)",
+                         (key, row, json.dumps(literals)))
         _remember(self._plans, shape, plan)
-        _remember(self._results, key, (row, list(literals), plan.ordered))
+        _remember(self._results, key, Result(row, tuple(literals)))
+        if proof is not None:
+            self.store_proof(key, proof)
+        self._written()
+
+    def store_proof(self, key: str, proof: Proof) -> None:
+        """Replace a key's proof (a witness found for another record of it)."""
+        if len(proof.witnesses) > WITNESSES:
+            proof = Proof(proof.query, proof.sigma, proof.witnesses[:WITNESSES], proof.lower,
+                          proof.note, proof.reusable)
+        self._db.execute("INSERT OR REPLACE INTO proofs VALUES (?, ?)", (key, pack(proof)))
+        _remember(self._proofs, key, proof)
+        self._written()
+
+    def _written(self) -> None:
         self._pending += 1
         if self._pending >= _COMMIT_EVERY:
+            self.commit()
+
+    def commit(self) -> None:
+        """Make what was stored visible to other processes."""
+        if self._pending:
             self._db.commit()
             self._pending = 0
+
+    def merge(self, other: str | Path) -> int:
+        """Copy into this cache every plan, result and proof of another cache file that
+        this one lacks (one cache per worker of a cluster, merged afterwards).
+
+        Returns
+        -------
+        int
+            The number of results copied.
+        """
+        self.commit()
+        try:
+            self._db.execute("ATTACH DATABASE ? AS other", (str(other),))
+        except sqlite3.DatabaseError as err:
+            raise InputError(f"cannot read the cache {other} ({err})", source=str(other),
+                             construct="--cache") from None
+        try:
+            (version,) = self._db.execute("PRAGMA other.user_version").fetchone()
+            if version != FORMAT:
+                raise InputError(f"{other} is not a cache of this version of cqsens",
+                                 source=str(other), construct="--cache")
+            self._db.execute("INSERT OR IGNORE INTO plans SELECT * FROM other.plans")
+            self._db.execute("INSERT OR IGNORE INTO proofs SELECT * FROM other.proofs")
+            middle = self._db.total_changes
+            self._db.execute("INSERT OR IGNORE INTO results SELECT * FROM other.results")
+            copied = self._db.total_changes - middle
+            self._db.commit()
+        finally:
+            self._db.execute("DETACH DATABASE other")
+        return copied
 
     def stats(self) -> dict[str, Any]:
         """Hits, misses and the number of stored results."""
@@ -109,8 +235,10 @@ class ShapeCache:
 
     def close(self) -> None:
         """Commit and close."""
-        self._db.commit()
-        self._db.close()
+        try:
+            self._db.commit()
+        finally:
+            self._db.close()
 
 
 def _remember(memory: OrderedDict[str, Any], key: str, value: Any) -> None:

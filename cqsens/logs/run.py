@@ -19,10 +19,12 @@ import multiprocessing
 import os
 import signal
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
+from fractions import Fraction
 from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -31,9 +33,12 @@ from typing import Any
 from cqsens.batch import NO_LIMIT_SECONDS, row_for
 from cqsens.errors import InputError, TimeLimitError
 from cqsens.frontend.ddl import load_schema
+from cqsens.frontend.sqlgen import sqlite_query
+from cqsens.ir.cq import AggregateQuery
 from cqsens.ir.schema import Schema
 from cqsens.logs.cache import ShapeCache
 from cqsens.logs.plan import Plan, abstract_literals
+from cqsens.logs.proofs import Proof, check, fill_lower, instances, own_query
 from cqsens.logs.records import Record
 from cqsens.logs.shape import Lexed, lex, literal_value, shape_key
 from cqsens.logs.template import (
@@ -46,6 +51,7 @@ from cqsens.logs.template import (
 )
 from cqsens.pipeline import Analysis, analyze
 from cqsens.release.values import parse_value_bounds
+from cqsens.witness.model import Witness
 from cqsens.witness.schema_checks import column_checks
 
 __all__ = ["analyse_log", "fingerprint"]
@@ -54,6 +60,11 @@ _ANALYZE_KEYS = ("schema", "dialect", "fds", "cds", "constraints", "neighbor", "
                  "contributions", "rows", "epsilon", "delta", "prove_lower", "public", "unit",
                  "owner",
                  "witness_time")
+
+
+_NONE = object()
+_DEFAULTS: dict[str, object] = {"neighbor": "add-remove", "contributions": 1,
+                                "prove_lower": True, "witness_time": 0.5}
 
 
 def _version() -> str:
@@ -82,8 +93,10 @@ def fingerprint(options: dict[str, Any], record: Record) -> str:
     """Everything but the query text an analysis depends on, as one digest: cqsens's
     version, the options (files by content), the record's dialect and schema."""
     opts = _record_options(options, record)
+    # an option given at its default is the option left out (cqsens report gives them all)
     parts = {k: (_content(v) if k in ("schema", "constraints") else v)
-             for k, v in sorted(opts.items()) if k in _ANALYZE_KEYS}
+             for k, v in sorted(opts.items()) if k in _ANALYZE_KEYS
+             and not (v is None or v == [] or v == () or _DEFAULTS.get(k, _NONE) == v)}
     blob = json.dumps([_version(), parts], sort_keys=True, default=str)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
@@ -158,7 +171,8 @@ def _error_row(record: Record, status: str, message: str,
             "query": record.sql or None,
             "inputs": inputs or {"schema": None, "constraints": None, "dependencies": []},
             "aggregate": None, "upper": None, "lower": None, "tight": False, "reason": message,
-            "suggestion": None, "noise": None, "analysis": None, "shape": None, "cached": False}
+            "suggestion": None, "noise": None, "analysis": None, "shape": None, "cached": False,
+            "proof": None}
 
 
 def _one_line(text: str) -> str:
@@ -176,12 +190,31 @@ def _analyse_row(sql: str, opts: dict[str, Any], timeout: float | None) -> dict[
 
 @dataclass(frozen=True, slots=True)
 class _Task:
+    """A record of a new shape (``share``: make its shape's template), or a record to
+    analyse on its own."""
+
     record: Record
     options: dict[str, Any]
     timeout: float | None
     fingerprint: str
     plan: Plan | None
     share: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _Check:
+    """A record whose key is stored: its row from the template, its lower bound from the
+    key's witnesses, checked (in a worker, which reads the cache file itself)."""
+
+    record: Record
+    options: dict[str, Any]
+    timeout: float | None
+    fingerprint: str
+    key: str
+    plan: Plan
+    full: bool
+    search: bool
+    cache_path: str
 
 
 @dataclass
@@ -192,6 +225,9 @@ class _Done:
     key: str = ""
     template: Template | None = None
     literals: list[str] = field(default_factory=list)
+    proof: Proof | None = None
+    found: tuple[tuple[int | Fraction | str, ...], Witness] | None = None
+    searched: bool = False
 
 
 def _shape_id(fp: str, lexed: Lexed) -> str:
@@ -211,60 +247,93 @@ def _finish(row: dict[str, Any], record: Record, key: str, cached: bool) -> dict
         row["analysis"]["source"] = record.where
     row["shape"] = key[:16]
     row["cached"] = cached
+    row.setdefault("proof", None)
     return {"id": row.pop("id"), **row}
+
+
+def _fresh(record: Record, opts: dict[str, Any], timeout: float | None
+           ) -> tuple[dict[str, Any], Analysis | None]:
+    """The row of one record analysed on its own (an error row when it fails)."""
+    try:
+        first = _analyse_row(record.sql, opts, timeout)
+    except TimeLimitError:
+        limit = "its limit" if timeout is None else f"{timeout:g} s"
+        return _error_row(record, "timeout", f"{record.where}: timed out after {limit}",
+                          _inputs(opts)), None
+    except InputError as err:
+        text = _one_line(str(err)).replace(SOURCE, record.where)
+        if not text.startswith(record.where):
+            text = f"{record.where}: {text}"
+        return _error_row(record, "error", text, _inputs(opts)), None
+    except RecursionError:
+        return _error_row(record, "error", f"{record.where}: the query is too deeply "
+                                           "nested to analyse", _inputs(opts)), None
+    except Exception as exc:  # noqa: BLE001 - a bug must not stop the run; it is shown
+        return _error_row(record, "error", f"{record.where}: internal error "
+                                           f"({type(exc).__name__}: {exc}); please report it",
+                          _inputs(opts)), None
+    analysis: Analysis = first.pop("_analysis")
+    first["proof"] = "searched" if analysis.lower is not None and analysis.witness is not None \
+        else None
+    return first, analysis
+
+
+def _named(row: dict[str, Any], record: Record) -> dict[str, Any]:
+    """A row analysed under :data:`SOURCE`, with the record's own name."""
+    loaded: dict[str, Any] = json.loads(json.dumps(row).replace(
+        json.dumps(SOURCE)[1:-1], json.dumps(record.where)[1:-1]))
+    return loaded
+
+
+def _values(lexed: Lexed) -> tuple[int | Fraction | str, ...]:
+    return tuple(literal_value(lit) for lit in lexed.literals)
+
+
+def _proof_of(analysis: Analysis, lexed: Lexed) -> Proof:
+    """What a shape's first record proved about its lower bound."""
+    query = analysis.query_obj
+    witness = analysis.witness
+    reusable = isinstance(query, AggregateQuery) and not analysis.summary
+    if witness is not None and analysis.lower is not None and reusable:
+        return Proof(query, analysis.sigma, ((_values(lexed), witness),))
+    return Proof(query, analysis.sigma, (), analysis.lower, analysis.lower_note,
+                 reusable and (analysis.lower is None or analysis.lower == 0))
 
 
 def _work(task: _Task) -> _Done:
     """Analyse a record of a new shape and make its shape's row template."""
     record = task.record
     opts = _record_options(task.options, record)
+    first, analysis = _fresh(record, opts, task.timeout)
+    if analysis is None:
+        return _Done(first)
+    if not task.share:
+        return _Done(_finish(_named(first, record), record, "", False))
     lexed = lex(record.sql)
     shape = _shape_id(task.fingerprint, lexed)
-    try:
-        first = _analyse_row(record.sql, opts, task.timeout)
-    except TimeLimitError:
-        limit = "its limit" if task.timeout is None else f"{task.timeout:g} s"
-        return _Done(_error_row(record, "timeout", f"{record.where}: timed out after {limit}",
-                                _inputs(opts)))
-    except InputError as err:
-        text = _one_line(str(err)).replace(SOURCE, record.where)
-        if not text.startswith(record.where):
-            text = f"{record.where}: {text}"
-        return _Done(_error_row(record, "error", text, _inputs(opts)))
-    except RecursionError:
-        return _Done(_error_row(record, "error", f"{record.where}: the query is too deeply "
-                                                 "nested to analyse", _inputs(opts)))
-    except Exception as exc:  # noqa: BLE001 - a bug must not stop the run; it is shown
-        return _Done(_error_row(record, "error", f"{record.where}: internal error "
-                                                 f"({type(exc).__name__}: {exc}); please report it",
-                                _inputs(opts)))
-    analysis: Analysis = first.pop("_analysis")
-    if not task.share:
-        row = json.loads(json.dumps(first).replace(json.dumps(SOURCE)[1:-1],
-                                                   json.dumps(record.where)[1:-1]))
-        return _Done(_finish(row, record, "", False))
     plan = task.plan
     if plan is None:
         schema = _parsed_schema(opts)
         checked = column_checks(schema, value_bounds=parse_value_bounds(opts.get("bounds") or ()),
                                 columns=analysis.query_obj.columns)
         plan = abstract_literals(analysis.query_obj, lexed, checked)
+    without = dict(opts, prove_lower=False)
 
     def rerun(sql: str) -> dict[str, Any] | None:
         try:
-            other = _analyse_row(sql, opts, task.timeout)
+            other = _analyse_row(sql, without, task.timeout)
         except Exception:  # noqa: BLE001 - any failure only keeps the constants in the key
             return None
         other.pop("_analysis")
         return other
 
     template = derive_template(first, sql=record.sql, lexed=lexed,
-                               fingerprint=task.fingerprint, abstract=plan.abstract,
-                               ordered=plan.ordered, rerun=rerun)
-    plan = Plan(template.abstract, template.ordered)
-    key = shape_key(task.fingerprint, lexed, plan.abstract)
-    row = _finish(instantiate(template.row, lexed, source=record.where), record, key, False)
-    return _Done(row, shape, plan, key, template, [lit.text for lit in lexed.literals])
+                               fingerprint=task.fingerprint, plan=plan, rerun=rerun)
+    plan = template.plan
+    key = shape_key(task.fingerprint, lexed, plan.abstract, plan.groups)
+    row = _finish(_named(first, record), record, key, False)
+    return _Done(row, shape, plan, key, template, [lit.text for lit in lexed.literals],
+                 _proof_of(analysis, lexed), searched=True)
 
 
 class _Inline(Executor):
@@ -287,27 +356,105 @@ def _compiled(template: str, compact: bool) -> Compiled:
     return compile_template(template, compact=compact)
 
 
-def _hit(cache: ShapeCache, fp: str, lexed: Lexed, record: Record,
-         plan: Plan, full: bool = True) -> dict[str, Any] | None:
-    key = shape_key(fp, lexed, plan.abstract)
-    got = cache.result(key)
-    if got is None:
+_NOT_CHECKED = ("not proven for this record: its shape's witness did not carry over to its "
+                "constants and {why}")
+
+
+_MODES: dict[tuple[str, tuple[int | Fraction | str, ...]], str] = {}
+
+
+def _reuse(proof: Proof, key: str, lexed: Lexed, record: Record,
+           opts: dict[str, Any], plan: Plan) -> Witness | None:
+    """An instance of one of the key's witnesses for this record, checked with is_witness
+    against the record's own query; None when none checks."""
+    schema = _parsed_schema(opts)
+    dialect = opts.get("dialect")
+    own_sql = sqlite_query(record.sql, dialect)
+    if own_sql is None:
         return None
-    template, literals, ordered = got
-    row = _finish(instantiate(_compiled(template, not full), lexed, source=record.where),
-                  record, key, True)
-    if any(literals[i] != lexed.literals[i].text for i in ordered if i < len(literals)):
-        # a constant compared by order changed: the representative's witness may not carry
-        # over (no integer may lie between the new constants), so no lower bound is claimed
-        note = ("not re-proven for this record's constants (its shape's analysis came from "
-                "the cache; run without --cache for a witness)")
-        row["lower"] = None
-        row["tight"] = False
-        if isinstance(row.get("analysis"), dict):
-            row["analysis"]["sensitivity"]["lower"] = None
-            row["analysis"]["sensitivity"]["tight"] = False
-            row["analysis"]["lower_note"] = note
-    return row
+    bounds = parse_value_bounds(opts.get("bounds") or ())
+    new = _values(lexed)
+    for values, witness in proof.witnesses:
+        if len(values) != len(new):
+            continue
+        old = {i: values[i] for i in plan.abstract}
+        fresh = {i: new[i] for i in plan.abstract}
+        query = own_query(proof.query, witness, record.sql, schema=schema, dialect=dialect)
+        if query is None:
+            return None
+        last = (key, values)
+        for mode, instance in instances(witness, old, fresh, own_sql, _MODES.get(last, "")):
+            if check(query, proof.sigma, instance, schema=schema, value_bounds=bounds):
+                if len(_MODES) > 4096:
+                    _MODES.clear()
+                _MODES[last] = mode  # the next record of the key tries it first
+                return instance
+    return None
+
+
+def _serve(cache: ShapeCache, task: _Check, lexed: Lexed | None = None) -> _Done:
+    """The row of a record whose key is stored (see :class:`_Check`); ``lexed``: the
+    record's text, lexed already."""
+    record = task.record
+    opts = _record_options(task.options, record)
+    lexed = lexed or lex(record.sql)
+    got = cache.result(task.key)
+    if got is None:  # not visible here (it cannot happen: the writer commits first)
+        first, analysis = _fresh(record, opts, task.timeout)
+        return _Done(_finish(_named(first, record), record, task.key, False))
+    row = _finish(instantiate(_compiled(got.row, not task.full), lexed, source=record.where),
+                  record, task.key, True)
+    if not opts.get("prove_lower", True):
+        fill_lower(row, None, "not searched (--no-lower)", None)
+        return _Done(row, key=task.key)
+    proof = cache.proof(task.key)
+    if proof is not None and not proof.witnesses and proof.reusable and proof.lower == 0:
+        fill_lower(row, 0, None, "reused")  # nothing changes the released value: upper 0
+        return _Done(row, key=task.key)
+    if proof is not None and proof.witnesses:
+        try:
+            instance = _reuse(proof, task.key, lexed, record, opts, task.plan)
+        except Exception:  # noqa: BLE001 - a failed check only means a fresh search
+            instance = None
+        if instance is not None:
+            fill_lower(row, instance.lower, None, "reused")
+            return _Done(row, key=task.key)
+    if not task.search:
+        why = ("the run's --total-timeout has passed" if task.timeout is not None
+               and task.timeout <= 0 else
+               f"its shape's {SEARCHES} fresh searches are spent"
+               + (f" (its first record: {proof.note})" if proof is not None and proof.note
+                  and not proof.witnesses else ""))
+        fill_lower(row, None, _NOT_CHECKED.format(why=why), None)
+        return _Done(row, key=task.key)
+    fresh, analysis = _fresh(record, opts, task.timeout)
+    found = None
+    if analysis is not None and analysis.witness is not None and analysis.lower is not None:
+        found = (_values(lexed), analysis.witness)
+    if analysis is None or fresh["upper"] != row["upper"]:
+        # a fresh analysis is the record's own: it stands (and a timeout is reported)
+        return _Done(_finish(_named(fresh, record), record, task.key, False), key=task.key,
+                     found=found, searched=True)
+    fill_lower(row, fresh["lower"], (fresh["analysis"] or {}).get("lower_note"),
+               fresh.get("proof"))
+    return _Done(row, key=task.key, found=found, searched=True)
+
+
+_READERS: dict[str, ShapeCache] = {}
+
+
+def _check_in_worker(task: _Check) -> _Done:
+    """:func:`_serve` in a worker process, reading the cache file (opened once)."""
+    cache = _READERS.get(task.cache_path)
+    if cache is None:
+        cache = _READERS[task.cache_path] = ShapeCache(task.cache_path, readonly=True)
+    return _serve(cache, task)
+
+
+#: Fresh witness searches a key's later records may take when its witnesses do not carry
+#: over to their constants (a search costs up to --witness-time; a check, milliseconds);
+#: past them, such a record reports no lower bound.
+SEARCHES = 3
 
 
 def analyse_log(
@@ -315,6 +462,7 @@ def analyse_log(
     *,
     jobs: int = 1,
     timeout: float | None = 10.0,
+    total_timeout: float | None = None,
     cache: ShapeCache | None = None,
     window: int | None = None,
     full: bool = True,
@@ -327,9 +475,14 @@ def analyse_log(
     records : iterable of Record
         The log (:func:`cqsens.logs.records.read_records`), read lazily.
     jobs : int
-        Worker processes (1: in this process).
+        Worker processes (1: in this process).  Workers analyse new shapes and check
+        the witnesses of stored ones; a file cache is read by them directly.
     timeout : float or None
         Seconds per record (None: no limit).
+    total_timeout : float or None
+        Seconds for the whole log (None: no limit).  Past it, a record of a stored
+        key gets its row with a lower bound only from a stored witness that checks (no
+        search), and any other record a ``timeout`` row.
     cache : ShapeCache, optional
         Share one analysis per shape through this cache (None: analyse every record).
     window : int, optional
@@ -346,19 +499,31 @@ def analyse_log(
     dict
         One report row per record: ``id``, ``file`` (``file:line``), ``status``,
         ``upper``, ``lower``, ``tight``, ``reason``, ..., ``shape`` (the first 16
-        hex digits of the cache key) and ``cached``.
+        hex digits of the cache key), ``cached`` and ``proof`` (``"searched"``: the
+        lower bound was found for this record; ``"reused"``: a witness of its key,
+        instantiated for it and checked; null: no lower bound).
     """
     limit = window or 64 * max(jobs, 1)
+    end = None if total_timeout is None else time.monotonic() + total_timeout
     executor: Executor
     if jobs <= 1:
         executor = _Inline()
     else:
         ctx = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
         executor = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx)
+    in_workers = jobs > 1 and cache is not None and cache.shared
     order: deque[_Slot] = deque()
     running: dict[Future[_Done], tuple[_Slot, str]] = {}
-    waiting: dict[str, list[tuple[_Slot, str, Lexed]]] = {}
+    waiting: dict[str, list[_Slot]] = {}
     fingerprints: dict[tuple[str | None, str | None], str] = {}
+    searches: dict[str, int] = {}  # fresh witness searches per key
+
+    def budget() -> float | None:
+        """The time a record may take: its own limit within what is left of the run's."""
+        if end is None:
+            return timeout
+        left = end - time.monotonic()
+        return left if timeout is None else min(timeout, left)
 
     def start(slot: _Slot) -> None:
         record = slot.record
@@ -369,36 +534,75 @@ def analyse_log(
         fp = fingerprints.get(fp_key)
         if fp is None:
             fp = fingerprints[fp_key] = fingerprint(options, record)
+        seconds = budget()
         if cache is None:
-            future = executor.submit(_work, _Task(record, options, timeout, fp, None, False))
+            if seconds is not None and seconds <= 0:
+                slot.row = _past_total(record, total_timeout)
+                return
+            future = executor.submit(_work, _Task(record, options, seconds, fp, None, False))
             running[future] = (slot, "")
             return
         lexed = lex(record.sql)
         shape = _shape_id(fp, lexed)
         if shape in waiting:
-            waiting[shape].append((slot, fp, lexed))
+            waiting[shape].append(slot)
             return
         plan = cache.plan(shape)
         if plan is not None:
-            row = _hit(cache, fp, lexed, record, plan, full)
-            if row is not None:
+            key = shape_key(fp, lexed, plan.abstract, plan.groups)
+            if cache.result(key) is not None:
                 cache.hits += 1
-                slot.row = row
+                serve(slot, fp, key, plan, seconds, lexed)
                 return
+        if seconds is not None and seconds <= 0:
+            slot.row = _past_total(record, total_timeout)
+            return
         cache.misses += 1
         waiting[shape] = []
-        future = executor.submit(_work, _Task(record, options, timeout, fp, plan, True))
+        future = executor.submit(_work, _Task(record, options, seconds, fp, plan, True))
         running[future] = (slot, shape)
+
+    def serve(slot: _Slot, fp: str, key: str, plan: Plan, seconds: float | None,
+              lexed: Lexed) -> None:
+        assert cache is not None
+        search = searches.get(key, 0) < SEARCHES and (seconds is None or seconds > 0)
+        task = _Check(slot.record, options, seconds, fp, key, plan, full, search, cache.path)
+        proof = cache.proof(key) if options.get("prove_lower", True) else None
+        light = proof is None or not (proof.witnesses or search)
+        if in_workers and not light:
+            future = executor.submit(_check_in_worker, task)
+            running[future] = (slot, "")
+            return
+        settled(_serve(cache, task, lexed), slot)
+
+    def settled(done: _Done, slot: _Slot) -> None:
+        slot.row = done.row
+        if cache is None or not done.key or not done.searched:
+            return
+        searches[done.key] = searches.get(done.key, 0) + 1
+        if done.found is not None:
+            proof = cache.proof(done.key)
+            if proof is not None and proof.reusable:
+                cache.store_proof(done.key, Proof(
+                    proof.query, proof.sigma, (done.found, *proof.witnesses), None, "", True))
+                if in_workers:
+                    cache.commit()
 
     def settle(future: Future[_Done]) -> None:
         slot, shape = running.pop(future)
         done = future.result()
-        slot.row = done.row
-        if cache is None or not shape:
+        if not shape:
+            settled(done, slot)
             return
+        slot.row = done.row
+        assert cache is not None
         if done.template is not None and done.plan is not None:
-            cache.store(done.shape, done.plan, done.key, done.template.row, done.literals)
-        for other, _fp, _lexed in waiting.pop(shape, []):
+            cache.store(done.shape, done.plan, done.key, done.template.row, done.literals,
+                        done.proof)
+            searches[done.key] = 0
+            if in_workers:
+                cache.commit()  # the workers read the file: the key must be there first
+        for other in waiting.pop(shape, []):
             start(other)
 
     def ready() -> Iterator[dict[str, Any]]:
@@ -428,3 +632,10 @@ def analyse_log(
         yield from ready()
     finally:
         executor.shutdown(wait=False, cancel_futures=True)
+        if cache is not None:
+            cache.commit()
+
+
+def _past_total(record: Record, total: float | None) -> dict[str, Any]:
+    return _error_row(record, "timeout", f"{record.where}: not analysed: the run's "
+                                         f"--total-timeout ({total:g} s) had passed")

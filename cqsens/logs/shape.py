@@ -10,17 +10,22 @@ and without parsing, so that a record already seen costs microseconds.
 options' fingerprint and, for each literal, either its value (a *pinned*
 literal) or only how it compares with the record's other literals (an
 *abstract* literal).  Which literals may be abstract is decided once per shape
-by :func:`cqsens.logs.plan.abstract_literals`; everything about the order and
-equality of literals that the analysis could observe is in the key:
+by :func:`cqsens.logs.plan.abstract_literals`, with the *groups* of literals
+that can meet (docs/rules.md, rule shape-cache); everything about the order
+and equality of literals that the upper bound could observe is in the key,
+within each group:
 
 * the rank of its value among the literals of its kind (numbers, texts),
   with ties, so equal constants stay equal and filters keep their order
   relations;
-* the rank of its ``repr`` and of its CQ rendering, the orders in which the IR
-  sorts atoms and elements, so the output lists them in the same order;
 * the class of its normalised form (``Const.definitely_differs``: ``5`` and
   ``'5'``, ``'F'`` and ``'f'`` may be equal in a database), so the chase
-  meets the same contradictions.
+  meets the same contradictions;
+* for an abstract text, whether it is an ISO date.
+
+The orders in which the output sorts atoms (by the ``repr`` of constants and
+their CQ rendering) are not in the key: a hit may list the atoms of its CQ in
+another order than a fresh analysis would.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from cqsens.ir.cq import Const, format_term
 
 __all__ = ["Lexed", "Literal", "lex", "literal_value", "shape_key", "substitute_literals"]
 
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _TOKEN = re.compile(
     r"""(?P<ws>\s+)
       | (?P<comment>--[^\n]*|/\*.*?\*/)
@@ -139,7 +145,9 @@ def _const(value: int | Fraction | str) -> Const:
     return Const(value if not isinstance(value, Fraction) else float(value))
 
 
-def shape_key(fingerprint: str, lexed: Lexed, abstract: frozenset[int]) -> str:
+def shape_key(fingerprint: str, lexed: Lexed, abstract: frozenset[int],
+              groups: Sequence[Sequence[int]] | None = None, *,
+              presentation: bool = False) -> str:
     """The cache key of a record (a hex digest).
 
     Parameters
@@ -152,24 +160,39 @@ def shape_key(fingerprint: str, lexed: Lexed, abstract: frozenset[int]) -> str:
     abstract : frozenset of int
         The literals (by index) whose value may change without changing the
         analysis, as long as the order and equality relations stay.
+    groups : sequence of sequences of int, optional
+        The literals that can meet (:class:`cqsens.logs.plan.Plan`): order and
+        equality are recorded within each group only (None: all literals are one group).
+    presentation : bool
+        Also record the orders in which the output sorts the literals (their ``repr``
+        and CQ rendering).  They decide only the order in which atoms are listed, so the
+        cache key leaves them out; the check of a row template keeps them
+        (:mod:`cqsens.logs.template`).
 
     Returns
     -------
     str
     """
     values = [literal_value(lit) for lit in lexed.literals]
-    numbers = [i for i, lit in enumerate(lexed.literals) if lit.kind == "number"]
-    texts = [i for i, lit in enumerate(lexed.literals) if lit.kind == "string"]
     parts: list[object] = [fingerprint, lexed.template]
-    for group in (numbers, texts):
-        group_values = [values[i] for i in group]
-        consts = [_const(v) for v in group_values]
-        parts.append(_dense_ranks(group_values))
-        parts.append(_dense_ranks([repr(c.value) for c in consts]))
-        parts.append(_dense_ranks([format_term(c) for c in consts]))
-    normal = [str(_const(v).value).strip().lower() for v in values]
-    normal = [_number_form(n) for n in normal]
-    parts.append(_classes(normal))
+    if groups is None:
+        groups = [range(len(values))]
+    parts.append([list(g) for g in groups])
+    for group in groups:
+        numbers = [i for i in group if lexed.literals[i].kind == "number"]
+        texts = [i for i in group if lexed.literals[i].kind == "string"]
+        for members in (numbers, texts):
+            group_values = [values[i] for i in members]
+            consts = [_const(v) for v in group_values]
+            parts.append(_dense_ranks(group_values))
+            if presentation:
+                parts.append(_dense_ranks([repr(c.value) for c in consts]))
+                parts.append(_dense_ranks([format_term(c) for c in consts]))
+        normal = [_number_form(str(_const(values[i]).value).strip().lower()) for i in group]
+        parts.append(_classes(normal))
+    # an abstract text keeps its form: an ISO date stays one (its text order is its date order)
+    parts.append([bool(_ISO_DATE.fullmatch(v)) if i in abstract and isinstance(v, str) else None
+                  for i, v in enumerate(values)])
     parts.append([None if i in abstract else lit.text for i, lit in enumerate(lexed.literals)])
     blob = json.dumps(parts, separators=(",", ":"), ensure_ascii=False, default=str)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()

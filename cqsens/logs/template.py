@@ -9,7 +9,9 @@ equality and sort order kept, checked by :func:`~cqsens.logs.shape.shape_key`),
 and the two rows must differ only in the renderings of those constants;
 otherwise the shape is cached with every literal pinned.  This second analysis
 is also a check of the plan: a result that moved with the constants keeps them
-in the key.
+in the key.  It runs without the witness search, and a template holds no lower
+bound (:func:`without_lower`): each record gets its own from the shape's
+witnesses, checked for it (:mod:`cqsens.logs.proofs`).
 """
 
 from __future__ import annotations
@@ -22,10 +24,11 @@ from fractions import Fraction
 from typing import Any
 
 from cqsens.ir.cq import Const, format_term
+from cqsens.logs.plan import Plan
 from cqsens.logs.shape import Lexed, lex, literal_value, shape_key, substitute_literals
 
 __all__ = ["SOURCE", "Compiled", "Template", "compile_template", "derive_template", "instantiate",
-           "sql_text"]
+           "sql_text", "without_lower"]
 
 #: Stands for the record's name in a stored row.
 SOURCE = "⟦source⟧"
@@ -35,18 +38,45 @@ _NUMBER_MAPS: tuple[Callable[[int], int], ...] = (
     lambda v: v + 1_000_000, lambda v: v * 1000 + 7 if v >= 0 else v * 1000 - 7,
     lambda v: v + 1, lambda v: v - 1, lambda v: v + 2,
 )
+_ISO_DATE = re.compile(r"(\d{4})(-\d{2}-\d{2})")
+
+
+def _date_or(other: Callable[[str], str]) -> Callable[[str], str]:
+    """An ISO date a thousand years later (same form, same order), another text by ``other``."""
+    def rename(v: str) -> str:
+        m = _ISO_DATE.fullmatch(v)
+        return f"{int(m.group(1)) + 1000:04d}{m.group(2)}" if m else other(v)
+    return rename
+
+
+# a quote in the new text tells the renderings apart ('M' shows alike as a CQ term and in
+# SQL; 'M''q' and 'M\'q' do not), so that a marker takes the style the output really uses
 _TEXT_MAPS: tuple[Callable[[str], str], ...] = (
+    _date_or(lambda v: v + "'q"), _date_or(lambda v: v + "·q"), _date_or(lambda v: "~" + v),
     lambda v: v + "·q", lambda v: v + "~", lambda v: v + "0", lambda v: "~" + v,
 )
 
 
 @dataclass(frozen=True, slots=True)
 class Template:
-    """A row template and what it was made from."""
+    """A row template and the plan it was made with (``plan.abstract`` empty: every
+    literal pinned)."""
 
     row: str
-    abstract: frozenset[int]
-    ordered: frozenset[int]
+    plan: Plan
+
+
+def without_lower(row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` with what the witness decides taken out: ``lower``, ``tight`` and the
+    analysis's ``lower_note`` (a row template holds the upper bound only; the lower
+    bound of each record is its own, :mod:`cqsens.logs.proofs`)."""
+    out = dict(row, lower=None, tight=False, proof=None)
+    analysis = out.get("analysis")
+    if isinstance(analysis, dict):
+        analysis = dict(analysis, lower_note=None)
+        analysis["sensitivity"] = dict(analysis["sensitivity"], lower=None, tight=False)
+        out["analysis"] = analysis
+    return out
 
 
 def sql_text(value: int | Fraction | str) -> str:
@@ -62,14 +92,18 @@ def _renders(value: int | Fraction | str) -> tuple[str, ...]:
     return (format_term(const), sql_text(value), str(value))
 
 
-def _renamed(sql: str, lexed: Lexed, abstract: frozenset[int],
-             fingerprint: str) -> tuple[dict[int, int | str], str] | None:
+def _renamed(sql: str, lexed: Lexed, abstract: frozenset[int], fingerprint: str,
+             groups: tuple[tuple[int, ...], ...] | None
+             ) -> tuple[dict[int, int | str], str] | None:
     """New values for the abstract literals keeping every relation the key records, and
     the SQL that writes them (None when no candidate keeps them)."""
     old = {i: literal_value(lexed.literals[i]) for i in abstract}
     if any(isinstance(v, Fraction) for v in old.values()):
         return None
-    key = shape_key(fingerprint, lexed, abstract)
+    key = shape_key(fingerprint, lexed, abstract, groups)
+    # every order among all the literals is kept too, so that the two analyses list
+    # their atoms alike (a later record of the key may list them in another order)
+    whole = shape_key(fingerprint, lexed, abstract, presentation=True)
     for number_map in _NUMBER_MAPS:
         for text_map in _TEXT_MAPS:
             new: dict[int, int | str] = {
@@ -79,7 +113,9 @@ def _renamed(sql: str, lexed: Lexed, abstract: frozenset[int],
                 continue
             other_sql = substitute_literals(sql, lexed, {i: sql_text(v) for i, v in new.items()})
             other = lex(other_sql)
-            if other.template == lexed.template and shape_key(fingerprint, other, abstract) == key:
+            if other.template == lexed.template \
+                    and shape_key(fingerprint, other, abstract, groups) == key \
+                    and shape_key(fingerprint, other, abstract, presentation=True) == whole:
                 return new, other_sql
     return None
 
@@ -122,8 +158,7 @@ def _site(x: str, y: str, old: dict[int, int | str], new: dict[int, int | str]) 
 
 
 def derive_template(row: dict[str, Any], *, sql: str, lexed: Lexed, fingerprint: str,
-                    abstract: frozenset[int], ordered: frozenset[int],
-                    rerun: Callable[[str], dict[str, Any] | None]) -> Template:
+                    plan: Plan, rerun: Callable[[str], dict[str, Any] | None]) -> Template:
     """The row template of a shape, from its first record's row.
 
     Parameters
@@ -134,36 +169,41 @@ def derive_template(row: dict[str, Any], *, sql: str, lexed: Lexed, fingerprint:
         Its text and literals.
     fingerprint : str
         The options' fingerprint (see :func:`shape_key`).
-    abstract, ordered : frozenset of int
+    plan : Plan
         The plan (:func:`cqsens.logs.plan.abstract_literals`).
     rerun : callable
-        Analyses another SQL text the same way: its row, or None when it fails.
+        Analyses another SQL text the same way, without the witness search: its row,
+        or None when it fails.
 
     Returns
     -------
     Template
-        With ``abstract`` empty when the constants could not be located.
+        Without the lower bound (:func:`without_lower`); with ``plan.abstract`` empty
+        when the constants could not be located.
     """
-    exact = Template(json.dumps(row, ensure_ascii=False), frozenset(), frozenset())
-    if not abstract:
+    first_row = without_lower(row)
+    exact = Template(json.dumps(first_row, ensure_ascii=False),
+                     Plan(frozenset(), frozenset(), plan.groups))
+    if not plan.abstract:
         return exact
-    found = _renamed(sql, lexed, abstract, fingerprint)
+    found = _renamed(sql, lexed, plan.abstract, fingerprint, plan.groups)
     if found is None:
         return exact
     new, other_sql = found
     other_row = rerun(other_sql)
     if other_row is None or other_row.get("status") != "ok":
         return exact
-    old = {i: literal_value(lexed.literals[i]) for i in abstract}
-    first = {k: v for k, v in row.items() if k != "query"}
+    other_row = without_lower(other_row)
+    old = {i: literal_value(lexed.literals[i]) for i in plan.abstract}
+    first = {k: v for k, v in first_row.items() if k != "query"}
     second = {k: v for k, v in other_row.items() if k != "query"}
-    first["analysis"] = {k: v for k, v in row["analysis"].items() if k != "query"}
+    first["analysis"] = {k: v for k, v in first_row["analysis"].items() if k != "query"}
     second["analysis"] = {k: v for k, v in other_row["analysis"].items() if k != "query"}
     try:
         marked = _diff(first, second, old, new)  # type: ignore[arg-type]
     except ValueError:
         return exact
-    return Template(json.dumps(marked, ensure_ascii=False), abstract, ordered)
+    return Template(json.dumps(marked, ensure_ascii=False), plan)
 
 
 @dataclass(frozen=True, slots=True)
