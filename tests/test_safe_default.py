@@ -480,3 +480,17 @@ def test_group_keys_from_a_check_in_list_or_a_foreign_key_into_a_public_table(
     assert code == 0, err
     released = {g["group"]["hos"]: g["value"] for g in json.loads(out)["groups"]}
     assert released == {"1": 2, "2": 1, "3": 0}
+
+
+def test_a_zero_sensitivity_over_private_rows_still_gets_noise(tmp_path: Path) -> None:
+    """Contradictory constants prove 0, but Pat is private: the noise of sensitivity 1 is
+    added anyway (only reads of public tables alone are released exactly)."""
+    url, schema = _db(tmp_path, HOSPITAL, {"Pat": [(1, "F", 30)], "PatDoc": []})
+    assert analyze("SELECT COUNT(*) FROM Pat WHERE sex = 'F' AND sex = 'M'", schema=HOSPITAL,
+                   prove_lower=False).upper == 0
+    code, out, err = run("release", "--sql", "SELECT COUNT(*) FROM Pat WHERE sex = 'F' AND sex = 'M'", "--schema",
+                         str(schema), "--db", url, "--epsilon", "1", "--format", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["parts"][0]["scale"] > 0
+    assert any("noise of sensitivity 1" in n for n in doc["notes"])
