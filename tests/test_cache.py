@@ -221,9 +221,15 @@ def test_every_reported_lower_bound_has_a_witness_checked_for_its_own_record(
     sqls = [_sql(text, v) for v in values]
     records = [Record(f"r{i}", f"log:{i}", sql) for i, sql in enumerate(sqls)]
     rows = list(analyse_log(records, cache=ShapeCache(), schema=schema))
+    earlier: dict[str, object] = {}
     for row, sql in zip(rows, sqls, strict=True):
         assert (row["lower"] is None) == (row["proof"] is None)
+        repeated = sql in earlier
+        proven = earlier.setdefault(sql, row["lower"])
         if row["proof"] != "reused":
+            continue
+        if row["id"] not in seen:  # the text of an earlier record: the bound proven for it
+            assert repeated and proven is not None and row["lower"] == proven
             continue
         # the instance, checked again from scratch against the record's own parsed query
         witness = seen[row["id"]]
@@ -260,6 +266,40 @@ def test_witnesses_reused_in_workers_from_a_wal_file_and_merged(tmp_path: Path) 
     assert merged.merge(file) == 1 and merged.merge(file) == 0
     again = list(analyse_log(records[1:2], cache=merged, schema=SCHEMA))
     assert again[0]["cached"] and again[0]["proof"] == "reused"
+
+
+def test_a_record_run_again_is_served_its_proven_lower_bound_without_a_new_check(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import cqsens.logs.run as run
+
+    text = RANGE_SHAPES[0][1]
+    sqls = [_sql(text, (a, age, 0, "F", date(2020, 1, 1), 1))
+            for a, age in ((50, 30), (70, 40), (90, 55), (10, 20))]
+    records = [Record(f"r{i}", f"log:{i}", sql) for i, sql in enumerate(sqls)]
+    file = tmp_path / "shapes.sqlite"
+    cache = ShapeCache(file)
+    first = list(analyse_log(records, cache=cache, schema=SCHEMA))
+    cache.close()
+    assert all(r["lower"] is not None for r in first)
+    checks: list[str] = []
+    original = run._reuse
+
+    def counted(proof: object, key: str, lexed: object, record: Record, opts: object,
+                plan: object) -> Witness | None:
+        checks.append(record.sql)
+        return original(proof, key, lexed, record, opts, plan)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(run, "_reuse", counted)
+    again_cache = ShapeCache(file)
+    again = list(analyse_log(records, jobs=2, cache=again_cache, schema=SCHEMA))
+    assert checks == []  # every record was proven on the first run: nothing checked again
+    assert [(r["lower"], r["upper"], r["tight"]) for r in again] == \
+        [(r["lower"], r["upper"], r["tight"]) for r in first]
+    assert all(r["proof"] == "reused" for r in again)
+    # a record with new constants is still checked against its own query
+    new = Record("n", "log:n", _sql(text, (61, 33, 0, "F", date(2020, 1, 1), 1)))
+    row = list(analyse_log([new], cache=again_cache, schema=SCHEMA))[0]
+    assert checks == [new.sql] and row["proof"] == "reused" and row["lower"] is not None
 
 
 def test_total_timeout_and_the_summary(tmp_path: Path) -> None:

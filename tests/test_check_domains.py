@@ -308,3 +308,23 @@ def test_rows_per_value_at_row_level_through_a_join() -> None:
     assert a.upper == 5  # a patient changed in place meets the 5 rows of its id
     b = analyze(query, schema=ACCESS, neighbor="substitute")
     assert b.upper == float("inf")
+
+
+def test_each_row_checked_once_and_an_int_is_not_its_float() -> None:
+    from cqsens.witness.evaluate import Database
+
+    schema = schema_from_ddl("CREATE TABLE r (x BLOB, y INTEGER, CHECK (typeof(x) = 'integer'), "
+                             "CHECK (y <= 3));")
+
+    def db(*rows: tuple[object, ...]) -> Database:
+        return Database({"r": ("x", "y")}, {"r": frozenset(rows)}, {"r": ("BLOB", "INTEGER")})
+
+    for _ in range(2):  # the second round answers from what the first remembered
+        assert checks_hold(db((1, 2)), schema)
+        assert not checks_hold(db((1.0, 2)), schema)  # REAL in a BLOB column
+        assert not checks_hold(db((1, 2), (2, 4)), schema)
+        assert checks_hold(db((1, 2), (2, 3)), schema)
+        assert not checks_hold(db((1, 2, 3)), schema)  # a row too wide is no row of r
+    # a CHECK SQLite cannot evaluate fails every row
+    odd = schema_from_ddl("CREATE TABLE r (x BLOB, y INTEGER, CHECK (no_such_function(x)));")
+    assert not checks_hold(db((1, 2)), odd)

@@ -1,13 +1,16 @@
 """The canonical-shape cache: a SQLite file of shape plans, row templates and witnesses.
 
-Three tables: ``plans`` maps a shape (the options' fingerprint, the template of
+Four tables: ``plans`` maps a shape (the options' fingerprint, the template of
 tokens and which literals are equal) to its plan (the literals that may be
 abstract and the groups of literals that can meet); ``results`` maps a cache
 key (:func:`cqsens.logs.shape.shape_key`) to the row template of its first
 record (:mod:`cqsens.logs.template`) and that record's literals; ``proofs``
 maps a key to what its records proved about the lower bound: the shape's
 parsed query and witnesses, each with its record's literal values
-(:mod:`cqsens.logs.proofs`).  The fingerprint holds cqsens's version, so a new
+(:mod:`cqsens.logs.proofs`); ``checked`` maps a key and one record's literals (as
+written) to the lower bound a witness proved for exactly that record, so that a
+record seen before (a log run again) is served without checking its witness again.
+The fingerprint holds cqsens's version, so a new
 version never reads an old result.
 
 A file cache is in SQLite's WAL mode: one process writes (the one that runs the
@@ -32,13 +35,16 @@ from cqsens.logs.proofs import Proof, pack, unpack
 __all__ = ["FORMAT", "Result", "ShapeCache"]
 
 #: The layout of the file (SQLite's user_version); a file of another layout is emptied.
-FORMAT = 2
+FORMAT = 3
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS plans (shape TEXT PRIMARY KEY, plan TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, row TEXT NOT NULL,
                                     literals TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS proofs (key TEXT PRIMARY KEY, proof BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS checked (key TEXT NOT NULL, literals TEXT NOT NULL,
+                                    lower TEXT NOT NULL, PRIMARY KEY (key, literals));
 """
+_TABLES = ("plans", "results", "proofs", "checked")
 _COMMIT_EVERY = 500
 #: Plans, results and proofs kept in memory as well (each), the most recently used first.
 MEMORY = 4096
@@ -110,22 +116,22 @@ class ShapeCache:
         (version,) = self._db.execute("PRAGMA user_version").fetchone()
         tables = {name for (name,) in self._db.execute(
             "SELECT name FROM sqlite_master WHERE type = 'table'")}
-        if version != FORMAT and tables - {"plans", "results", "proofs"}:
+        if version != FORMAT and tables - set(_TABLES):
             raise InputError(f"{self.path} is not a cqsens cache (it holds the tables "
                              f"{', '.join(sorted(tables))}); give another --cache file",
                              source=self.path, construct="--cache")
         if version != FORMAT:  # an older layout: a cache is only a cache, start afresh
-            for table in ("plans", "results", "proofs"):
+            for table in _TABLES:
                 self._db.execute(f"DROP TABLE IF EXISTS {table}")
             self._db.execute(f"PRAGMA user_version = {FORMAT}")
         self._db.executescript(_SCHEMA)
         self._db.commit()
 
-    def _read(self, sql: str, key: str) -> Any:
+    def _read(self, sql: str, *args: str) -> Any:
         try:
             # fetchall ends the statement, and with it the read transaction: a worker's
             # next read sees what the writer committed since (WAL snapshots)
-            rows = self._db.execute(sql, (key,)).fetchall()
+            rows = self._db.execute(sql, args).fetchall()
             return rows[0] if rows else None
         except sqlite3.DatabaseError as err:
             raise InputError(f"cannot read the cache {self.path} ({err})", source=self.path,
@@ -165,6 +171,19 @@ class ShapeCache:
         found = unpack(bytes(got[0]), self.path)
         _remember(self._proofs, key, found)
         return found
+
+    def checked(self, key: str, literals: str) -> str | None:
+        """The lower bound (its JSON text) proven for the record of ``key`` whose
+        literals, as written, are ``literals`` (a JSON list), if one was stored."""
+        got = self._read("SELECT lower FROM checked WHERE key = ? AND literals = ?",
+                         key, literals)
+        return None if got is None else str(got[0])
+
+    def store_checked(self, key: str, literals: str, lower: str) -> None:
+        """Remember the lower bound proven for one record (see :meth:`checked`)."""
+        self._db.execute("INSERT OR REPLACE INTO checked VALUES (?, ?, ?)",
+                         (key, literals, lower))
+        self._written()
 
     def store(self, shape: str, plan: Plan, key: str, row: str, literals: list[str],
               proof: Proof | None) -> None:
@@ -220,6 +239,7 @@ class ShapeCache:
                                  source=str(other), construct="--cache")
             self._db.execute("INSERT OR IGNORE INTO plans SELECT * FROM other.plans")
             self._db.execute("INSERT OR IGNORE INTO proofs SELECT * FROM other.proofs")
+            self._db.execute("INSERT OR IGNORE INTO checked SELECT * FROM other.checked")
             middle = self._db.total_changes
             self._db.execute("INSERT OR IGNORE INTO results SELECT * FROM other.results")
             copied = self._db.total_changes - middle

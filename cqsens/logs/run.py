@@ -33,7 +33,6 @@ from typing import Any
 from cqsens.batch import NO_LIMIT_SECONDS, row_for
 from cqsens.errors import InputError, TimeLimitError
 from cqsens.frontend.ddl import load_schema
-from cqsens.frontend.sqlgen import sqlite_query
 from cqsens.ir.cq import AggregateQuery
 from cqsens.ir.schema import Schema
 from cqsens.logs.cache import ShapeCache
@@ -49,6 +48,7 @@ from cqsens.logs.template import (
     derive_template,
     instantiate,
 )
+from cqsens.logs.transpiled import record_sqlite
 from cqsens.pipeline import Analysis, analyze
 from cqsens.release.values import parse_value_bounds
 from cqsens.witness.model import Witness
@@ -228,6 +228,19 @@ class _Done:
     proof: Proof | None = None
     found: tuple[tuple[int | Fraction | str, ...], Witness] | None = None
     searched: bool = False
+    checked: tuple[str, str] | None = None  # (the record's literals, its lower bound) as JSON
+
+
+def _literal_key(lexed: Lexed) -> str:
+    """A record's literals as written, the key of its proven lower bound in the cache."""
+    return json.dumps([lit.text for lit in lexed.literals])
+
+
+def _proven(row: dict[str, Any], lexed: Lexed) -> tuple[str, str] | None:
+    """What the cache keeps of a row whose lower bound a checked witness proved."""
+    if row.get("proof") not in ("searched", "reused") or row.get("lower") is None:
+        return None
+    return _literal_key(lexed), json.dumps(row["lower"])
 
 
 def _shape_id(fp: str, lexed: Lexed) -> str:
@@ -333,7 +346,7 @@ def _work(task: _Task) -> _Done:
     key = shape_key(task.fingerprint, lexed, plan.abstract, plan.groups)
     row = _finish(_named(first, record), record, key, False)
     return _Done(row, shape, plan, key, template, [lit.text for lit in lexed.literals],
-                 _proof_of(analysis, lexed), searched=True)
+                 _proof_of(analysis, lexed), searched=True, checked=_proven(row, lexed))
 
 
 class _Inline(Executor):
@@ -369,7 +382,7 @@ def _reuse(proof: Proof, key: str, lexed: Lexed, record: Record,
     against the record's own query; None when none checks."""
     schema = _parsed_schema(opts)
     dialect = opts.get("dialect")
-    own_sql = sqlite_query(record.sql, dialect)
+    own_sql = record_sqlite(key, record.sql, lexed, dialect)
     if own_sql is None:
         return None
     bounds = parse_value_bounds(opts.get("bounds") or ())
@@ -407,6 +420,10 @@ def _serve(cache: ShapeCache, task: _Check, lexed: Lexed | None = None) -> _Done
     if not opts.get("prove_lower", True):
         fill_lower(row, None, "not searched (--no-lower)", None)
         return _Done(row, key=task.key)
+    seen = cache.checked(task.key, _literal_key(lexed))
+    if seen is not None:  # this very record was proven before (the log is run again)
+        fill_lower(row, json.loads(seen), None, "reused")
+        return _Done(row, key=task.key)
     proof = cache.proof(task.key)
     if proof is not None and not proof.witnesses and proof.reusable and proof.lower == 0:
         fill_lower(row, 0, None, "reused")  # nothing changes the released value: upper 0
@@ -418,7 +435,7 @@ def _serve(cache: ShapeCache, task: _Check, lexed: Lexed | None = None) -> _Done
             instance = None
         if instance is not None:
             fill_lower(row, instance.lower, None, "reused")
-            return _Done(row, key=task.key)
+            return _Done(row, key=task.key, checked=_proven(row, lexed))
     if not task.search:
         why = ("the run's --total-timeout has passed" if task.timeout is not None
                and task.timeout <= 0 else
@@ -437,7 +454,7 @@ def _serve(cache: ShapeCache, task: _Check, lexed: Lexed | None = None) -> _Done
                      found=found, searched=True)
     fill_lower(row, fresh["lower"], (fresh["analysis"] or {}).get("lower_note"),
                fresh.get("proof"))
-    return _Done(row, key=task.key, found=found, searched=True)
+    return _Done(row, key=task.key, found=found, searched=True, checked=_proven(row, lexed))
 
 
 _READERS: dict[str, ShapeCache] = {}
@@ -568,7 +585,8 @@ def analyse_log(
         search = searches.get(key, 0) < SEARCHES and (seconds is None or seconds > 0)
         task = _Check(slot.record, options, seconds, fp, key, plan, full, search, cache.path)
         proof = cache.proof(key) if options.get("prove_lower", True) else None
-        light = proof is None or not (proof.witnesses or search)
+        light = proof is None or not (proof.witnesses or search) \
+            or cache.checked(key, _literal_key(lexed)) is not None
         if in_workers and not light:
             future = executor.submit(_check_in_worker, task)
             running[future] = (slot, "")
@@ -577,6 +595,8 @@ def analyse_log(
 
     def settled(done: _Done, slot: _Slot) -> None:
         slot.row = done.row
+        if cache is not None and done.key and done.checked is not None:
+            cache.store_checked(done.key, *done.checked)
         if cache is None or not done.key or not done.searched:
             return
         searches[done.key] = searches.get(done.key, 0) + 1
@@ -599,6 +619,8 @@ def analyse_log(
         if done.template is not None and done.plan is not None:
             cache.store(done.shape, done.plan, done.key, done.template.row, done.literals,
                         done.proof)
+            if done.checked is not None:
+                cache.store_checked(done.key, *done.checked)
             searches[done.key] = 0
             if in_workers:
                 cache.commit()  # the workers read the file: the key must be there first

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import Mapping, Sequence
 
 from cqsens.ir.cq import CQ, AggregateQuery
@@ -88,16 +89,33 @@ def declared_hold(
         if any(len({tuple(r[p] for p in key) for r in rows}) != len(rows) for key in ks):
             return False
     if column_checks:
-        conn = sqlite3.connect(":memory:")
-        try:
-            probe = Values(CQ((), frozenset()), conn)
-            for (rel, pos), checks in column_checks.items():
-                for value in {r[pos] for r in db.rows.get(rel, ()) if pos < len(r)}:
-                    if not all(probe.holds(c, value) for c in checks):
-                        return False
-        finally:
-            conn.close()
+        probe = _probe()
+        for (rel, pos), checks in column_checks.items():
+            for value in {r[pos] for r in db.rows.get(rel, ()) if pos < len(r)}:
+                if not all(probe.holds(c, value) for c in checks):
+                    return False
     return True
+
+
+class _Probe(threading.local):
+    """One SQLite connection per thread to decide a predicate Python cannot, and what each
+    (predicate, value) gave: a CHECK or ``--bounds`` predicate is deterministic."""
+
+    values: Values | None = None
+
+
+_PROBES = _Probe()
+#: (predicate, value) answers remembered per thread before the memory starts afresh.
+_MEMO = 200_000
+
+
+def _probe() -> Values:
+    values = _PROBES.values
+    if values is None or sum(len(t) for t in values.memo.values()) > _MEMO:
+        if values is not None:
+            values.conn.close()
+        values = _PROBES.values = Values(CQ((), frozenset()), sqlite3.connect(":memory:"))
+    return values
 
 
 def _is_person_witness(

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import math
 import sqlite3
-from collections.abc import Mapping
+import threading
+from collections.abc import Mapping, Sequence
 
 from cqsens.ir.exact import Exact
 from cqsens.ir.expr import And, Compare, Predicate, Slot, literal_of
 from cqsens.ir.schema import Schema
-from cqsens.witness.evaluate import Database, quote_ident
+from cqsens.witness.evaluate import Database, Value
 
 __all__ = ["checks_hold", "column_checks", "finite_columns", "keys"]
 
@@ -98,30 +99,80 @@ def keys(schema: Schema | None) -> dict[str, tuple[tuple[int, ...], ...]]:
     return out
 
 
+class _RowChecks(threading.local):
+    """One in-memory SQLite database per thread with a table per (columns, CHECKs)
+    signature, and what each row gave: a CHECK is a deterministic expression over one
+    row (SQLite allows neither subqueries nor non-deterministic functions in one), so a
+    row that passed once passes again."""
+
+    def __init__(self) -> None:
+        self.conn: sqlite3.Connection | None = None
+        self.tables: dict[tuple[str, ...], str | None] = {}
+        self.memo: dict[tuple[str, tuple[tuple[str, Value], ...]], bool] = {}
+
+
+_ROWS = _RowChecks()
+#: Rows remembered per thread before the memory starts afresh.
+_MEMO = 200_000
+
+
+def _table(signature: tuple[str, ...]) -> str | None:
+    """The table of a signature (created once); None when SQLite refuses its CHECKs."""
+    if signature in _ROWS.tables:
+        return _ROWS.tables[signature]
+    if _ROWS.conn is None:
+        _ROWS.conn = sqlite3.connect(":memory:", isolation_level=None)
+    name: str | None = f"t{len(_ROWS.tables)}"
+    try:
+        _ROWS.conn.execute(f"CREATE TABLE {name} ({', '.join(signature)})")
+    except sqlite3.Error:
+        name = None
+    _ROWS.tables[signature] = name
+    return name
+
+
+def _row_holds(signature: tuple[str, ...], row: Sequence[Value]) -> bool:
+    """Whether SQLite accepts ``row`` into a table of ``signature`` (its CHECKs hold)."""
+    typed = tuple((type(v).__name__, v) for v in row)  # 1, 1.0 and True are not one value
+    key = ("\0".join(signature), typed)
+    if key in _ROWS.memo:
+        return _ROWS.memo[key]
+    name = _table(signature)
+    ok = name is not None
+    if name is not None and _ROWS.conn is not None:
+        conn = _ROWS.conn
+        conn.execute("SAVEPOINT row_check")
+        try:
+            conn.execute(f"INSERT INTO {name} VALUES ({', '.join('?' for _ in row)})",
+                         tuple(row))
+        except sqlite3.Error:
+            ok = False
+        finally:
+            conn.execute("ROLLBACK TO row_check")
+            conn.execute("RELEASE row_check")
+    if len(_ROWS.memo) > _MEMO:
+        _ROWS.memo.clear()
+    _ROWS.memo[key] = ok
+    return ok
+
+
 def checks_hold(db: Database, schema: Schema | None) -> bool:
     """Whether every row of ``db`` meets every CHECK of ``schema``, as SQLite decides it.
 
     Each table of the schema that ``db`` holds is created in an in-memory SQLite
     database with its declared types and the text of all its CHECKs (the same
-    clauses a written witness declares), and its rows are inserted.  A CHECK
-    that fails, or that SQLite cannot evaluate, makes the answer False: a
-    witness must be loadable into the user's own schema.
+    clauses a written witness declares), and its rows are inserted, one at a time (a
+    CHECK reads one row; each row's answer is remembered).  A CHECK that fails, or
+    that SQLite cannot evaluate, makes the answer False: a witness must be loadable
+    into the user's own schema.
     """
     if schema is None:
         return True
-    conn = sqlite3.connect(":memory:")
-    try:
-        for relation, rows in db.rows.items():
-            table = schema.find(relation)
-            if table is None or not table.checks or not rows:
-                continue
-            defs = [*db.column_defs(relation), *(f"CHECK ({c})" for c in table.checks)]
-            name = quote_ident(relation)
-            conn.execute(f"CREATE TABLE {name} ({', '.join(defs)})")
-            marks = ", ".join("?" for _ in db.columns[relation])
-            conn.executemany(f"INSERT INTO {name} VALUES ({marks})", sorted(rows, key=repr))
-        return True
-    except sqlite3.Error:
-        return False
-    finally:
-        conn.close()
+    for relation, rows in db.rows.items():
+        table = schema.find(relation)
+        if table is None or not table.checks or not rows:
+            continue
+        signature = (*db.column_defs(relation), *(f"CHECK ({c})" for c in table.checks))
+        if not all(_row_holds(signature, row) for row in rows):
+            return False
+    return True

@@ -85,7 +85,7 @@ class _Context:
     scratch: sqlite3.Connection
     bound: UpperBound | None = None
     deadline: float = math.inf
-    memo: dict[tuple[Predicate, str], bool] = field(default_factory=dict)
+    memo: dict[Predicate, dict[str, bool]] = field(default_factory=dict)
     finite: frozenset[Var] = frozenset()  # variables whose column holds finitely many values
     column_checks: Mapping[tuple[str, int], Sequence[Predicate]] = field(default_factory=dict)
     types: Mapping[str, tuple[str, ...]] = field(default_factory=dict)

@@ -24,12 +24,14 @@ class Values:
 
     def __init__(
         self, cq: CQ, conn: sqlite3.Connection,
-        memo: dict[tuple[Predicate, str], bool] | None = None,
+        memo: dict[Predicate, dict[str, bool]] | None = None,
     ) -> None:
         self.conn = conn
         self.used: set[Value] = {c.value for c in cq.constants()}
         self.counter = 0
-        self.memo = {} if memo is None else memo  # (predicate, value) → holds, across attempts
+        # predicate → (repr of a value → holds), across attempts: a predicate is hashed once
+        # per call, not once per candidate value (hashing a predicate walks its whole tree)
+        self.memo = {} if memo is None else memo
 
     def fresh(self, checks: Sequence[Predicate] = ()) -> Value:
         """A value not used before that meets every predicate in ``checks``.
@@ -40,10 +42,11 @@ class Values:
             When ``checks`` is not empty and no candidate meets it.
         """
         candidates = self._candidates(checks)
+        tables = self._tables(checks)
         for value in candidates:
             if value in self.used:
                 continue
-            if all(self.holds(chk, value) for chk in checks):
+            if self._all_hold(tables, value):
                 self.used.add(value)
                 return value
         if checks:
@@ -58,8 +61,8 @@ class Values:
     def meeting(self, checks: Sequence[Predicate]) -> Value | None:
         """A value that meets every predicate in ``checks``, used before or not (None
         when no candidate does): for a column whose values may repeat."""
-        return next((v for v in self._candidates(checks)
-                     if all(self.holds(c, v) for c in checks)), None)
+        tables = self._tables(checks)
+        return next((v for v in self._candidates(checks) if self._all_hold(tables, v)), None)
 
     def _candidates(self, checks: Sequence[Predicate]) -> list[Value]:
         """Values to try: fresh numbers, then values near the predicates' literals."""
@@ -82,17 +85,30 @@ class Values:
     def holds(self, check: Predicate, value: Value) -> bool:
         """Does ``check`` (over ``Slot(0)``) hold for ``value``?  Decided in Python,
         or by SQLite where Python cannot match SQLite's semantics exactly."""
-        key = (check, repr(value))
-        if key not in self.memo:
+        return self._holds(check, self.memo.setdefault(check, {}), value, repr(value))
+
+    def _tables(self, checks: Sequence[Predicate]) -> list[tuple[Predicate, dict[str, bool]]]:
+        return [(chk, self.memo.setdefault(chk, {})) for chk in checks]
+
+    def _all_hold(self, tables: Sequence[tuple[Predicate, dict[str, bool]]],
+                  value: Value) -> bool:
+        shown = repr(value)
+        return all(self._holds(chk, table, value, shown) for chk, table in tables)
+
+    def _holds(self, check: Predicate, table: dict[str, bool], value: Value,
+               shown: str) -> bool:
+        got = table.get(shown)
+        if got is None:
             try:
-                self.memo[key] = evaluate(check, [value]) is True
+                got = evaluate(check, [value]) is True
             except Undecided:
                 try:
                     row = self.conn.execute("SELECT " + predicate_sql(check, [value])).fetchone()
-                    self.memo[key] = bool(row and row[0])
+                    got = bool(row and row[0])
                 except sqlite3.Error:
-                    self.memo[key] = False
-        return self.memo[key]
+                    got = False
+            table[shown] = got
+        return got
 
 
 def unary_checks(
