@@ -9,6 +9,7 @@ compound, so the text never depends on a dialect's precedence rules.
 from __future__ import annotations
 
 import functools
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -40,7 +41,7 @@ from cqsens.ir.expr import (
     Truth,
 )
 
-__all__ = ["ColumnRef", "predicate_sql", "sqlite_query"]
+__all__ = ["ColumnRef", "predicate_sql", "remember_sqlite", "sqlite_query"]
 
 SqlValue = int | float | str | None
 
@@ -161,9 +162,27 @@ def predicate_sql(node: Node, args: Sequence[SlotValue], *, dialect: str | None 
     return _build(node, lambda i: _value(args[i])).sql(dialect=dialect)
 
 
-@functools.lru_cache(maxsize=4096)
+#: SQLite texts given by :func:`remember_sqlite` (the most recent last).
+_GIVEN: OrderedDict[tuple[str, str | None], str] = OrderedDict()
+
+
+def remember_sqlite(sql: str, dialect: str | None, text: str) -> None:
+    """Record that ``text`` is what :func:`sqlite_query` gives for ``sql``: a caller that
+    derived it exactly without sqlglot (:mod:`cqsens.logs.transpiled`) saves the later
+    callers the transpilation."""
+    _GIVEN[(sql, dialect)] = text
+    if len(_GIVEN) > 4096:
+        _GIVEN.popitem(last=False)
+
+
 def sqlite_query(sql: str, dialect: str | None) -> str | None:
     """The user's query in SQLite syntax, or None when SQLite cannot express it."""
+    given = _GIVEN.get((sql, dialect))
+    return given if given is not None else _transpiled(sql, dialect)
+
+
+@functools.lru_cache(maxsize=4096)
+def _transpiled(sql: str, dialect: str | None) -> str | None:
     try:
         return sqlglot.transpile(sql, read=dialect, write="sqlite")[0]
     except (SqlglotError, ValueError, IndexError):

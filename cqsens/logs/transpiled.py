@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections import OrderedDict
 
-from cqsens.frontend.sqlgen import sqlite_query
+from cqsens.frontend.sqlgen import remember_sqlite, sqlite_query
 from cqsens.logs.shape import Lexed, substitute_literals
 
 __all__ = ["record_sqlite"]
@@ -82,4 +82,6 @@ def record_sqlite(key: str, sql: str, lexed: Lexed, dialect: str | None) -> str 
     if found is None or not _plain(lexed) or len(lexed.literals) != len(found[1]) \
             or any(m in sql for m in found[1]):
         return sqlite_query(sql, dialect)
-    return _fill(found[0], found[1], lexed)
+    text = _fill(found[0], found[1], lexed)
+    remember_sqlite(sql, dialect, text)
+    return text
