@@ -19,7 +19,7 @@ from contextvars import ContextVar
 
 from cqsens.errors import TimeLimitError
 
-__all__ = ["checkpoint", "deadline", "remaining"]
+__all__ = ["checkpoint", "deadline", "remaining", "search_stop", "work_units"]
 
 _DEADLINE: ContextVar[tuple[float, float]] = ContextVar("cqsens_deadline",
                                                         default=(math.inf, math.inf))
@@ -55,3 +55,28 @@ def checkpoint(stage: str) -> None:
     at, timeout = _DEADLINE.get()
     if at != math.inf and time.monotonic() > at:
         raise TimeLimitError(stage, timeout)
+
+
+#: A search given ``seconds`` is stopped by the clock only past ``HARD_STOP * seconds + 1``
+#: seconds: its own work budget (:func:`work_units`) ends it first on any machine that is
+#: not several times slower or busier than a typical core, so its result is the same
+#: from run to run.
+HARD_STOP = 4
+
+
+def work_units(seconds: float, per_second: int) -> int:
+    """The steps a search given ``seconds`` may take: ``per_second`` for each second (at
+    least one), a budget of work rather than of time, so that a seed and a budget give
+    the same result on a loaded machine as on an idle one.
+
+    >>> work_units(0.5, 300), work_units(0.0, 300)
+    (150, 1)
+    """
+    return max(1, math.ceil(max(seconds, 0.0) * per_second))
+
+
+def search_stop(seconds: float) -> float:
+    """The monotonic time at which a search given ``seconds`` is stopped by the clock
+    whatever its work budget: ``HARD_STOP * seconds + 1`` from now, or the analysis's
+    deadline if sooner."""
+    return time.monotonic() + min(HARD_STOP * max(seconds, 0.0) + 1.0, max(remaining(), 0.0))

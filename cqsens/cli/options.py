@@ -96,8 +96,10 @@ def witness_time_option(default: float) -> Callable[[_Command], _Command]:
     """--witness-time: a finite number of seconds >= 0."""
     return click.option("--witness-time", type=DURATION, default=default, show_default=True,
                         metavar="SECONDS",
-                        help="Seconds of local search when the constructions do not reach "
-                             "the upper bound.")
+                        help="Budget of the witness search, as the work a typical core "
+                             "does in that many seconds (the same seed and budget give "
+                             "the same witness on any machine; the clock stops it only at "
+                             "4 x the budget + 1 s).")
 
 
 def db_file(db_url: str | None) -> Path | None:

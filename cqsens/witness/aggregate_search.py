@@ -14,6 +14,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import replace
 from fractions import Fraction
 
+from cqsens.budget import search_stop, work_units
 from cqsens.ir.cq import AggregateQuery, Var
 from cqsens.ir.exact import Exact
 from cqsens.witness.aggregate import (
@@ -31,6 +32,8 @@ __all__ = ["find_aggregate_witness"]
 
 _PLACEHOLDER = 9_999_999  # the changed aggregated value of t', before values are assigned
 _LARGE = 5_000  # rows above which the copying variants are skipped
+TRIES_PER_SECOND = 400
+"""Pairs of databases the search tries for each second of its budget (work, not time)."""
 _SPLITS = 9  # values joined on both sides above which no split between m and M is tried
 
 
@@ -208,7 +211,9 @@ def find_aggregate_witness(
     upper : number
         The upper bound: the search stops once a witness reaches it.
     time_budget : float
-        Seconds the search may take.
+        Sets the search's work: ``TRIES_PER_SECOND`` pairs of databases per second
+        (the same result on a loaded machine as on an idle one); the clock stops it only
+        far past that (:func:`cqsens.budget.search_stop`).
     public : set of str
         Public tables: the same in both neighbours, so their rows are never the added,
         removed or changed one (README, Model).
@@ -216,7 +221,8 @@ def find_aggregate_witness(
     sql = aggregate_sql(query, base.database.columns)
     if sql is None:
         return None
-    stop = time.monotonic() + max(time_budget, 0.0)
+    stop = search_stop(time_budget)  # the clock stops it only far past its work budget
+    tries = work_units(time_budget, TRIES_PER_SECOND)
     agg_positions = set().union(*(_positions(query, v) for v in ranges)) if ranges else set()
     group_positions: set[tuple[str, int]] = set().union(
         *(_positions(query, g) for g in query.group_by if isinstance(g, Var)))
@@ -225,7 +231,8 @@ def find_aggregate_witness(
         for before0, after0, t2, shape in _candidates(start, neighbor, keep, agg_positions,
                                                       group_positions):
             for before, after, values in _value_maps(query, before0, after0, ranges):
-                if time.monotonic() > stop:
+                tries -= 1
+                if tries < 0 or time.monotonic() > stop:
                     return best
                 found = _try(query, sql, start, before, after, t2, neighbor,
                              moved + (f"{shape}; {values}" if values else shape), valid)

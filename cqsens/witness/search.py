@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from cqsens.budget import remaining
+from cqsens.budget import search_stop, work_units
 from cqsens.engine.upper import UpperBound
 from cqsens.ir.cq import CQ, AggregateQuery, Atom, Const, Var
 from cqsens.ir.dependencies import Sigma, satisfies
@@ -71,8 +71,10 @@ WORK_ROWS = 500_000
 """Rows the constructions of one search may build in all: a budget of work, not of
 time, so that the result does not depend on the machine's load (the time limit
 stays as a hard cap)."""
-LOCAL_STEPS = 200
-"""Merges the local search tries at most (again work, not time)."""
+LOCAL_ROWS_PER_SECOND = 6_000
+"""Rows the local search may materialise (each try rebuilds its whole structure) for each
+second of the search's budget: work, not time, about what a typical core does in half
+of that second (the constructions before it take the other half)."""
 
 
 @dataclass
@@ -161,8 +163,9 @@ def find_witness(
         cols.setdefault(rel, tuple(f"c{i + 1}" for i in range(arity)))
     scratch = sqlite3.connect(":memory:")
     checks = unary_checks(core_cq, column_checks or {})
-    # the whole search (constructions, then the local search) keeps to time_budget
-    deadline = time.monotonic() + min(max(time_budget, 0.0), max(remaining(), 0.0))
+    # the whole search (constructions, then the local search) is a budget of work set by
+    # time_budget; the clock stops it only far past that (cqsens.budget.search_stop)
+    deadline = search_stop(time_budget)
     finite_set = set(finite_columns)
     finite = frozenset(t for a in core_cq.relation_atoms() for p, t in enumerate(a.terms)
                        if isinstance(t, Var) and (a.relation, p) in finite_set)
@@ -191,9 +194,8 @@ def _search(ctx: _Context, upper: float, time_budget: float, seed: int) -> Witne
         return _any_row(ctx)
     best: Witness | None = None
     best_structure: Structure | None = None
-    # once a witness exists, growth families stop when 60 % of the work (or of the
-    # time) is spent; the rest is for the local search
-    deadline = time.monotonic() + 0.6 * max(ctx.deadline - time.monotonic(), 0.0)
+    # once a witness exists, growth families stop when 60 % of the work is spent; the
+    # rest is for the local search
     trees = bound_trees(ctx.bound)
     for relation in sorted(set(ctx.core.relations()) - ctx.public):
         for players in player_sets(ctx.core, relation):
@@ -207,7 +209,7 @@ def _search(ctx: _Context, upper: float, time_budget: float, seed: int) -> Witne
             family: list[tuple[int, int, int]] = []
             growth_witnesses: list[Witness] = []
             for n in copy_counts(upper):
-                spent = ctx.work_left < 0.4 * WORK_ROWS or time.monotonic() > deadline
+                spent = ctx.work_left < 0.4 * WORK_ROWS
                 if time.monotonic() > ctx.deadline or (spent and best is not None):
                     break
                 got = _attempt(ctx, relation, players, n)
@@ -228,7 +230,7 @@ def _search(ctx: _Context, upper: float, time_budget: float, seed: int) -> Witne
         return best
     if upper == math.inf or best.difference < upper:
         improved = _local_search(ctx, best, best_structure, upper,
-                                 max(ctx.deadline - time.monotonic(), 0.0), seed)
+                                 work_units(time_budget, LOCAL_ROWS_PER_SECOND), seed)
         if improved is not None:
             best = improved
     return best
@@ -464,16 +466,17 @@ def _evaluate(
 
 
 def _local_search(
-    ctx: _Context, best: Witness, structure: Structure, upper: float, budget: float, seed: int
+    ctx: _Context, best: Witness, structure: Structure, upper: float, rows: int, seed: int
 ) -> Witness | None:
-    """Random merges of two values, kept when Σ holds and the difference grows."""
+    """Random merges of two values, kept when Σ holds and the difference grows, until the
+    tries have materialised ``rows`` rows in all."""
     rng = random.Random(seed)
-    stop = time.monotonic() + budget
     current = structure
     improved: Witness | None = None
     score = best.difference
-    for _ in range(LOCAL_STEPS):
-        if time.monotonic() >= stop:
+    while rows > 0:
+        rows -= 1 + sum(len(r) for r in current.rows.values())
+        if time.monotonic() >= ctx.deadline:
             break
         assert current.t is not None
         nulls = sorted({e for rows in current.rows.values() for row in rows for e in row
