@@ -19,6 +19,7 @@ import click
 from click.core import ParameterSource
 
 from cqsens.cli.exits import fail
+from cqsens.cli.options import config_option
 from cqsens.config import find_config
 from cqsens.errors import InputError
 from cqsens.settings import Settings, load_toml
@@ -26,15 +27,6 @@ from cqsens.settings import Settings, load_toml
 __all__ = ["config_option", "settings_from_command", "uses_config"]
 
 _Command = Callable[..., Any]
-
-
-def config_option(f: _Command) -> _Command:
-    """--config FILE."""
-    return click.option(
-        "--config", "config", type=click.Path(dir_okay=False), default=None,
-        help="Metadata file (TOML): schema, dependencies, bounds, public tables, neighbour "
-             "model, ε/δ. Default: cqsens.toml next to the query, if any. Options given on "
-             "the command line win.")(f)
 
 
 def settings_from_command(given: Mapping[str, object], file: Path | None,

@@ -30,6 +30,7 @@ __all__ = [
     "cd_option",
     "constraints_option",
     "contributions_option",
+    "config_option",
     "cq_option",
     "db_file",
     "db_option",
@@ -39,6 +40,7 @@ __all__ = [
     "dialect_option",
     "epsilon_option",
     "fd_option",
+    "force_option",
     "format_option",
     "ledger_option",
     "no_lower_option",
@@ -74,6 +76,21 @@ def _stack(*decorators: _Decorator) -> _Decorator:
         return f
 
     return apply
+
+
+def config_option(f: _Command) -> _Command:
+    """--config FILE: the metadata file (:mod:`cqsens.cli.config` reads it)."""
+    return click.option(
+        "--config", "config", type=click.Path(dir_okay=False), default=None,
+        help="Metadata file (TOML): schema, dependencies, bounds, public tables, neighbour "
+             "model, ε/δ. Default: cqsens.toml next to the query, if any. Options given on "
+             "the command line win.")(f)
+
+
+def force_option(f: _Command) -> _Command:
+    """--force: replace an existing ``-o`` file."""
+    return click.option("--force", is_flag=True,
+                        help="Replace the -o file if it exists (never one of the inputs).")(f)
 
 
 # -- the query and the output -------------------------------------------------------------
