@@ -231,6 +231,10 @@ def test_unknown_and_bad_toml_keys_name_file_and_line(tmp_path: Path) -> None:
     toml.write_text('neighbor = "neighbour"\n')
     with pytest.raises(InputError, match="add-remove, substitute"):
         load_toml(toml)
+    toml.write_text('epsilon = 1.0\ncontributions = 0\n')
+    with pytest.raises(InputError, match="at least 1") as low:
+        load_toml(toml)
+    assert low.value.line == 2 and low.value.construct == "contributions"
 
 
 def test_the_canonical_names_and_the_aliases_read_alike(tmp_path: Path) -> None:

@@ -109,10 +109,7 @@ def report_cmd(
                                                  path_of(settings.constraints), db_url),
                           force=force)
     shared = resolve_schema(settings.schema, db_url)
-    check_shared_options(schema=shared, dialect=settings.dialect,
-                         fds=tuple(str(d) for d in settings.fds),
-                         cds=tuple(str(d) for d in settings.cds),
-                         constraints=path_of(settings.constraints), bounds=settings.bounds)
+    check_shared_options(settings, schema=shared)
     timeout = settings.timeout if settings.timeout is not None else math.inf
     settings = replace(settings, schema=shared)
     command = masked_command("cqsens", command_args())
