@@ -1,7 +1,7 @@
 """One value for every setting of an analysis or a release, with one name per setting.
 
 A :class:`Settings` is built once, from the metadata file (:meth:`Settings.from_toml`,
-``cqsens.toml``), from the command line (``cqsens.cli.options.settings_from_command``)
+``cqsens.toml``), from the command line (:func:`cqsens.cli.config.settings_from_command`)
 or from the keywords of :func:`cqsens.analyze` (:meth:`Settings.from_mapping`).  The
 name of a field is the metadata file's key, the Python name of the click option and the
 keyword of :func:`cqsens.analyze` (README, "One metadata file").  The spellings users
@@ -24,11 +24,12 @@ from pathlib import Path
 from cqsens.errors import InputError, read_text
 from cqsens.ir.dependencies import Dependency
 from cqsens.ir.schema import Schema
+from cqsens.release.aggregates import NEIGHBORS
 
 __all__ = ["ALIASES", "NEIGHBOR_MODELS", "Settings", "TomlSettings", "load_toml"]
 
 #: The neighbour models (docs/rules.md): one row added or removed, or one row changed.
-NEIGHBOR_MODELS: tuple[str, ...] = ("add-remove", "substitute")
+NEIGHBOR_MODELS: tuple[str, ...] = NEIGHBORS
 
 #: Other spellings of a setting's name, accepted in the metadata file and by
 #: :meth:`Settings.from_mapping` (README, "One metadata file").
