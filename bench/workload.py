@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import cqsens  # noqa: E402
-from cqsens.config import load_config  # noqa: E402
+from cqsens.settings import Settings  # noqa: E402
 from cqsens.errors import CqsensError, InputError  # noqa: E402
 from cqsens.ir.exact import text  # noqa: E402
 
@@ -82,13 +82,12 @@ def run_workload(folder: Path, *, schema: Path | None = None, constraints: Path 
     """Analyse every ``*.sql`` of ``folder`` (sorted by name), except ``schema.sql``."""
     settings: dict[str, object] = {}
     if config is not None:
-        values = load_config(config).values
-        schema = schema or (Path(str(values["schema"])) if "schema" in values else None)
-        constraints = constraints or (Path(str(values["constraints"]))
-                                      if "constraints" in values else None)
-        settings = {k: values[k] for k in ("unit", "owner", "public") if k in values}
-        settings.update({name: values[key] for key, name in (("cd", "cds"), ("fd", "fds"))
-                         if key in values})
+        values = Settings.from_toml(config)
+        schema = schema or (Path(str(values.schema)) if values.schema is not None else None)
+        constraints = constraints or (Path(str(values.constraints))
+                                      if values.constraints is not None else None)
+        settings = {k: getattr(values, k) for k in ("unit", "owner", "public", "cds", "fds")
+                    if getattr(values, k)}
     schema = schema or _find(folder, "schema.sql")
     constraints = constraints or _find(folder, "constraints.txt")
     return [_one(p, schema, constraints, dialect, settings)

@@ -21,7 +21,8 @@ from cqsens.frontend.parse_sql import parse_sql
 from cqsens.ir.cq import CQ, AggregateQuery, Atom, Const, Var
 from cqsens.ir.dependencies import Dependency, Sigma
 from cqsens.ir.schema import Schema
-from cqsens.pipeline import Analysis, analyze
+from cqsens.pipeline import Analysis, analyze, analyze_with
+from cqsens.settings import Settings
 
 __all__ = [
     "AggregateQuery",
@@ -36,10 +37,12 @@ __all__ = [
     "ParseError",
     "Schema",
     "SchemaError",
+    "Settings",
     "Sigma",
     "UnsupportedQueryError",
     "Var",
     "analyze",
+    "analyze_with",
     "parse_cq",
     "parse_dependency",
     "parse_sql",

@@ -16,7 +16,7 @@ import re
 import signal
 import stat
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,8 @@ from typing import Any
 from cqsens.errors import InputError, TimeLimitError
 from cqsens.ir.exact import exact
 from cqsens.ir.schema import Schema
-from cqsens.pipeline import Analysis, analyze
+from cqsens.pipeline import Analysis, analyze_with
+from cqsens.settings import Settings
 
 __all__ = ["BatchResult", "collect_files", "analyze_paths", "inputs_for", "row_for", "summarise"]
 
@@ -159,15 +160,15 @@ def _source_name(value: Any) -> str | None:
     return text if "\n" not in text and Path(text).is_file() else "(inline text)"
 
 
-def inputs_for(path: Path, options: dict[str, Any]) -> dict[str, Any]:
+def inputs_for(path: Path, settings: Settings) -> dict[str, Any]:
     """The schema and constraints a query file is analysed with, as the report names them.
 
     Parameters
     ----------
     path : Path
         The query file.
-    options : dict
-        The batch's options (``schema``, ``constraints``, ``fds``, ``cds``).
+    settings : Settings
+        The batch's settings (``schema``, ``constraints``, ``fds``, ``cds`` are read).
 
     Returns
     -------
@@ -176,11 +177,9 @@ def inputs_for(path: Path, options: dict[str, Any]) -> dict[str, Any]:
         them, or None; ``dependencies``: the ``--fd``/``--cd`` texts given as
         options.
     """
-    opts = _options_for(path, options)
-    declared = [*(opts.get("fds") or []), *(opts.get("cds") or [])]
-    return {"schema": _source_name(opts.get("schema")),
-            "constraints": _source_name(opts.get("constraints")),
-            "dependencies": [str(d) for d in declared]}
+    own = _settings_for(path, settings)
+    return {"schema": _source_name(own.schema), "constraints": _source_name(own.constraints),
+            "dependencies": [str(d) for d in (*own.fds, *own.cds)]}
 
 
 _NO_INPUTS: dict[str, Any] = {"schema": None, "constraints": None, "dependencies": []}
@@ -217,15 +216,14 @@ def _error_row(path: Path, status: str, message: str,
             "noise": None, "analysis": None}
 
 
-def _options_for(path: Path, options: dict[str, Any]) -> dict[str, Any]:
-    """Per-file options: a schema.sql / constraints.txt beside the query when none is given."""
-    opts = dict(options)
-    if opts.get("schema") is None and (path.parent / "schema.sql").exists():
-        opts["schema"] = path.parent / "schema.sql"
-    if opts.get("constraints") is None and not opts.get("fds") and not opts.get("cds") \
+def _settings_for(path: Path, settings: Settings) -> Settings:
+    """Per-file settings: a schema.sql / constraints.txt beside the query when none is given."""
+    if settings.schema is None and (path.parent / "schema.sql").exists():
+        settings = replace(settings, schema=path.parent / "schema.sql")
+    if settings.constraints is None and not settings.fds and not settings.cds \
             and (path.parent / "constraints.txt").exists():
-        opts["constraints"] = path.parent / "constraints.txt"
-    return opts
+        settings = replace(settings, constraints=path.parent / "constraints.txt")
+    return settings
 
 
 def _alarm_seconds(timeout: float | None) -> float | None:
@@ -237,18 +235,19 @@ def _alarm_seconds(timeout: float | None) -> float | None:
     return max(timeout, 1e-6)  # setitimer rounds below a microsecond to "no timer"
 
 
-def _run_one(task: tuple[str, dict[str, Any], float | None]) -> dict[str, Any]:
+def _run_one(task: tuple[str, Settings, float | None]) -> dict[str, Any]:
     """Analyse one file under a time limit: the analysis's deadline, and SIGALRM behind it."""
-    name, options, timeout = task
+    name, settings, timeout = task
     path = Path(name)
     alarm = _alarm_seconds(timeout)
-    inputs = inputs_for(path, options)
+    inputs = inputs_for(path, settings)
     previous = signal.signal(signal.SIGALRM, _alarm) if alarm is not None else None
     try:
         try:
             if alarm is not None:
                 signal.setitimer(signal.ITIMER_REAL, alarm)
-            analysis = analyze(path, timeout=timeout, **_options_for(path, options))
+            analysis = analyze_with(path, replace(_settings_for(path, settings),
+                                                  timeout=timeout))
         finally:  # an alarm due before this line is a _Timeout caught below
             if alarm is not None:
                 signal.setitimer(signal.ITIMER_REAL, 0)
@@ -297,7 +296,8 @@ def analyze_paths(
     timeout: float | None = 10.0,
     progress: Callable[[int, int], None] | None = None,
     command: str = "",
-    **options: Any,
+    settings: Settings | None = None,
+    **keywords: object,
 ) -> BatchResult:
     """Analyse every query file under ``inputs``.
 
@@ -312,10 +312,12 @@ def analyze_paths(
         ``math.inf``: no limit; a value over about 31 years is no limit either).
     progress : callable, optional
         Called with (done, total) after each file.
-    **options
-        Passed to :func:`cqsens.pipeline` (schema, fds, cds, constraints, neighbor, epsilon...).
-        Without ``schema``/``constraints``, a ``schema.sql``/``constraints.txt`` beside
-        each query is used.
+    settings : Settings, optional
+        The settings of every analysis (:func:`cqsens.analyze_with`); its ``timeout`` is
+        replaced by ``timeout``.  Without ``schema``/``constraints``, a
+        ``schema.sql``/``constraints.txt`` beside each query is used.
+    **keywords
+        Settings by name (the keywords of :func:`cqsens.analyze`), over ``settings``.
 
     Returns
     -------
@@ -328,10 +330,10 @@ def analyze_paths(
         ``timeout`` is NaN, zero or negative.
     """
     limit = _limit(timeout)
-    exclude = [p for p in (options.get("schema"), options.get("constraints")) if p is not None]
-    paths = [p for p in exclude if isinstance(p, (str, Path))]
+    settings = Settings.from_mapping(keywords, base=settings)
+    paths = [p for p in (settings.schema, settings.constraints) if isinstance(p, str | Path)]
     files, skipped = collect_files(inputs, exclude=paths)
-    tasks = [(str(f), options, limit) for f in files]
+    tasks = [(str(f), settings, limit) for f in files]
     rows: list[dict[str, Any]] = []
     if jobs <= 1 or len(tasks) <= 1:
         for n, task in enumerate(tasks, start=1):
@@ -345,7 +347,7 @@ def analyze_paths(
                 rows.append(row)
                 if progress:
                     progress(n, len(tasks))
-    shown = {k: _shown(v) for k, v in options.items()}
+    shown = {k: _shown(v) for k, v in settings.reported().items()}
     shown["timeout"] = "inf" if limit is None else limit
     return BatchResult(rows, shown, command, skipped)
 

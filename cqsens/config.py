@@ -2,8 +2,10 @@
 tables, the neighbour model and the privacy parameters of a set of queries.
 
 ``cqsens.toml`` next to the queries (or ``--config FILE``) is read by analyze,
-witness, report and profile; an option given on the command line wins over the
-file.  Paths in the file are relative to the file's folder::
+witness, report, release, profile and budget; an option given on the command line
+wins over the file.  Its keys are the names of :class:`cqsens.settings.Settings`
+(``fd`` and ``cd`` also spell ``fds`` and ``cds``); paths in the file are relative
+to the file's folder::
 
     schema = "schema.sql"
     constraints = "constraints.txt"
@@ -24,66 +26,29 @@ file.  Paths in the file are relative to the file's folder::
 
 from __future__ import annotations
 
-import math
-import re
-import tomllib
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from cqsens.errors import InputError, read_text
+from cqsens.settings import ALIASES, load_toml
 
 __all__ = ["CONFIG_NAME", "Config", "find_config", "load_config"]
 
 CONFIG_NAME = "cqsens.toml"
 
-_TYPES: dict[str, tuple[type, ...]] = {
-    "schema": (str,), "constraints": (str,), "fd": (list,), "cd": (list,), "bounds": (list,),
-    "public": (list,), "unit": (str,), "owner": (list,), "neighbor": (str,),
-    "contributions": (int,),
-    "rows": (int,),
-    "epsilon": (int, float), "delta": (float,), "dialect": (str,), "witness_time": (int, float),
-    "timeout": (int, float), "ledger": (str,), "budget": (int, float),
-    "delta_budget": (float,), "keys": (str,),
-}
-_PATHS = ("schema", "constraints", "ledger", "keys")
-
 
 @dataclass(frozen=True, slots=True)
 class Config:
-    """The settings of a metadata file (absent keys are not in ``values``)."""
+    """The settings a metadata file gives, by :class:`~cqsens.settings.Settings` name."""
 
     path: Path
-    values: dict[str, Any] = field(default_factory=dict)
+    values: Mapping[str, object]
 
-    def get(self, key: str, default: Any = None) -> Any:
-        """A setting, with relative paths resolved against the file's folder."""
-        return self.values.get(key, default)
-
-
-def _line_of(text: str, key: str) -> int | None:
-    for number, line in enumerate(text.splitlines(), start=1):
-        if re.match(rf"\s*{re.escape(key)}\s*=", line):
-            return number
-    return None
-
-
-def _check(key: str, value: Any, text: str, source: str) -> Any:
-    def fail(message: str) -> InputError:
-        return InputError(message, source=source, line=_line_of(text, key), column=1,
-                          construct=key)
-
-    if key not in _TYPES:
-        known = ", ".join(sorted(_TYPES))
-        raise fail(f"unknown setting {key!r} (settings: {known})")
-    if isinstance(value, bool) or not isinstance(value, _TYPES[key]):
-        wanted = " or ".join(t.__name__ for t in _TYPES[key])
-        raise fail(f"{key} must be a {wanted}, not {type(value).__name__}")
-    if isinstance(value, list) and not all(isinstance(v, str) for v in value):
-        raise fail(f"{key} must be a list of strings")
-    if isinstance(value, float) and not math.isfinite(value):
-        raise fail(f"{key} must be a finite number, not {value}")
-    return value
+    def get(self, key: str, default: object = None) -> object:
+        """A setting by any of its names (lists as lists), with paths resolved against the
+        file's folder."""
+        value = self.values.get(ALIASES.get(key, key), default)
+        return list(value) if isinstance(value, tuple) else value
 
 
 def load_config(path: str | Path) -> Config:
@@ -99,24 +64,8 @@ def load_config(path: str | Path) -> Config:
     >>> c.get("cd"), c.get("schema") == str(Path(folder) / "s.sql"), c.get("epsilon")
     (['R[1->2]<=3'], True, 1)
     """
-    target = Path(path)
-    text = read_text(target, what="metadata file")
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        found = re.search(r"line (\d+), column (\d+)", str(exc))
-        line, column = (int(found.group(1)), int(found.group(2))) if found else (None, None)
-        message = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc))
-        raise InputError(f"the metadata file does not parse: {message}", source=str(target),
-                         line=line, column=column, construct="TOML") from None
-    values: dict[str, Any] = {}
-    for key, value in raw.items():
-        checked = _check(key, value, text, str(target))
-        if key in _PATHS:
-            checked = str((target.parent / checked).resolve()) \
-                if not Path(checked).is_absolute() else checked
-        values[key] = checked
-    return Config(target, values)
+    loaded = load_toml(path)
+    return Config(loaded.path, loaded.values)
 
 
 def find_config(folder: str | Path) -> Path | None:

@@ -33,11 +33,11 @@ from cqsens.engine.core import in_cq_core
 from cqsens.engine.count import CORE_BUDGET, CountBound, count_bound
 from cqsens.engine.domains import domain_cap
 from cqsens.engine.gaifman import is_connected
+from cqsens.engine.neighbourhood import Neighbourhood
 from cqsens.engine.paper import PaperValue, cd_upper_paper, delta_str_paper, fd_bounds_paper
 from cqsens.engine.paths import Weight
 from cqsens.engine.person import (
     PersonBound,
-    Unit,
     check_ownership,
     owner_key,
     person_bound,
@@ -63,7 +63,7 @@ from cqsens.ir.dependencies import Dependency, Sigma
 from cqsens.ir.exact import Exact, display, text
 from cqsens.ir.expr import Predicate
 from cqsens.ir.schema import Schema
-from cqsens.release.aggregates import NEIGHBORS, AggregateBound
+from cqsens.release.aggregates import AggregateBound
 from cqsens.release.noise import NoiseCalibration, calibrate, check_privacy
 from cqsens.release.values import (
     VALUE_KINDS,
@@ -75,6 +75,7 @@ from cqsens.release.values import (
     parse_value_bounds,
     value_bound,
 )
+from cqsens.settings import NEIGHBOR_MODELS, Settings
 from cqsens.witness import Witness, find_witness
 from cqsens.witness.aggregate import concrete
 from cqsens.witness.aggregate_search import find_aggregate_witness
@@ -92,6 +93,7 @@ __all__ = [
     "Options",
     "State",
     "analyze",
+    "analyze_with",
     "jsonable",
     "load_query",
     "resolve_sigma",
@@ -128,30 +130,44 @@ def _sqlite_cannot_evaluate(query: AggregateQuery, core: CQ) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class Options:
-    """Everything an analysis takes besides the query and Σ, with one time/size budget."""
+    """What an analysis takes besides the query and Σ: the user's :class:`Settings`, the
+    schema and value bounds they resolve to, the neighbourhood, and the core search budget."""
 
+    settings: Settings = Settings()
     schema: Schema | None = None
-    neighbor: str = "add-remove"
-    contributions: int = 1
-    rows: int | None = None
+    nb: Neighbourhood = Neighbourhood()
     value_bounds: Mapping[str, tuple[Exact, Exact]] = field(default_factory=dict)
-    prove_lower: bool = True
-    witness_time: float = 0.5
-    seed: int = 0
-    epsilon: float | None = None
-    delta: float | None = None
     core_budget: int = CORE_BUDGET
-    public: frozenset[str] = frozenset()
-    references: References = ()  # the schema's foreign keys (see _references)
-    unit: Unit | None = None
 
     @property
-    def kept_references(self) -> References:
-        """The foreign keys the count bound may use: both add/remove neighbours of one row
-        keep them (a substitution may not, and k rows that reference each other in a cycle
-        cannot be added one at a time; docs/rules.md, rule foreign-keys)."""
-        return self.references if self.neighbor == "add-remove" and self.contributions == 1 \
-            else ()
+    def rows(self) -> int | None:
+        """The number of rows (``Settings.rows``)."""
+        return self.settings.rows
+
+    @property
+    def prove_lower(self) -> bool:
+        """Whether to search for a witness (``Settings.prove_lower``)."""
+        return self.settings.prove_lower
+
+    @property
+    def witness_time(self) -> float:
+        """Seconds of witness search (``Settings.witness_time``)."""
+        return self.settings.witness_time
+
+    @property
+    def seed(self) -> int:
+        """Seed of the witness search (``Settings.seed``)."""
+        return self.settings.seed
+
+    @property
+    def epsilon(self) -> float | None:
+        """ε (``Settings.epsilon``)."""
+        return self.settings.epsilon
+
+    @property
+    def delta(self) -> float | None:
+        """δ (``Settings.delta``)."""
+        return self.settings.delta
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,9 +201,10 @@ class State:
 
 def stage_bound(state: State) -> State:
     """Chase, cores and the count bound, once; Δ_STR without constraints beside it."""
-    public = state.options.public
+    nb = state.options.nb
+    public = nb.public
     counted = count_bound(state.query.cq, state.sigma, budget=state.options.core_budget,
-                          public=public, references=state.options.kept_references)
+                          public=public, references=nb.kept_references)
     notes = state.notes
     if not counted.minimal:
         notes += ("the core search hit its budget: the core shown may not be minimal "
@@ -199,15 +216,16 @@ def stage_bound(state: State) -> State:
 
 def _person(state: State, counted: CountBound) -> PersonBound | None:
     """The count bound for one person (the smaller over the chased and the plain core)."""
-    unit, schema = state.options.unit, state.options.schema
-    if unit is None or schema is None:
+    nb, schema = state.options.nb, state.options.schema
+    if nb.unit is None or schema is None:
         return None
+    unit = nb.unit
     chased = person_bound(counted.core, state.sigma, unit=unit, schema=schema,
-                          public=state.options.public)
+                          public=nb.public)
     if counted.plain == counted.core or not counted.core.satisfiable:
         return chased
     plain = person_bound(counted.plain, state.sigma, unit=unit, schema=schema,
-                         public=state.options.public)
+                         public=nb.public)
     return plain if plain.value < chased.value else chased
 
 
@@ -232,10 +250,10 @@ def stage_explain(state: State) -> State:
     lines = tuple(explanation(state.query, counted) if state.person is None
                   else person_explanation(state.query, counted, state.person,
                                           state.options.schema))
-    if state.options.public:
+    if state.options.nb.public:
         lines = lines[:1] + (
             f"Public tables (the same in both neighbours, so never the added or removed row): "
-            f"{', '.join(sorted(state.options.public))}.",) + lines[1:]
+            f"{', '.join(sorted(state.options.nb.public))}.",) + lines[1:]
     advice: tuple[str, ...] = ()
     if state.person is not None:
         if state.person.value == math.inf:
@@ -243,8 +261,8 @@ def stage_explain(state: State) -> State:
                                              state.options.schema, state.query))
     elif counted.bound.value == math.inf:
         advice = tuple(suggestion(state.query, state.sigma, counted.core, state.options.schema,
-                                  public=state.options.public,
-                                  references=state.options.kept_references))
+                                  public=state.options.nb.public,
+                                  references=state.options.nb.kept_references))
     return replace(state, explanation=lines, suggestion=advice)
 
 
@@ -259,7 +277,8 @@ def _engine_count_upper(state: State, cq: CQ) -> Weight:
     if cq.head == state.query.cq.head:
         return state.count.bound.value if state.person is None else state.person.value
     other = count_bound(cq, state.sigma, budget=state.options.core_budget,
-                        public=state.options.public, references=state.options.kept_references)
+                        public=state.options.nb.public,
+                        references=state.options.nb.kept_references)
     if state.person is None:
         return other.bound.value
     person = _person(state, other)
@@ -316,7 +335,7 @@ def _groups_upper(state: State, cq: CQ) -> Weight | None:
 def _cap_line(state: State, cq: CQ, aggregate: Aggregate, value: Weight) -> str:
     """The explanation of a count bound lowered by finite domains."""
     why = _domain_cap_why(state, cq, aggregate)[1]
-    who = "person" if state.options.unit is not None else "tuple"
+    who = state.options.nb.who
     return (f"{aggregate.label}: the schema's CHECKs leave finitely many values ({why}), so "
             f"one {who} changes the count by at most {display(value)} (docs/rules.md, rule "
             f"finite-domains).")
@@ -344,10 +363,11 @@ def stage_release(state: State) -> State:
             "drop --rows for a grouped MEDIAN", source=query.source, construct="--rows")
     # the rules for one row of one table hold for a person only when the query reads
     # nothing but the unit table: the person's other rows are then invisible
+    unit = options.nb.unit
     single = _single_table_unfiltered(query) and (
-        options.unit is None or all(a.relation.lower() == options.unit.table.lower()
-                                    for a in query.cq.relation_atoms()))
-    if options.unit is not None and options.rows is not None and not single \
+        unit is None or all(a.relation.lower() == unit.table.lower()
+                            for a in query.cq.relation_atoms()))
+    if options.nb.per_person and options.rows is not None and not single \
             and any(a.kind == "median" for a in query.aggregates):
         raise InputError("--rows fixes the number of rows of one table, but one person may "
                          "add several rows, so the parity rule of MEDIAN (docs/rules.md, rule "
@@ -383,12 +403,12 @@ def stage_release(state: State) -> State:
                       "which MEDIAN skips, so the number of values it takes is unknown "
                       "(declare the column NOT NULL)",)
         b = aggregate_bound(agg, count_delta, grouped=bool(query.group_by),
-                            neighbor=options.neighbor, contributions=options.contributions,
+                            neighbor=options.nb.model, contributions=options.nb.contributions,
                             values=values, single_table_unfiltered=single and not nullable,
                             rows=options.rows if single and not nullable else None,
                             groups=_groups_upper(state, query.cq_for(index))
                             if agg.kind in VALUE_KINDS and agg.kind != "sum" else None)
-        if options.unit is not None:
+        if options.nb.per_person:
             b = replace(b, rule=b.rule.replace("one tuple added or removed",
                                                "one person added or removed")
                         .replace("row(s)", "joined row(s)"))
@@ -398,7 +418,7 @@ def stage_release(state: State) -> State:
     release = combine(bounds)
     lines = state.explanation + capped
     if len(records) > 1 or records[0].kind not in ("count", "count_distinct") \
-            or options.contributions > 1 or query.group_by:
+            or options.nb.contributions > 1 or query.group_by:
         lines += (f"Released statistic: {release.rule.rstrip('.')}.",)
     return replace(state, release=release, aggregates=tuple(records), explanation=lines,
                    notes=notes)
@@ -485,7 +505,7 @@ def _stage_witness(state: State) -> State:
             "not searched: a condition reads public tables through a subquery, and the "
             "witness search does not build public tables"))
     simple = len(query.aggregates) == 1 and query.aggregate in ("count", "count_distinct") \
-        and options.neighbor == "add-remove"
+        and options.nb.add_remove
     if not simple and state.release is not None and state.release.l1 == 0:
         # nothing can change the released value: 0 is its sensitivity, lower and upper
         return replace(state, lower=0, lower_note="")
@@ -509,7 +529,7 @@ def _stage_witness(state: State) -> State:
         finite_columns=finite_columns(schema, value_bounds=options.value_bounds,
                                       columns=query.columns),
         keys=keys,
-        public=options.public,
+        public=options.nb.public,
         column_types={r.name: r.types for r in schema.relations} if schema is not None else None,
     )
     if witness is not None:
@@ -561,7 +581,7 @@ def _person_witness(state: State) -> State:
     assert person is not None and options.schema is not None and state.release is not None
     if state.release.l1 == 0:  # nothing one person does changes the released value
         return replace(state, lower=0, lower_note="")
-    if options.neighbor != "add-remove":
+    if not options.nb.add_remove:
         return replace(state, lower_note="not searched: witnesses that replace one person by "
                                          "another are not constructed")
     checks = column_checks(options.schema, value_bounds=options.value_bounds,
@@ -638,10 +658,10 @@ def _aggregate_witness(
             and references_hold(db, options.schema)
 
     upper = state.release.l1 if state.release is not None else math.inf
-    return find_aggregate_witness(query, base, neighbor=options.neighbor, ranges=ranges,
+    return find_aggregate_witness(query, base, neighbor=options.nb.model, ranges=ranges,
                                   valid=valid, keep=keep, upper=upper,
                                   time_budget=max(options.witness_time, 0.5),
-                                  public=options.public)
+                                  public=options.nb.public)
 
 
 def stage_noise(state: State) -> State:
@@ -676,7 +696,7 @@ def _analysis(state: State) -> Analysis:
         paper=state.paper,
         upper=release.l1,
         lower=state.lower,
-        neighbor=state.options.neighbor,
+        neighbor=state.options.nb.model,
         l1=release.l1,
         l2=release.l2,
         explanation=state.explanation,
@@ -687,9 +707,9 @@ def _analysis(state: State) -> Analysis:
         witness=state.witness,
         lower_note=state.lower_note,
         aggregates=state.aggregates,
-        contributions=state.options.contributions,
+        contributions=state.options.nb.contributions,
         noise=state.noise,
-        unit=state.options.unit.text if state.options.unit is not None else None,
+        unit=state.options.nb.unit.text if state.options.nb.unit is not None else None,
         dependency_names=tuple(named_dependency(d, query, state.options.schema)
                                for d in state.sigma),
         unit_reason=person_reason(state.person) if state.person is not None else "",
@@ -796,111 +816,126 @@ def analyze(
     >>> analyze("Q(x) :- R(x, y), S(y, z)", fds=["S[1->2]", "R[2->1]"]).upper
     1
     """
-    if neighbor not in NEIGHBORS:
+    return analyze_with(source, Settings(
+        schema=schema, fds=tuple(fds), cds=tuple(cds), constraints=constraints,
+        dialect=dialect, neighbor=neighbor, prove_lower=prove_lower, witness_time=witness_time,
+        seed=seed, bounds=tuple(bounds), contributions=contributions, rows=rows,
+        epsilon=epsilon, delta=delta, timeout=timeout, public=tuple(public), unit=unit,
+        owner=tuple(owner)), kind=kind, name=name)
+
+
+def check_settings(settings: Settings) -> None:
+    """Refuse settings that no analysis can take, before any work.
+
+    Raises
+    ------
+    InputError
+        An unknown neighbour model, fewer than one contribution, ``owner`` without
+        ``unit``, ``contributions`` with ``unit``, a timeout that is not > 0, or ε/δ
+        beyond cqsens's limits (README, Limits and safety).
+    """
+    neighbor, contributions = settings.neighbor, settings.contributions
+    if neighbor not in NEIGHBOR_MODELS:
         raise InputError(f"unknown neighbour model {neighbor!r} (choose add-remove or substitute)",
                          construct="--neighbor")
     if contributions < 1:
         raise InputError(f"--contributions must be at least 1, got {contributions}",
                          construct="--contributions")
-    if owner and unit is None:
+    if settings.owner and settings.unit is None:
         raise InputError("--owner names the foreign keys that carry ownership to the privacy "
                          "unit; give the unit too (--unit TABLE)", construct="--owner")
-    if unit is not None and contributions != 1:
+    if settings.unit is not None and contributions != 1:
         raise InputError("--contributions counts rows per person at row level; with --unit the "
                          "unit's foreign keys say which rows one person has: use one or the "
                          "other", construct="--contributions")
+    timeout = settings.timeout
     if timeout is not None and not timeout > 0:  # also NaN
         raise InputError(f"--timeout must be a number of seconds > 0 (inf for no limit), "
                          f"got {timeout}", construct="--timeout")
-    if epsilon is not None or delta is not None:  # within the limits, before any work
-        check_privacy(1.0 if epsilon is None else epsilon, delta)
-    with deadline(timeout):
-        return _analyze(source, schema=schema, fds=fds, cds=cds, constraints=constraints,
-                        dialect=dialect, kind=kind, name=name,
-                        options=Options(neighbor=neighbor, contributions=contributions, rows=rows,
-                                        prove_lower=prove_lower, witness_time=witness_time,
-                                        seed=seed, epsilon=epsilon, delta=delta),
-                        bounds=bounds, public=public, unit=unit, owner=owner)
+    if settings.epsilon is not None or settings.delta is not None:
+        check_privacy(1.0 if settings.epsilon is None else settings.epsilon, settings.delta)
 
 
-def _analyze(
-    source: str | Path,
-    *,
-    schema: str | Path | Schema | None,
-    fds: Sequence[str | Dependency],
-    cds: Sequence[str | Dependency],
-    constraints: str | Path | None,
-    dialect: str | None,
-    kind: str | None,
-    name: str | None,
-    options: Options,
-    bounds: Sequence[str],
-    public: Sequence[str] = (),
-    unit: str | None = None,
-    owner: Sequence[str] = (),
-) -> Analysis:
-    cli_bounds = parse_value_bounds(bounds)
-    parsed_schema = load_schema(schema, dialect=dialect)
+def analyze_with(source: str | Path, settings: Settings, *, kind: str | None = None,
+                 name: str | None = None) -> Analysis:
+    """:func:`analyze` with its settings as one :class:`~cqsens.settings.Settings` value.
+
+    Parameters
+    ----------
+    source : str or Path
+        SQL text, CQ text, or a path to a ``.sql``/``.cq`` file.
+    settings : Settings
+        Every setting; the fields are the keywords of :func:`analyze` (the release
+        settings ``ledger``, ``budget``, ``delta_budget`` and ``keys`` are not read).
+    kind : {"sql", "cq"}, optional
+        Force the input language (otherwise guessed).
+    name : str, optional
+        Source name used in messages.
+
+    Returns
+    -------
+    Analysis
+
+    Examples
+    --------
+    >>> analyze_with("Q(x) :- R(x, y), S(y, z)", Settings(fds=("S[1->2]", "R[2->1]"))).upper
+    1
+    """
+    check_settings(settings)
+    with deadline(settings.timeout):
+        return _analyze(source, settings, kind=kind, name=name)
+
+
+def _analyze(source: str | Path, settings: Settings, *, kind: str | None,
+             name: str | None) -> Analysis:
+    dialect = settings.dialect
+    cli_bounds = parse_value_bounds(settings.bounds)
+    parsed_schema = load_schema(settings.schema, dialect=dialect)
     check_value_bounds(cli_bounds, parsed_schema)
-    resolved = resolve_unit(unit, parsed_schema, owner) if unit is not None else None
+    unit = settings.unit
+    resolved = resolve_unit(unit, parsed_schema, settings.owner) if unit is not None else None
     query = load_statement(source, schema=parsed_schema, dialect=dialect, kind=kind, name=name,
-                           public=frozenset(n.strip() for item in public for n in item.split(",")
-                                            if n.strip()),
+                           public=frozenset(settings.public_tables()),
                            owner=owner_key(parsed_schema, resolved)
                            if resolved is not None and parsed_schema is not None else None)
-    options = replace(options, schema=parsed_schema, value_bounds=cli_bounds,
-                      references=_references(parsed_schema), unit=resolved)
+    nb = Neighbourhood(model=settings.neighbor, contributions=settings.contributions,
+                       unit=resolved, references=_references(parsed_schema))
+    options = Options(settings=settings, schema=parsed_schema, nb=nb, value_bounds=cli_bounds)
     if isinstance(query, CompoundQuery):
-        return _analyze_compound(query, fds=fds, cds=cds, constraints=constraints,
-                                 options=options, public=public)
-    return _analyze_one(query, fds=fds, cds=cds, constraints=constraints, options=options,
-                        public=public)
+        return _analyze_compound(query, options)
+    return _analyze_one(query, options)
 
 
-def _analyze_one(
-    query: AggregateQuery,
-    *,
-    fds: Sequence[str | Dependency],
-    cds: Sequence[str | Dependency],
-    constraints: str | Path | None,
-    options: Options,
-    public: Sequence[str],
-) -> Analysis:
-    parsed_schema = options.schema
-    sigma, notes = resolve_sigma(query, schema=parsed_schema, fds=fds, cds=cds,
-                                 constraints=constraints)
+def _analyze_one(query: AggregateQuery, options: Options) -> Analysis:
+    settings, parsed_schema = options.settings, options.schema
+    sigma, notes = resolve_sigma(query, schema=parsed_schema, fds=settings.fds, cds=settings.cds,
+                                 constraints=settings.constraints)
     sigma = Sigma.of([*sigma, *_row_identity_keys(query)])
-    options = replace(options, public=_public_tables(public, query, parsed_schema))
-    if options.unit is not None and parsed_schema is not None:
-        check_ownership(parsed_schema, options.unit, query.cq,
-                        [n.strip() for item in public for n in item.split(",") if n.strip()])
+    public = settings.public_tables()
+    nb = replace(options.nb, public=_public_tables(public, query, parsed_schema))
+    options = replace(options, nb=nb)
+    if nb.unit is not None and parsed_schema is not None:
+        check_ownership(parsed_schema, nb.unit, query.cq, list(public))
     state = State(query, sigma, options, notes=tuple(query.notes) + tuple(notes))
     for stage in PIPELINE:
         state = stage(state)
     return _analysis(state)
 
 
-def _analyze_compound(
-    compound: CompoundQuery,
-    *,
-    fds: Sequence[str | Dependency],
-    cds: Sequence[str | Dependency],
-    constraints: str | Path | None,
-    options: Options,
-    public: Sequence[str],
-) -> Analysis:
+def _analyze_compound(compound: CompoundQuery, options: Options) -> Analysis:
     """Each part analysed on its own, then combined (docs/rules.md, rule set-operations)."""
+    settings = options.settings
     used = [q.cq.relations() for q in compound.parts]
     everywhere = [r for rels in used for r in rels]
-    share = replace(options, witness_time=options.witness_time / len(compound.parts),
-                    epsilon=None, delta=None)
+    tables = list(settings.public_tables())
     parts: list[Analysis] = []
     for index, part in enumerate(compound.parts):
-        names = used[index]
-        tables = [n.strip() for item in public for n in item.split(",") if n.strip()]
-        parts.append(_analyze_one(
-            part, fds=part_items(fds, names, everywhere, first=index == 0),
-            cds=part_items(cds, names, everywhere, first=index == 0), constraints=constraints,
-            options=share, public=part_items(tables, names, everywhere, first=index == 0)))
+        names, first = used[index], index == 0
+        share = replace(settings, witness_time=settings.witness_time / len(compound.parts),
+                        epsilon=None, delta=None,
+                        fds=tuple(part_items(settings.fds, names, everywhere, first=first)),
+                        cds=tuple(part_items(settings.cds, names, everywhere, first=first)),
+                        public=tuple(part_items(tables, names, everywhere, first=first)))
+        parts.append(_analyze_one(part, replace(options, settings=share)))
     return combine_analyses(compound, parts, schema=options.schema, epsilon=options.epsilon,
                             delta=options.delta, prove_lower=options.prove_lower)

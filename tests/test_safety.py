@@ -68,7 +68,7 @@ def test_a_bug_is_one_line_and_exit_3(monkeypatch: pytest.MonkeyPatch) -> None:
     def boom(*args: object, **kwargs: object) -> None:
         raise RuntimeError("something broke")
 
-    monkeypatch.setattr("cqsens.cli.analyze.analyze", boom)
+    monkeypatch.setattr("cqsens.cli.analyze.analyze_with", boom)
     result = run("analyze", "--cq", CQ)
     assert_clean(result, EXIT_INTERNAL)
     lines = result.stderr.strip().splitlines()
@@ -81,7 +81,7 @@ def test_debug_shows_the_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
     def boom(*args: object, **kwargs: object) -> None:
         raise KeyError("k")
 
-    monkeypatch.setattr("cqsens.cli.analyze.analyze", boom)
+    monkeypatch.setattr("cqsens.cli.analyze.analyze_with", boom)
     result = run("--debug", "analyze", "--cq", CQ)
     assert result.exit_code == EXIT_INTERNAL
     assert "Traceback" in result.stderr and "internal error: KeyError" in result.stderr
@@ -107,11 +107,11 @@ def test_time_limit_error_is_its_message_and_exit_1(monkeypatch: pytest.MonkeyPa
     def slow(*args: object, **kwargs: object) -> None:
         raise TimeLimitError("chase", 2.0)
 
-    monkeypatch.setattr("cqsens.cli.witness.analyze", slow)
+    monkeypatch.setattr("cqsens.cli.witness.analyze_with", slow)
     result = run("witness", "--cq", CQ, "-o", tmp_path / "w.sql")
     assert_clean(result, EXIT_INPUT)
     assert "did not finish within 2 s (in the chase)" in result.stderr
-    monkeypatch.setattr("cqsens.cli.analyze.analyze", slow)
+    monkeypatch.setattr("cqsens.cli.analyze.analyze_with", slow)
     result = run("analyze", "--cq", CQ)
     assert_clean(result, EXIT_INPUT)
     assert "<cq>: the analysis did not finish within 2 s" in result.stderr

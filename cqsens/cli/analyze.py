@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -10,16 +11,22 @@ import click
 from cqsens.cli.config import config_option, uses_config
 from cqsens.cli.exits import EXIT_INPUT, EXIT_OK, echo_error
 from cqsens.cli.options import (
+    cq_option,
     dependency_options,
+    format_option,
+    no_lower_option,
+    query_column_option,
     release_options,
     resolve_schema,
     schema_options,
+    sql_option,
     timeout_option,
     witness_time_option,
 )
 from cqsens.errors import CqsensError, TimeLimitError
-from cqsens.pipeline import Analysis, analyze
+from cqsens.pipeline import Analysis, analyze_with
 from cqsens.report.text import Format, to_json, to_text
+from cqsens.settings import Settings
 
 __all__ = ["analyze_cmd"]
 
@@ -53,21 +60,17 @@ def _jobs(files: tuple[str, ...], cq_texts: tuple[str, ...],
 
 @click.command("analyze")
 @click.argument("files", nargs=-1, type=click.Path(dir_okay=False, allow_dash=True))
-@click.option("--query-column", default=None, metavar="NAME",
-              help="The CSV column of a log holding the query (default: sql, else query).")
-@click.option("--cq", "cq_texts", multiple=True, metavar="TEXT",
-              help="A conjunctive query, e.g. \"Q(x) :- R(x,y), S(y,'c')\".")
-@click.option("--sql", "sql_texts", multiple=True, metavar="TEXT", help="A SQL query.")
+@query_column_option("The CSV column of a log holding the query (default: sql, else query).")
+@cq_option(multiple=True, help="A conjunctive query, e.g. \"Q(x) :- R(x,y), S(y,'c')\".")
+@sql_option(multiple=True)
 @config_option
 @schema_options
 @dependency_options
 @release_options
-@click.option("--format", "fmt", type=click.Choice([f.value for f in Format]), default="text",
-              show_default=True, help="Output format.")
+@format_option([f.value for f in Format])
 @click.option("--witness", "show_witness", is_flag=True,
               help="Show the witness databases behind the lower bound.")
-@click.option("--no-lower", is_flag=True,
-              help="Skip the witness search (faster; the lower bound is then null).")
+@no_lower_option("Skip the witness search (faster; the lower bound is then null).")
 @witness_time_option(0.5)
 @timeout_option(30.0, "Seconds each query's analysis may take")
 @uses_config(lambda kw: kw["files"][0] if kw.get("files") and kw["files"][0] != "-"
@@ -77,26 +80,10 @@ def analyze_cmd(
     query_column: str | None,
     cq_texts: tuple[str, ...],
     sql_texts: tuple[str, ...],
-    schema: str | None,
-    dialect: str | None,
     db_url: str | None,
-    fds: tuple[str, ...],
-    cds: tuple[str, ...],
-    constraints: str | None,
-    neighbor: str,
-    public: tuple[str, ...],
-    unit: str | None,
-    owner: tuple[str, ...],
     fmt: str,
     show_witness: bool,
-    no_lower: bool,
-    witness_time: float,
-    timeout: float,
-    value_bounds: tuple[str, ...],
-    contributions: int,
-    rows: int | None,
-    epsilon: float | None,
-    delta: float | None,
+    settings: Settings,
 ) -> None:
     """Analyse queries from FILES (.sql, .cq, a .jsonl/.csv log or -) or --cq/--sql text.
 
@@ -119,19 +106,12 @@ def analyze_cmd(
     except CqsensError as err:
         echo_error(err)
         sys.exit(EXIT_INPUT)
-    schema_obj = resolve_schema(schema, db_url)
+    settings = replace(settings, schema=resolve_schema(settings.schema, db_url))
     results: list[Analysis] = []
     failed = False
     for source, kind, name in jobs:
         try:
-            results.append(
-                analyze(source, schema=schema_obj, fds=fds, cds=cds, constraints=constraints,
-                        dialect=dialect, neighbor=neighbor, kind=kind, name=name,
-                        prove_lower=not no_lower, witness_time=witness_time,
-                        bounds=value_bounds, contributions=contributions, rows=rows,
-                        epsilon=epsilon, delta=delta, timeout=timeout, public=public,
-                        unit=unit, owner=owner)
-            )
+            results.append(analyze_with(source, settings, kind=kind, name=name))
         except TimeLimitError as err:
             echo_error(f"{name}: {err}")
             failed = True

@@ -14,11 +14,12 @@ import click
 
 from cqsens.cli.config import config_option, uses_config
 from cqsens.cli.exits import EXIT_OK, fail
-from cqsens.cli.params import BUDGET, DELTA
+from cqsens.cli.options import budget_option, delta_budget_option, format_option, ledger_option
 from cqsens.errors import InputError
 from cqsens.release.ledger import Ledger, Limits, agreed, open_ledger, set_budget
 from cqsens.report.release import ledger_json, ledger_text
 from cqsens.schemas import versioned
+from cqsens.settings import Settings
 
 __all__ = ["budget_cmd"]
 
@@ -40,22 +41,17 @@ def _state(ledger: str, limits: Limits, store: bool) -> tuple[Ledger, list[str]]
 
 @click.command("budget")
 @config_option
-@click.option("--ledger", "ledger", type=click.Path(dir_okay=False), default=None,
-              help="The ledger file (or ledger in cqsens.toml).")
+@ledger_option("The ledger file (or ledger in cqsens.toml).")
 @click.option("--set", "store", is_flag=True, default=False,
               help="Store --budget and/or --delta-budget in the ledger, replacing the stored "
                    "values (raising a budget is allowed only this way; the change is logged "
                    "in the ledger).")
-@click.option("--budget", type=BUDGET, default=None,
-              help="Total ε. With --set: stored. Without: checked against the stored budget "
-                   "(a different value is refused, exit 1).")
-@click.option("--delta-budget", "delta_budget", type=DELTA, default=None,
-              help="Cap on the total δ; with or without --set, as --budget.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-              show_default=True, help="Output format.")
+@budget_option("Total ε. With --set: stored. Without: checked against the stored budget "
+               "(a different value is refused, exit 1).")
+@delta_budget_option("Cap on the total δ; with or without --set, as --budget.")
+@format_option(["text", "json"])
 @uses_config(lambda kw: None)
-def budget_cmd(ledger: str | None, store: bool, budget: float | None,
-               delta_budget: float | None, fmt: str) -> None:
+def budget_cmd(store: bool, fmt: str, settings: Settings) -> None:
     """Show a ledger: its stored budget and privacy unit, its releases, what they spent.
 
     The budget (total ε, and a cap on the total δ) and the privacy unit are
@@ -67,6 +63,7 @@ def budget_cmd(ledger: str | None, store: bool, budget: float | None,
       cqsens budget --ledger ledger.sqlite
       cqsens budget --ledger ledger.sqlite --set --budget 5 --delta-budget 1e-5
     """
+    ledger, budget, delta_budget = settings.ledger, settings.budget, settings.delta_budget
     if ledger is None:
         raise click.UsageError("give --ledger FILE (or ledger in cqsens.toml via --config)")
     if store and budget is None and delta_budget is None:

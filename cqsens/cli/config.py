@@ -1,14 +1,17 @@
-"""``--config`` and ``cqsens.toml``: settings from the metadata file, command-line options first.
+"""``--config`` and ``cqsens.toml``: a command's settings as one value, command line first.
 
-A setting of the metadata file (:mod:`cqsens.config`) fills an option only when
-the option was not given on the command line; ``--config FILE`` names the file,
-otherwise ``cqsens.toml`` next to the (first) query is used when there is one.
+A command declares its options (:mod:`cqsens.cli.options`) and takes one
+``settings`` parameter: :func:`uses_config` gathers every option that is a field of
+:class:`~cqsens.settings.Settings` into that value.  A setting of the metadata file
+fills an option only when the option was not given on the command line;
+``--config FILE`` names the file, otherwise ``cqsens.toml`` next to the (first)
+query is used when there is one.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,36 +19,38 @@ import click
 from click.core import ParameterSource
 
 from cqsens.cli.exits import fail
-from cqsens.config import find_config, load_config
+from cqsens.cli.options import config_option
+from cqsens.config import find_config
 from cqsens.errors import InputError
+from cqsens.settings import Settings, load_toml
 
-__all__ = ["config_option", "uses_config"]
+__all__ = ["config_option", "settings_from_command", "uses_config"]
 
 _Command = Callable[..., Any]
 
-#: metadata-file key → the click parameter it fills (when the command has it)
-_PARAMETERS = {
-    "schema": ("schema", "schema_file"), "constraints": ("constraints",), "fd": ("fds",),
-    "cd": ("cds",), "bounds": ("value_bounds",), "public": ("public",), "unit": ("unit",),
-    "owner": ("owner",),
-    "neighbor": ("neighbor",), "contributions": ("contributions",), "rows": ("rows",),
-    "epsilon": ("epsilon",), "delta": ("delta",), "dialect": ("dialect",),
-    "witness_time": ("witness_time",), "timeout": ("timeout",), "ledger": ("ledger",),
-    "budget": ("budget",), "delta_budget": ("delta_budget",), "keys": ("keys_file",),
-}
 
+def settings_from_command(given: Mapping[str, object], file: Path | None,
+                          ctx: click.Context) -> Settings:
+    """The one Settings of a command: its options, and the metadata file where an option
+    was left at its default (only the settings the command has options for).
 
-def config_option(f: _Command) -> _Command:
-    """--config FILE."""
-    return click.option(
-        "--config", "config", type=click.Path(dir_okay=False), default=None,
-        help="Metadata file (TOML): schema, dependencies, bounds, public tables, neighbour "
-             "model, ε/δ. Default: cqsens.toml next to the query, if any. Options given on "
-             "the command line win.")(f)
+    Exits 1 when the metadata file is bad (the error names ``file:line``).
+    """
+    settings = Settings.from_mapping(given)
+    if file is None:
+        return settings
+    try:
+        toml = load_toml(file)
+    except InputError as err:
+        fail(err)
+    typed = {name for name in given
+             if ctx.get_parameter_source(name) not in (ParameterSource.DEFAULT, None)}
+    absent = set(Settings.names()) - set(given)
+    return toml.over(settings, keep=typed | absent)
 
 
 def uses_config(locate: Callable[[dict[str, Any]], str | None]) -> Callable[[_Command], _Command]:
-    """Fill the options left at their defaults from the metadata file.
+    """Pass the command one ``settings`` value in place of its setting options.
 
     ``locate`` returns the query path whose folder may hold ``cqsens.toml``.
     Place this decorator directly above the command function, below its options.
@@ -55,21 +60,12 @@ def uses_config(locate: Callable[[dict[str, Any]], str | None]) -> Callable[[_Co
         @functools.wraps(command)
         def wrapper(**kwargs: Any) -> Any:
             explicit = kwargs.pop("config", None)
+            given = {name: kwargs.pop(name) for name in Settings.names() if name in kwargs}
             near = locate(kwargs)
             path = Path(explicit) if explicit else (
                 find_config(Path(near).parent) if near else None)
-            if path is not None:
-                try:
-                    settings = load_config(path)
-                except InputError as err:
-                    fail(err)
-                ctx = click.get_current_context()
-                for key, value in settings.values.items():
-                    for name in _PARAMETERS.get(key, ()):
-                        if name in kwargs and ctx.get_parameter_source(name) in (
-                                ParameterSource.DEFAULT, None):
-                            kwargs[name] = tuple(value) if isinstance(value, list) else value
-            return command(**kwargs)
+            settings = settings_from_command(given, path, click.get_current_context())
+            return command(settings=settings, **kwargs)
 
         return wrapper
 

@@ -18,7 +18,14 @@ from pathlib import Path
 import click
 
 from cqsens.cli.exits import EXIT_OK, fail
-from cqsens.cli.options import db_file
+from cqsens.cli.options import (
+    PROPOSED_OWNER,
+    db_file,
+    db_option,
+    output_option,
+    owner_option,
+    unit_option,
+)
 from cqsens.cli.output import check_output, force_option, write_output
 from cqsens.db.connect import mask_url
 from cqsens.db.persons import PersonView, measure_persons
@@ -53,17 +60,13 @@ def _summary(output: Path, schema: Schema, view: PersonView | None) -> str:
 
 
 @click.command("init")
-@click.option("--db", "db", required=True, metavar="URL",
-              help="sqlite:///path.db or postgresql://user:password@host:port/dbname.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default="cqsens.toml",
-              show_default=True,
-              help=f"The metadata file to write; the DDL goes to {SCHEMA_NAME} beside it.")
+@db_option(required=True)
+@output_option(default="cqsens.toml",
+               help=f"The metadata file to write; the DDL goes to {SCHEMA_NAME} beside it.")
 @force_option
-@click.option("--unit", default=None, metavar="TABLE[.COLUMN]",
-              help="The table of persons (default: proposed, the table the most others "
-                   "reference).")
-@click.option("--owner", "owner", multiple=True, metavar="TABLE.COLUMN",
-              help="A foreign key that carries ownership (repeatable; default: proposed).")
+@unit_option("The table of persons (default: proposed, the table the most others reference).",
+             metavar="TABLE[.COLUMN]")
+@owner_option(PROPOSED_OWNER)
 def init_cmd(db: str, output: str, force: bool, unit: str | None, owner: tuple[str, ...]) -> None:
     """Write a commented cqsens.toml (and schema.sql) from a live database.
 

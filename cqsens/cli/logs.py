@@ -16,6 +16,7 @@ from cqsens.cli.output import write_output
 from cqsens.errors import InputError
 from cqsens.files import write_atomically, write_text_atomically
 from cqsens.report.common import json_default
+from cqsens.settings import Settings
 
 __all__ = ["compact", "run_log"]
 
@@ -29,7 +30,7 @@ def compact(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_log(inputs: tuple[str, ...], *, target: Path, chosen: str, jobs: int, timeout: float,
-            command: str, options: dict[str, Any], query_column: str | None,
+            command: str, settings: Settings, query_column: str | None,
             cache_file: str | None, share: bool, strict: bool, output: str,
             total_timeout: float | None = None) -> None:
     """Analyse query logs (and query files) and write the report; exits."""
@@ -76,7 +77,7 @@ def run_log(inputs: tuple[str, ...], *, target: Path, chosen: str, jobs: int, ti
             click.echo(f"  {row['status']}: {row['error']}", err=True)
 
     rows = analyse_log(records(), jobs=jobs, timeout=timeout, total_timeout=total_timeout,
-                       cache=cache, full=chosen != "jsonl", **options)
+                       cache=cache, full=chosen != "jsonl", settings=settings)
     try:
         if chosen == "jsonl":
             def write(temporary: Path) -> None:
@@ -112,7 +113,7 @@ def run_log(inputs: tuple[str, ...], *, target: Path, chosen: str, jobs: int, ti
             summary.update(_folded(tally))
             batch = {"title": "cqsens report", "generated": "", "command": command,
                      "options": {k: str(v) if isinstance(v, Path) else v
-                                 for k, v in options.items() if k != "schema"},
+                                 for k, v in settings.reported().items() if k != "schema"},
                      "summary": summary, "skipped": [], "rows": shown}
             from cqsens.cli.report import _render
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import click
 
 from cqsens.cli.exits import fail
+from cqsens.cli.options import format_option
 from cqsens.errors import InputError, read_text
 from cqsens.noiseless import MAX_RECORDS, parse_probabilities
 from cqsens.noiseless.report import noiseless_report
@@ -107,8 +108,7 @@ def _check_class(n: int | None, lam: float | None, categories: int | None) -> tu
 @click.option("--categories", type=int, default=None, metavar="K",
               help="The release is a K-category histogram; every category probability "
                    "is at least LAMBDA.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-              show_default=True, help="Output format.")
+@format_option(["text", "json"])
 def noiseless(
     n: int | None,
     lam: float | None,

@@ -19,17 +19,12 @@ from typing import Any
 import click
 
 from cqsens.cli.exits import fail
+from cqsens.cli.options import force_option
 from cqsens.errors import CqsensError
 
 __all__ = ["check_output", "force_option", "write_output"]
 
 _Command = Callable[..., Any]
-
-
-def force_option(f: _Command) -> _Command:
-    """--force: replace an existing ``-o`` file."""
-    return click.option("--force", is_flag=True,
-                        help="Replace the -o file if it exists (never one of the inputs).")(f)
 
 
 def _same_file(a: Path, b: Path) -> bool:

@@ -31,9 +31,24 @@ import click
 
 from cqsens.cli.config import config_option, uses_config
 from cqsens.cli.exits import EXIT_OK, fail
-from cqsens.cli.options import db_file
+from cqsens.cli.options import (
+    PROPOSED_OWNER,
+    PROPOSED_UNIT,
+    cd_option,
+    constraints_option,
+    db_file,
+    db_option,
+    dialect_option,
+    fd_option,
+    format_option,
+    output_option,
+    owner_option,
+    path_of,
+    schema_option,
+    strict_option,
+    unit_option,
+)
 from cqsens.cli.output import check_output, force_option, write_output
-from cqsens.cli.params import DIALECT
 from cqsens.db import (
     OBSERVED_NOTE,
     Profile,
@@ -47,6 +62,7 @@ from cqsens.errors import InputError
 from cqsens.files import write_text_atomically
 from cqsens.frontend.ddl import load_schema
 from cqsens.report.profile import render_json, render_text
+from cqsens.settings import Settings
 
 __all__ = ["profile"]
 
@@ -84,48 +100,30 @@ def _write_proposals(report: Profile, db: str, output: Path) -> None:
 
 @click.command("profile")
 @config_option
-@click.option("--db", "db", required=True, metavar="URL",
-              help="sqlite:///path.db or postgresql://user:password@host:port/dbname.")
-@click.option("--schema", "schema_file", type=click.Path(dir_okay=False), default=None,
-              help="SQL DDL file (CREATE TABLE ...); reflected from the database when absent.")
-@click.option("--dialect", type=DIALECT, default=None, metavar="NAME",
-              help="sqlglot dialect of the --schema DDL (any casing).")
-@click.option("--constraints", type=click.Path(dir_okay=False), default=None,
-              help="File of dependencies to check, one per line ('#' comments).")
-@click.option("--fd", "fds", multiple=True, metavar="'R[i->j]'",
-              help="Functional dependency to check (positions 1-based or column names).")
-@click.option("--cd", "cds", multiple=True, metavar="'R[i->j]<=k'",
-              help="Cardinality dependency to check.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
-              help="Write the proposed CDs (observed, not guaranteed) as a constraints file.")
+@db_option(required=True)
+@schema_option("SQL DDL file (CREATE TABLE ...); reflected from the database when absent.")
+@dialect_option("sqlglot dialect of the --schema DDL (any casing).")
+@constraints_option("File of dependencies to check, one per line ('#' comments).")
+@fd_option("Functional dependency to check (positions 1-based or column names).")
+@cd_option("Cardinality dependency to check.")
+@output_option(help="Write the proposed CDs (observed, not guaranteed) as a constraints file.")
 @force_option
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-              show_default=True, help="Output format.")
+@format_option(["text", "json"])
 @click.option("--samples", type=click.IntRange(min=0), default=3, show_default=True,
               help="Offending values shown per violated dependency.")
-@click.option("--strict", is_flag=True,
-              help="Exit 1 when a declared dependency or a foreign key is violated "
-                   "(default: exit 0).")
-@click.option("--unit", default=None, metavar="TABLE[.COLUMN]",
-              help="Privacy unit of the rows-per-person view (default: proposed, the table "
-                   "the most others reference).")
-@click.option("--owner", "owner", multiple=True, metavar="TABLE.COLUMN",
-              help="A foreign key that carries ownership (repeatable; default: proposed).")
+@strict_option("Exit 1 when a declared dependency or a foreign key is violated "
+               "(default: exit 0).")
+@unit_option(PROPOSED_UNIT, metavar="TABLE[.COLUMN]")
+@owner_option(PROPOSED_OWNER)
 @uses_config(lambda kw: None)
 def profile(
     db: str,
-    schema_file: str | None,
-    dialect: str | None,
-    constraints: str | None,
-    fds: tuple[str, ...],
-    cds: tuple[str, ...],
     output: str | None,
     force: bool,
     fmt: str,
     samples: int,
     strict: bool,
-    unit: str | None,
-    owner: tuple[str, ...],
+    settings: Settings,
 ) -> None:
     """Check declared dependencies and foreign keys against a live database; measure fan-outs.
 
@@ -144,11 +142,15 @@ def profile(
       cqsens profile --db sqlite:///hospital.db --constraints examples/hospital/constraints.txt
       cqsens profile --db postgresql://me@localhost/hospital -o observed.txt
     """
+    schema_file, constraints = path_of(settings.schema), path_of(settings.constraints)
     target = None if output is None else check_output(output, force=force, inputs=[
         ("the --schema file", schema_file), ("the --constraints file", constraints),
         ("the --db database", db_file(db))])
     try:
-        report = _profile(db, schema_file, dialect, constraints, fds, cds, samples, unit, owner)
+        report = _profile(db, schema_file, settings.dialect, constraints,
+                          tuple(str(d) for d in settings.fds),
+                          tuple(str(d) for d in settings.cds), samples, settings.unit,
+                          settings.owner)
     except InputError as err:
         fail(err)
     click.echo(render_json(report) if fmt == "json" else render_text(report))

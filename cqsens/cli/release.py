@@ -10,22 +10,40 @@ before anything is printed.
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import click
 
 from cqsens.cli.config import config_option, uses_config
 from cqsens.cli.exits import EXIT_OK, fail
-from cqsens.cli.options import dependency_options, timeout_option
-from cqsens.cli.params import BUDGET, DELTA, DIALECT, EPSILON
+from cqsens.cli.options import (
+    bounds_option,
+    budget_option,
+    contributions_option,
+    db_option,
+    delta_budget_option,
+    delta_option,
+    dependency_options,
+    dialect_option,
+    epsilon_option,
+    format_option,
+    ledger_option,
+    path_of,
+    rows_option,
+    schema_option,
+    sql_option,
+    timeout_option,
+)
 from cqsens.db.connect import sqlite_file
 from cqsens.errors import CqsensError, InputError
 from cqsens.ir.schema import Schema
-from cqsens.pipeline import Analysis, analyze
+from cqsens.pipeline import Analysis, analyze_with
 from cqsens.release.execute import release
 from cqsens.release.ledger import Charge, Ledger, Limits, PrivacyModel, precheck, record
 from cqsens.release.noise import EPSILON_MAX, EPSILON_MIN, check_privacy
 from cqsens.report.release import ledger_json, render_csv, render_json, render_text, spent_line
+from cqsens.settings import Settings
 
 __all__ = ["release_cmd"]
 
@@ -66,72 +84,42 @@ def _same_file(a: Path, b: Path | None) -> bool:
 
 @click.command("release")
 @click.argument("query", required=False, type=click.Path(dir_okay=False))
-@click.option("--sql", "sql_text", default=None, metavar="TEXT", help="The SQL query as text.")
+@sql_option(help="The SQL query as text.")
 @config_option
-@click.option("--db", "db", required=True, metavar="URL",
-              help="The database to answer from: sqlite:///path.db or "
-                   "postgresql://user:password@host/db.")
-@click.option("--schema", "schema", type=click.Path(dir_okay=False), default=None,
-              help="SQL DDL file; reflected from --db when absent.")
-@click.option("--dialect", type=DIALECT, default=None, metavar="NAME",
-              help="sqlglot dialect of the query and DDL.")
+@db_option(required=True, help="The database to answer from: sqlite:///path.db or "
+                               "postgresql://user:password@host/db.")
+@schema_option("SQL DDL file; reflected from --db when absent.")
+@dialect_option("sqlglot dialect of the query and DDL.")
 @dependency_options
-@click.option("--bounds", "value_bounds", multiple=True, metavar="'T.col=low:high'",
-              help="Value bounds of a summed/averaged column, e.g. 'Pat.age=0:120'.")
-@click.option("--contributions", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Rows one person may own.")
-@click.option("--rows", type=click.IntRange(min=1), default=None,
-              help="Number of rows, for the parity rule of a single-table MEDIAN.")
-@click.option("--epsilon", type=EPSILON, default=None,
-              help="ε of the whole release, in [1e-9, 1000].")
-@click.option("--delta", type=DELTA, default=None,
-              help="δ in (0, 1): for --mechanism gaussian and for partition selection.")
+@bounds_option()
+@contributions_option("Rows one person may own.")
+@rows_option()
+@epsilon_option("ε of the whole release, in [1e-9, 1000].")
+@delta_option("δ in (0, 1): for --mechanism gaussian and for partition selection.")
 @click.option("--mechanism", type=click.Choice(["laplace", "gaussian"]), default="laplace",
               show_default=True, help="Noise added to counts and sums.")
 @click.option("--epsilon-part", "epsilon_parts", multiple=True, metavar="'AGG=ε'",
               help="ε of one aggregate (as the output labels it); the rest of ε is split "
                    "evenly over the other measurements.")
-@click.option("--keys", "keys_file", type=click.Path(dir_okay=False), default=None,
+@click.option("--keys", "keys", type=click.Path(dir_okay=False), default=None,
               help="CSV file of the public GROUP BY keys (header: the group columns).")
-@click.option("--ledger", "ledger", type=click.Path(dir_okay=False), default=None,
-              help="SQLite file recording every release (created when absent).")
-@click.option("--budget", type=BUDGET, default=None,
-              help="Total ε the ledger may spend; a release beyond it is refused (exit 1). "
-                   "Stored in the ledger by the first release that gives it; a different "
-                   "value is then refused (change it with `cqsens budget --set`).")
-@click.option("--delta-budget", "delta_budget", type=DELTA, default=None,
-              help="Total δ the ledger may spend, stored like --budget. With --budget and "
-                   "no δ budget, a release that spends δ is refused.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "csv"]), default="text",
-              show_default=True, help="Output format.")
+@ledger_option("SQLite file recording every release (created when absent).")
+@budget_option("Total ε the ledger may spend; a release beyond it is refused (exit 1). "
+               "Stored in the ledger by the first release that gives it; a different "
+               "value is then refused (change it with `cqsens budget --set`).")
+@delta_budget_option("Total δ the ledger may spend, stored like --budget. With --budget and "
+                     "no δ budget, a release that spends δ is refused.")
+@format_option(["text", "json", "csv"])
 @timeout_option(30.0, "Seconds the analysis may take")
 @uses_config(lambda kw: kw.get("query"))
 def release_cmd(
     query: str | None,
     sql_text: str | None,
     db: str,
-    schema: str | None,
-    dialect: str | None,
-    fds: tuple[str, ...],
-    cds: tuple[str, ...],
-    constraints: str | None,
-    neighbor: str,
-    public: tuple[str, ...],
-    unit: str | None,
-    owner: tuple[str, ...],
-    value_bounds: tuple[str, ...],
-    contributions: int,
-    rows: int | None,
-    epsilon: float | None,
-    delta: float | None,
     mechanism: str,
     epsilon_parts: tuple[str, ...],
-    keys_file: str | None,
-    ledger: str | None,
-    budget: float | None,
-    delta_budget: float | None,
     fmt: str,
-    timeout: float,
+    settings: Settings,
 ) -> None:
     """Release a differentially private answer to a SQL query from a database.
 
@@ -154,28 +142,29 @@ def release_cmd(
     """
     if (query is None) == (sql_text is None):
         raise click.UsageError("give the query: a .sql FILE or --sql TEXT (one of them)")
+    epsilon, delta, ledger = settings.epsilon, settings.delta, settings.ledger
     if epsilon is None:
         raise click.UsageError("give --epsilon (or epsilon in cqsens.toml)")
     try:  # ε and δ from cqsens.toml skip the option types: checked before any work
         check_privacy(epsilon, delta)
     except InputError as err:
         fail(err)
-    if (budget is not None or delta_budget is not None) and ledger is None:
+    if (settings.budget is not None or settings.delta_budget is not None) and ledger is None:
         raise click.UsageError("--budget and --delta-budget need a ledger: give --ledger FILE "
                                "(or ledger in cqsens.toml)")
-    limits = Limits(budget, delta_budget)
+    limits = Limits(settings.budget, settings.delta_budget)
     parts = _epsilon_parts(epsilon_parts)
     if ledger is not None and _same_file(Path(ledger), sqlite_file(db)):
         raise click.UsageError("--ledger must not be the --db database file")
     try:
-        schema_obj = _schema(schema, dialect, db)
+        schema_obj = _schema(path_of(settings.schema), settings.dialect, db)
+        # the release calibrates its own noise: the analysis proves no lower bound and
+        # computes no scale
+        analysed = replace(settings, schema=schema_obj, prove_lower=False, epsilon=None,
+                           delta=None)
 
         def run(source: str | Path, kind: str | None, name: str | None) -> Analysis:
-            return analyze(source, schema=schema_obj, fds=fds, cds=cds,
-                           constraints=constraints, dialect=dialect, neighbor=neighbor,
-                           kind=kind, name=name, prove_lower=False, bounds=value_bounds,
-                           contributions=contributions, rows=rows, timeout=timeout,
-                           public=public, unit=unit, owner=owner)
+            return analyze_with(source, analysed, kind=kind, name=name)
 
         source: str | Path = Path(query) if query is not None else str(sql_text)
         analysis = run(source, "sql" if query is None else None,
@@ -186,8 +175,8 @@ def release_cmd(
 
         result = release(analysis, url=db, epsilon=epsilon, delta=delta, mechanism=mechanism,
                          reanalyse=lambda text: run(text, "sql", analysis.source),
-                         schema=schema_obj, bounds=value_bounds, keys_file=keys_file,
-                         public=public, epsilon_parts=parts, before_query=check)
+                         schema=schema_obj, bounds=settings.bounds, keys_file=settings.keys,
+                         public=settings.public, epsilon_parts=parts, before_query=check)
         state: Ledger | None = None
         if ledger is not None:  # recorded and committed before anything is shown
             state = record(ledger, result.entry(), result.model, limits)

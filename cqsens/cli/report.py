@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,9 +16,15 @@ from cqsens.cli.masking import command_args, masked_command
 from cqsens.cli.options import (
     db_file,
     dependency_options,
+    format_option,
+    no_lower_option,
+    output_option,
+    path_of,
+    query_column_option,
     release_options,
     resolve_schema,
     schema_options,
+    strict_option,
     timeout_option,
 )
 from cqsens.cli.output import check_output, force_option, write_output
@@ -24,6 +32,7 @@ from cqsens.cli.params import TIMEOUT
 from cqsens.cli.validate import check_shared_options
 from cqsens.errors import InputError
 from cqsens.files import write_text_atomically
+from cqsens.settings import Settings
 
 if TYPE_CHECKING:
     from cqsens.batch import BatchResult
@@ -41,22 +50,20 @@ _SUFFIX_FORMATS = {"htm": "html", "html": "html", "md": "md", "markdown": "md", 
 @schema_options
 @dependency_options
 @release_options
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
-              help="report.html, report.md or report.json (format from the suffix).")
+@output_option(required=True,
+               help="report.html, report.md or report.json (format from the suffix).")
 @force_option
-@click.option("--format", "fmt", type=click.Choice(["html", "md", "json", "jsonl"]), default=None,
-              help="Output format (default: from the output's suffix).")
+@format_option(["html", "md", "json", "jsonl"], default=None,
+               help="Output format (default: from the output's suffix).")
 @click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
               help="Worker processes; the output order does not depend on it.")
 @timeout_option(10.0, "Seconds per query; a slower query is reported as timed out")
 @click.option("--total-timeout", type=TIMEOUT, default=None, metavar="SECONDS",
               help="Seconds for a whole query log (logs only): past it, records of stored "
                    "shapes get no lower bound and others a timeout row.")
-@click.option("--strict", is_flag=True,
-              help="Exit 1 if any file fails, times out, or is unbounded (for CI gates).")
-@click.option("--no-lower", is_flag=True, help="Skip the witness search (lower bounds null).")
-@click.option("--query-column", default=None, metavar="NAME",
-              help="The CSV column holding the query (default: sql, else query).")
+@strict_option("Exit 1 if any file fails, times out, or is unbounded (for CI gates).")
+@no_lower_option("Skip the witness search (lower bounds null).")
+@query_column_option("The CSV column holding the query (default: sql, else query).")
 @click.option("--cache", "cache_file", default=None, type=click.Path(dir_okay=False),
               help="SQLite file of analysed shapes, kept between runs (logs only).")
 @click.option("--no-cache", is_flag=True,
@@ -64,32 +71,17 @@ _SUFFIX_FORMATS = {"htm": "html", "html": "html", "md": "md", "markdown": "md", 
 @uses_config(lambda kw: _config_near(kw.get("inputs") or ()))
 def report_cmd(
     inputs: tuple[str, ...],
-    schema: str | None,
-    dialect: str | None,
     db_url: str | None,
-    fds: tuple[str, ...],
-    cds: tuple[str, ...],
-    constraints: str | None,
-    neighbor: str,
-    public: tuple[str, ...],
-    unit: str | None,
-    owner: tuple[str, ...],
-    value_bounds: tuple[str, ...],
-    contributions: int,
-    rows: int | None,
-    epsilon: float | None,
-    delta: float | None,
     output: str,
     force: bool,
     fmt: str | None,
     jobs: int,
-    timeout: float,
     total_timeout: float | None,
     strict: bool,
-    no_lower: bool,
     query_column: str | None,
     cache_file: str | None,
     no_cache: bool,
+    settings: Settings,
 ) -> None:
     """Analyse every .sql/.cq file under INPUTS and write one report.
 
@@ -113,16 +105,13 @@ def report_cmd(
     if chosen is None:
         raise click.UsageError(f"cannot tell the format of {output}: use .html, .md or .json, "
                                "or --format")
-    target = check_output(output, inputs=_inputs(inputs, schema, constraints, db_url),
+    target = check_output(output, inputs=_inputs(inputs, path_of(settings.schema),
+                                                 path_of(settings.constraints), db_url),
                           force=force)
-    shared = resolve_schema(schema, db_url)
-    check_shared_options(schema=shared, dialect=dialect, fds=fds, cds=cds,
-                         constraints=constraints, bounds=value_bounds)
-    options = dict(schema=shared, dialect=dialect, fds=list(fds),
-                   cds=list(cds), constraints=constraints, neighbor=neighbor,
-                   bounds=list(value_bounds), contributions=contributions, rows=rows,
-                   epsilon=epsilon, delta=delta, prove_lower=not no_lower,
-                   public=list(public), unit=unit, owner=list(owner))
+    shared = resolve_schema(settings.schema, db_url)
+    check_shared_options(settings, schema=shared)
+    timeout = settings.timeout if settings.timeout is not None else math.inf
+    settings = replace(settings, schema=shared)
     command = masked_command("cqsens", command_args())
     from cqsens.logs.records import is_log
 
@@ -130,7 +119,7 @@ def report_cmd(
         from cqsens.cli.logs import run_log
 
         run_log(inputs, target=target, chosen=chosen, jobs=jobs, timeout=timeout,
-                command=command, options=options, query_column=query_column,
+                command=command, settings=settings, query_column=query_column,
                 cache_file=None if no_cache else cache_file, share=not no_cache,
                 strict=strict, output=output,
                 total_timeout=None if total_timeout == float("inf") else total_timeout)
@@ -139,7 +128,7 @@ def report_cmd(
         raise click.UsageError("-o .jsonl streams the rows of a query log: give a .jsonl, "
                                ".csv log or - as input")
     try:
-        result = _run_batch(inputs, jobs, timeout, command, options)
+        result = _run_batch(inputs, jobs, timeout, command, settings)
     except InputError as err:
         fail(err)
     batch = result.as_dict()
@@ -196,12 +185,13 @@ def _render(batch: dict[str, Any], chosen: str) -> str:
 
 
 def _run_batch(inputs: tuple[str, ...], jobs: int, timeout: float, command: str,
-               options: dict[str, Any]) -> BatchResult:
+               settings: Settings) -> BatchResult:
     """Run the batch with a rich progress bar when stdout is a terminal."""
     from cqsens.batch import analyze_paths
 
     if not sys.stdout.isatty():
-        return analyze_paths(inputs, jobs=jobs, timeout=timeout, command=command, **options)
+        return analyze_paths(inputs, jobs=jobs, timeout=timeout, command=command,
+                             settings=settings)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
@@ -212,4 +202,4 @@ def _run_batch(inputs: tuple[str, ...], jobs: int, timeout: float, command: str,
             bar.update(task, completed=done, total=total)
 
         return analyze_paths(inputs, jobs=jobs, timeout=timeout, progress=tick, command=command,
-                             **options)
+                             settings=settings)

@@ -15,6 +15,7 @@ import click
 
 from cqsens.errors import DependencyError, InputError, read_text
 from cqsens.ir.schema import Schema
+from cqsens.settings import Settings
 
 __all__ = ["check_shared_options"]
 
@@ -34,29 +35,16 @@ def _check_dependency(text: str, *, kind: str, schema: Schema | None, source: st
         raise
 
 
-def check_shared_options(
-    *,
-    schema: Path | Schema | None,
-    dialect: str | None,
-    fds: tuple[str, ...],
-    cds: tuple[str, ...],
-    constraints: str | None,
-    bounds: tuple[str, ...],
-) -> Schema | None:
-    """Load the shared schema and check the shared options, or raise a usage error.
+def check_shared_options(settings: Settings, *, schema: Path | Schema | None) -> Schema | None:
+    """Load the shared schema and check the shared settings, or raise a usage error.
 
     Parameters
     ----------
+    settings : Settings
+        The batch's settings: ``dialect`` (already checked by its option type),
+        ``fds``, ``cds``, ``constraints`` and ``bounds`` are checked.
     schema : Path, Schema or None
         The ``--schema`` file, or the schema reflected from ``--db``.
-    dialect : str or None
-        The ``--dialect`` (already checked by its option type).
-    fds, cds : tuple of str
-        The ``--fd`` and ``--cd`` texts.
-    constraints : str or None
-        The ``--constraints`` file.
-    bounds : tuple of str
-        The ``--bounds`` texts.
 
     Returns
     -------
@@ -72,18 +60,19 @@ def check_shared_options(
     from cqsens.release.values import parse_value_bounds
 
     try:
-        parsed = load_schema(schema, dialect=dialect)
-        parse_value_bounds(bounds)
-        for kind, items in (("fd", fds), ("cd", cds)):
+        parsed = load_schema(schema, dialect=settings.dialect)
+        parse_value_bounds(settings.bounds)
+        for kind, items in (("fd", settings.fds), ("cd", settings.cds)):
             for item in items:
-                _check_dependency(item, kind=kind, schema=parsed, source=f"--{kind}")
+                _check_dependency(str(item), kind=kind, schema=parsed, source=f"--{kind}")
+        constraints = settings.constraints
         if constraints is not None:
             text = read_text(Path(constraints), error=DependencyError, what="constraints file")
             for number, raw in enumerate(text.splitlines(), start=1):
                 line = raw.split("#", 1)[0].strip()
                 if line:
-                    _check_dependency(line, kind="auto", schema=parsed, source=constraints,
-                                      line=number)
+                    _check_dependency(line, kind="auto", schema=parsed,
+                                      source=str(constraints), line=number)
     except InputError as err:
         raise click.UsageError(f"{err} (an option every query shares; nothing was analysed)"
                                ) from None

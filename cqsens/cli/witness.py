@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -9,36 +10,40 @@ import click
 from cqsens.cli.config import config_option, uses_config
 from cqsens.cli.exits import fail
 from cqsens.cli.options import (
+    cq_option,
     db_file,
     dependency_options,
+    format_option,
+    output_option,
+    path_of,
     release_options,
     resolve_schema,
     schema_options,
+    sql_option,
     timeout_option,
     witness_time_option,
 )
 from cqsens.cli.output import check_output, force_option, write_output
 from cqsens.errors import CqsensError
-from cqsens.pipeline import analyze
+from cqsens.pipeline import analyze_with
 from cqsens.report.text import witness_json
+from cqsens.settings import Settings
 
 __all__ = ["witness_cmd"]
 
 
 @click.command("witness")
 @click.argument("query", type=click.Path(dir_okay=False), required=False)
-@click.option("--cq", "cq_text", default=None, metavar="TEXT", help="A conjunctive query.")
-@click.option("--sql", "sql_text", default=None, metavar="TEXT", help="A SQL query.")
+@cq_option()
+@sql_option()
 @config_option
 @schema_options
 @dependency_options
 @release_options
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
-              help="Where to write: a .sql script, or a .sqlite/.db database.")
+@output_option(required=True, help="Where to write: a .sql script, or a .sqlite/.db database.")
 @force_option
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-              show_default=True,
-              help="What to print: two lines, or a JSON document with the witness databases.")
+@format_option(["text", "json"],
+               help="What to print: two lines, or a JSON document with the witness databases.")
 @witness_time_option(1.0)
 @timeout_option(30.0, "Seconds the analysis may take")
 @uses_config(lambda kw: kw.get("query"))
@@ -46,26 +51,11 @@ def witness_cmd(
     query: str | None,
     cq_text: str | None,
     sql_text: str | None,
-    schema: str | None,
-    dialect: str | None,
     db_url: str | None,
-    fds: tuple[str, ...],
-    cds: tuple[str, ...],
-    constraints: str | None,
-    neighbor: str,
-    public: tuple[str, ...],
-    unit: str | None,
-    owner: tuple[str, ...],
-    value_bounds: tuple[str, ...],
-    contributions: int,
-    rows: int | None,
-    epsilon: float | None,
-    delta: float | None,
     output: str,
     force: bool,
     fmt: str,
-    witness_time: float,
-    timeout: float,
+    settings: Settings,
 ) -> None:
     """Write the databases that prove the lower bound of QUERY.
 
@@ -87,19 +77,15 @@ def witness_cmd(
     kind = "cq" if cq_text is not None else "sql" if sql_text is not None else None
     source: str | Path = Path(query) if query is not None else given[0]
     inputs: list[tuple[str, str | Path | None]] = [
-        ("the query file", query), ("the --schema file", schema),
-        ("the --constraints file", constraints), ("the --db database", db_file(db_url))]
+        ("the query file", query), ("the --schema file", path_of(settings.schema)),
+        ("the --constraints file", path_of(settings.constraints)),
+        ("the --db database", db_file(db_url))]
     target = check_output(output, force=force, inputs=inputs)
     if is_database_path(target):
         check_output(str(companion_path(target)), force=force, inputs=inputs)
-    schema_obj = resolve_schema(schema, db_url)
+    settings = replace(settings, schema=resolve_schema(settings.schema, db_url))
     try:
-        result = analyze(source, schema=schema_obj, fds=fds, cds=cds, constraints=constraints,
-                         dialect=dialect, neighbor=neighbor, kind=kind, public=public,
-                         unit=unit, owner=owner,
-                         bounds=value_bounds, contributions=contributions, rows=rows,
-                         epsilon=epsilon, delta=delta,
-                         witness_time=witness_time, timeout=timeout)
+        result = analyze_with(source, settings, kind=kind)
     except CqsensError as err:  # bad input, or over --timeout
         fail(err)
     witness = result.witness

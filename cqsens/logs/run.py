@@ -23,7 +23,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
@@ -49,22 +49,14 @@ from cqsens.logs.template import (
     instantiate,
 )
 from cqsens.logs.transpiled import record_sqlite
-from cqsens.pipeline import Analysis, analyze
+from cqsens.pipeline import Analysis, analyze_with
 from cqsens.release.values import parse_value_bounds
+from cqsens.settings import Settings
 from cqsens.witness.model import Witness
 from cqsens.witness.schema_checks import column_checks
 
 __all__ = ["analyse_log", "fingerprint"]
 
-_ANALYZE_KEYS = ("schema", "dialect", "fds", "cds", "constraints", "neighbor", "bounds",
-                 "contributions", "rows", "epsilon", "delta", "prove_lower", "public", "unit",
-                 "owner",
-                 "witness_time")
-
-
-_NONE = object()
-_DEFAULTS: dict[str, object] = {"neighbor": "add-remove", "contributions": 1,
-                                "prove_lower": True, "witness_time": 0.5}
 
 
 def _version() -> str:
@@ -74,7 +66,7 @@ def _version() -> str:
         return "unknown"
 
 
-def _content(value: Any) -> str:
+def _content(value: object) -> str:
     """What an option stands for: a file's content, a schema's source, or the text."""
     if value is None:
         return ""
@@ -89,25 +81,24 @@ def _content(value: Any) -> str:
     return str(value)
 
 
-def fingerprint(options: dict[str, Any], record: Record) -> str:
+def fingerprint(settings: Settings, record: Record) -> str:
     """Everything but the query text an analysis depends on, as one digest: cqsens's
-    version, the options (files by content), the record's dialect and schema."""
-    opts = _record_options(options, record)
-    # an option given at its default is the option left out (cqsens report gives them all)
+    version, the settings that differ from the defaults (files by content), the
+    record's dialect and schema."""
+    own = _record_settings(settings, record)
     parts = {k: (_content(v) if k in ("schema", "constraints") else v)
-             for k, v in sorted(opts.items()) if k in _ANALYZE_KEYS
-             and not (v is None or v == [] or v == () or _DEFAULTS.get(k, _NONE) == v)}
+             for k, v in sorted(own.analysis_changed().items())}
     blob = json.dumps([_version(), parts], sort_keys=True, default=str)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
-def _record_options(options: dict[str, Any], record: Record) -> dict[str, Any]:
-    opts = dict(options)
+def _record_settings(settings: Settings, record: Record) -> Settings:
+    """The settings of one record: its own dialect and schema, when it names them."""
     if record.dialect is not None:
-        opts["dialect"] = record.dialect
+        settings = replace(settings, dialect=record.dialect)
     if record.schema is not None:
-        opts["schema"] = record.schema
-    return opts
+        settings = replace(settings, schema=record.schema)
+    return settings
 
 
 @lru_cache(maxsize=64)
@@ -117,20 +108,20 @@ def _schema(value: str, dialect: str | None) -> Schema:
     return loaded
 
 
-def _parsed_schema(opts: dict[str, Any]) -> Schema | None:
-    value = opts.get("schema")
+def _parsed_schema(settings: Settings) -> Schema | None:
+    value = settings.schema
     if value is None or isinstance(value, Schema):
         return value
-    return _schema(str(value), opts.get("dialect"))
+    return _schema(str(value), settings.dialect)
 
 
-def _inputs(opts: dict[str, Any]) -> dict[str, Any]:
-    schema = opts.get("schema")
+def _inputs(settings: Settings) -> dict[str, Any]:
+    schema = settings.schema
     shown = schema.source if isinstance(schema, Schema) else schema
     if isinstance(shown, str) and "\n" in shown:
         shown = "(inline text)"
-    declared = [*(opts.get("fds") or []), *(opts.get("cds") or [])]
-    constraints = opts.get("constraints")
+    declared = [*settings.fds, *settings.cds]
+    constraints = settings.constraints
     return {"schema": None if shown is None else str(shown),
             "constraints": None if constraints is None else str(constraints),
             "dependencies": [str(d) for d in declared]}
@@ -179,13 +170,12 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def _analyse_row(sql: str, opts: dict[str, Any], timeout: float | None) -> dict[str, Any]:
+def _analyse_row(sql: str, settings: Settings, timeout: float | None) -> dict[str, Any]:
     """The report row of one query text, analysed under the name :data:`SOURCE`."""
-    kwargs = {k: v for k, v in opts.items() if k in _ANALYZE_KEYS}
-    kwargs["schema"] = _parsed_schema(opts)  # parsed once per run, not once per record
-    analysis = _limited(lambda: analyze(sql, kind="sql", name=SOURCE, timeout=timeout,
-                                        **kwargs), timeout)
-    return row_for(Path(SOURCE), analysis, _inputs(opts)) | {"_analysis": analysis}
+    # the schema is parsed once per run, not once per record
+    own = replace(settings, schema=_parsed_schema(settings), timeout=timeout)
+    analysis = _limited(lambda: analyze_with(sql, own, kind="sql", name=SOURCE), timeout)
+    return row_for(Path(SOURCE), analysis, _inputs(settings)) | {"_analysis": analysis}
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,7 +184,7 @@ class _Task:
     analyse on its own."""
 
     record: Record
-    options: dict[str, Any]
+    settings: Settings
     timeout: float | None
     fingerprint: str
     plan: Plan | None
@@ -207,7 +197,7 @@ class _Check:
     key's witnesses, checked (in a worker, which reads the cache file itself)."""
 
     record: Record
-    options: dict[str, Any]
+    settings: Settings
     timeout: float | None
     fingerprint: str
     key: str
@@ -264,7 +254,7 @@ def _finish(row: dict[str, Any], record: Record, key: str, cached: bool) -> dict
     return {"id": row.pop("id"), **row}
 
 
-def _fresh(record: Record, opts: dict[str, Any], timeout: float | None
+def _fresh(record: Record, opts: Settings, timeout: float | None
            ) -> tuple[dict[str, Any], Analysis | None]:
     """The row of one record analysed on its own (an error row when it fails)."""
     try:
@@ -316,7 +306,7 @@ def _proof_of(analysis: Analysis, lexed: Lexed) -> Proof:
 def _work(task: _Task) -> _Done:
     """Analyse a record of a new shape and make its shape's row template."""
     record = task.record
-    opts = _record_options(task.options, record)
+    opts = _record_settings(task.settings, record)
     first, analysis = _fresh(record, opts, task.timeout)
     if analysis is None:
         return _Done(first)
@@ -327,10 +317,10 @@ def _work(task: _Task) -> _Done:
     plan = task.plan
     if plan is None:
         schema = _parsed_schema(opts)
-        checked = column_checks(schema, value_bounds=parse_value_bounds(opts.get("bounds") or ()),
+        checked = column_checks(schema, value_bounds=parse_value_bounds(opts.bounds),
                                 columns=analysis.query_obj.columns)
         plan = abstract_literals(analysis.query_obj, lexed, checked)
-    without = dict(opts, prove_lower=False)
+    without = replace(opts, prove_lower=False)
 
     def rerun(sql: str) -> dict[str, Any] | None:
         try:
@@ -377,15 +367,15 @@ _MODES: dict[tuple[str, tuple[int | Fraction | str, ...]], str] = {}
 
 
 def _reuse(proof: Proof, key: str, lexed: Lexed, record: Record,
-           opts: dict[str, Any], plan: Plan) -> Witness | None:
+           opts: Settings, plan: Plan) -> Witness | None:
     """An instance of one of the key's witnesses for this record, checked with is_witness
     against the record's own query; None when none checks."""
     schema = _parsed_schema(opts)
-    dialect = opts.get("dialect")
+    dialect = opts.dialect
     own_sql = record_sqlite(key, record.sql, lexed, dialect)
     if own_sql is None:
         return None
-    bounds = parse_value_bounds(opts.get("bounds") or ())
+    bounds = parse_value_bounds(opts.bounds)
     new = _values(lexed)
     for values, witness in proof.witnesses:
         if len(values) != len(new):
@@ -409,7 +399,7 @@ def _serve(cache: ShapeCache, task: _Check, lexed: Lexed | None = None) -> _Done
     """The row of a record whose key is stored (see :class:`_Check`); ``lexed``: the
     record's text, lexed already."""
     record = task.record
-    opts = _record_options(task.options, record)
+    opts = _record_settings(task.settings, record)
     lexed = lexed or lex(record.sql)
     got = cache.result(task.key)
     if got is None:  # not visible here (it cannot happen: the writer commits first)
@@ -417,7 +407,7 @@ def _serve(cache: ShapeCache, task: _Check, lexed: Lexed | None = None) -> _Done
         return _Done(_finish(_named(first, record), record, task.key, False))
     row = _finish(instantiate(_compiled(got.row, not task.full), lexed, source=record.where),
                   record, task.key, True)
-    if not opts.get("prove_lower", True):
+    if not opts.prove_lower:
         fill_lower(row, None, "not searched (--no-lower)", None)
         return _Done(row, key=task.key)
     seen = cache.checked(task.key, _literal_key(lexed))
@@ -483,7 +473,8 @@ def analyse_log(
     cache: ShapeCache | None = None,
     window: int | None = None,
     full: bool = True,
-    **options: Any,
+    settings: Settings | None = None,
+    **keywords: object,
 ) -> Iterator[dict[str, Any]]:
     """Analyse every record of a log; yield its rows in input order.
 
@@ -508,8 +499,11 @@ def analyse_log(
         Give each row its ``analysis`` object.  A row of a cache hit made with
         ``full=False`` has none (what ``-o out.jsonl`` writes), which saves
         building it.
-    **options
-        Passed to :func:`cqsens.pipeline.analyze` (schema, fds, cds, dialect, ...).
+    settings : Settings, optional
+        The settings of every analysis (:func:`cqsens.analyze_with`); ``timeout``
+        replaces its ``timeout``.
+    **keywords
+        Settings by name (the keywords of :func:`cqsens.analyze`), over ``settings``.
 
     Yields
     ------
@@ -520,6 +514,7 @@ def analyse_log(
         lower bound was found for this record; ``"reused"``: a witness of its key,
         instantiated for it and checked; null: no lower bound).
     """
+    options = Settings.from_mapping(keywords, base=settings)
     limit = window or 64 * max(jobs, 1)
     end = None if total_timeout is None else time.monotonic() + total_timeout
     executor: Executor
@@ -584,7 +579,7 @@ def analyse_log(
         assert cache is not None
         search = searches.get(key, 0) < SEARCHES and (seconds is None or seconds > 0)
         task = _Check(slot.record, options, seconds, fp, key, plan, full, search, cache.path)
-        proof = cache.proof(key) if options.get("prove_lower", True) else None
+        proof = cache.proof(key) if options.prove_lower else None
         light = proof is None or not (proof.witnesses or search) \
             or cache.checked(key, _literal_key(lexed)) is not None
         if in_workers and not light:
