@@ -31,8 +31,10 @@ from cqsens.cli.main import cli
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
-#: The pages whose every block runs.
+#: The pages whose every block runs (README.md: its console and python blocks; its bash
+#: blocks are the set-up commands, whose cqsens commands test_readme_truth.py runs).
 PAGES = sorted([DOCS / "tutorial.md", *(DOCS / "howto").glob("*.md")])
+README = ROOT / "README.md"
 #: At most this many blocks of those pages may be left unrun (each with its reason).
 MAX_NO_TEST = 4
 
@@ -118,12 +120,15 @@ def _run(block: Block, where: str, folder: Path) -> None:
         raise AssertionError(f"{where}: a ```{block.language} block cannot be run")
 
 
-@pytest.mark.parametrize("page", PAGES, ids=[p.relative_to(DOCS).as_posix() for p in PAGES])
+@pytest.mark.parametrize("page", [*PAGES, README],
+                         ids=[p.relative_to(ROOT).as_posix() for p in [*PAGES, README]])
 def test_every_block_of_the_page_runs(page: Path, tmp_path: Path,
                                       monkeypatch: pytest.MonkeyPatch) -> None:
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
     monkeypatch.chdir(tmp_path)
     blocks = _blocks(page)
+    if page == README:
+        blocks = [b for b in blocks if b.language in ("console", "python")]
     assert any(b.language == "console" for b in blocks), f"{page.name}: no command to run"
     for block in blocks:
         where = f"{page.relative_to(ROOT)}:{block.line}"
@@ -140,6 +145,15 @@ def test_the_pages_exist_and_few_blocks_are_left_unrun() -> None:
                      "howto/query-logs.md", "howto/postgresql.md"}
     unrun = [b for p in PAGES for b in _blocks(p) if _is_no_test(b)]
     assert len(unrun) <= MAX_NO_TEST
+
+
+def test_the_readme_is_a_front_page() -> None:
+    text = README.read_text(encoding="utf-8")
+    assert text.count("\n") < 250
+    assert "&& HYPOTHESIS_PROFILE=ci python -m pytest\n" in text
+    links = re.findall(r"\]\((docs/[^)#]+)", text)
+    assert {"docs/tutorial.md", "docs/rules.md", "docs/api.md", "docs/cli.md"} <= set(links)
+    assert all((ROOT / link).is_file() for link in links), links
 
 
 def test_output_matching_rules() -> None:
