@@ -1,10 +1,10 @@
 """The README and the documentation pages tell the truth: their commands run, and their JSON
 examples are what cqsens prints.
 
-Every line of a fenced ``bash`` block of README.md or of a page of docs/ that runs ``cqsens`` (alone or
-after ``&&``) or ``python -m cqsens`` is executed from the repository's root, with
-the files it writes redirected to a temporary folder; it must exit 0 unless its
-comment says ``exit N``.  Placeholder folders of the README (``queries/``,
+Every line of a fenced ``bash`` block of README.md or of a page of docs/ that runs
+``cqsens`` (alone or after ``&&``) or ``python -m cqsens`` is executed from the
+repository's root, with the files it writes redirected to a temporary folder; it
+must exit 0 unless its comment says ``exit N``.  Placeholder folders of the README (``queries/``,
 ``db.sql``, ``rules.txt``) stand for a bundled example folder.  Every fenced
 ``json`` block is the output of the last ``cqsens`` command in an inline code span
 of the paragraph just before it; the keys and values it shows must be the real
