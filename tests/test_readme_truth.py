@@ -1,9 +1,10 @@
-"""The README tells the truth: its commands run, and its JSON example is what cqsens prints.
+"""The README and the documentation pages tell the truth: their commands run, and their JSON
+examples are what cqsens prints.
 
-Every line of a fenced ``bash`` block of README.md that runs ``cqsens`` (alone or
-after ``&&``) or ``python -m cqsens`` is executed from the repository's root, with
-the files it writes redirected to a temporary folder; it must exit 0 unless its
-comment says ``exit N``.  Placeholder folders of the README (``queries/``,
+Every line of a fenced ``bash`` block of README.md or of a page of docs/ that runs
+``cqsens`` (alone or after ``&&``) or ``python -m cqsens`` is executed from the
+repository's root, with the files it writes redirected to a temporary folder; it
+must exit 0 unless its comment says ``exit N``.  Placeholder folders of the README (``queries/``,
 ``db.sql``, ``rules.txt``) stand for a bundled example folder.  Every fenced
 ``json`` block is the output of the last ``cqsens`` command in an inline code span
 of the paragraph just before it; the keys and values it shows must be the real
@@ -27,7 +28,10 @@ from click.testing import CliRunner
 from cqsens.cli.main import cli
 
 ROOT = Path(__file__).resolve().parents[1]
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+#: README.md and the documentation's pages (docs/tutorial.md and docs/howto/ run in test_docs.py).
+PAGES = {p.relative_to(ROOT).as_posix(): p.read_text(encoding="utf-8")
+         for p in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+         if "_build" not in p.parts}
 
 #: README placeholders and the bundled files that stand for them.
 PLACEHOLDERS = {
@@ -44,18 +48,19 @@ SKIPPED = {
 }
 
 
-def _blocks(language: str) -> list[tuple[int, str]]:
-    """(line number, text) of each fenced block of README.md in ``language``."""
+def _blocks(language: str) -> list[tuple[str, int, str]]:
+    """(page, line number, text) of each fenced block of the pages in ``language``."""
     found = []
-    for match in re.finditer(rf"^```{language}\n(.*?)^```", README, re.S | re.M):
-        found.append((README.count("\n", 0, match.start()) + 1, match.group(1)))
+    for page, text in PAGES.items():
+        for match in re.finditer(rf"^```{language}\n(.*?)^```", text, re.S | re.M):
+            found.append((page, text.count("\n", 0, match.start()) + 1, match.group(1)))
     return found
 
 
 def _commands() -> list[tuple[str, str]]:
-    """(command, comment) for each cqsens command of the README's bash blocks."""
+    """(command, comment) for each cqsens command of the pages' bash blocks."""
     out = []
-    for _, block in _blocks("bash"):
+    for _, _, block in _blocks("bash"):
         for line in block.replace("\\\n", " ").splitlines():
             code, _, comment = line.partition("  #")
             for part in code.split("&&"):
@@ -145,16 +150,16 @@ def _matches(shown: Any, real: Any, where: str = "$") -> list[str]:
     return []
 
 
-def _documented_command(line: int) -> str:
-    """The last ``cqsens ...`` code span in the paragraph before the block at ``line``."""
-    before = README.split("\n")[: line - 1]
+def _documented_command(page: str, line: int) -> str:
+    """The last ``cqsens ...`` code span in the paragraph before the block at ``page:line``."""
+    before = PAGES[page].split("\n")[: line - 1]
     paragraph: list[str] = []
     for text in reversed(before):
         if not text.strip() and paragraph:
             break
         paragraph.insert(0, text)
     spans = re.findall(r"`(cqsens [^`]+)`", " ".join(" ".join(paragraph).split()))
-    assert spans, f"README.md:{line}: say which command prints this JSON"
+    assert spans, f"{page}:{line}: say which command prints this JSON"
     return spans[-1]
 
 
@@ -165,15 +170,16 @@ def test_readme_has_json_to_check() -> None:
     assert JSON_BLOCKS
 
 
-@pytest.mark.parametrize(("line", "block"), JSON_BLOCKS, ids=[str(n) for n, _ in JSON_BLOCKS])
-def test_readme_json_is_the_real_output(line: int, block: str,
+@pytest.mark.parametrize(("page", "line", "block"), JSON_BLOCKS,
+                         ids=[f"{p}:{n}" for p, n, _ in JSON_BLOCKS])
+def test_readme_json_is_the_real_output(page: str, line: int, block: str,
                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    command = _documented_command(line)
+    command = _documented_command(page, line)
     monkeypatch.chdir(ROOT)
     result = CliRunner().invoke(cli, shlex.split(command)[1:])
     assert result.exit_code == 0, result.output
     problems = _matches(json.loads(block), json.loads(result.output))
-    assert problems == [], f"README.md:{line}: {command}"
+    assert problems == [], f"{page}:{line}: {command}"
 
 
 def test_matching_rules() -> None:
