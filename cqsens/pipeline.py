@@ -889,8 +889,10 @@ def _analyze_compound(
     options: Options,
     public: Sequence[str],
 ) -> Analysis:
-    """Each part analysed on its own, then combined (docs/rules.md, rule set-operations)."""
-    used = [q.cq.relations() for q in compound.parts]
+    """Each part analysed on its own (a nested part recursively), then combined
+    (docs/rules.md, rule set-operations)."""
+    used = [tuple(q.relations() if isinstance(q, CompoundQuery) else q.cq.relations())
+            for q in compound.parts]
     everywhere = [r for rels in used for r in rels]
     share = replace(options, witness_time=options.witness_time / len(compound.parts),
                     epsilon=None, delta=None)
@@ -898,9 +900,15 @@ def _analyze_compound(
     for index, part in enumerate(compound.parts):
         names = used[index]
         tables = [n.strip() for item in public for n in item.split(",") if n.strip()]
-        parts.append(_analyze_one(
-            part, fds=part_items(fds, names, everywhere, first=index == 0),
-            cds=part_items(cds, names, everywhere, first=index == 0), constraints=constraints,
-            options=share, public=part_items(tables, names, everywhere, first=index == 0)))
+        first = index == 0
+        own = {"fds": part_items(fds, names, everywhere, first=first),
+               "cds": part_items(cds, names, everywhere, first=first)}
+        mine = part_items(tables, names, everywhere, first=first)
+        if isinstance(part, CompoundQuery):
+            parts.append(_analyze_compound(part, fds=own["fds"], cds=own["cds"],
+                                           constraints=constraints, options=share, public=mine))
+        else:
+            parts.append(_analyze_one(part, fds=own["fds"], cds=own["cds"],
+                                      constraints=constraints, options=share, public=mine))
     return combine_analyses(compound, parts, schema=options.schema, epsilon=options.epsilon,
                             delta=options.delta, prove_lower=options.prove_lower)

@@ -1,0 +1,211 @@
+"""A statement as a plan: single SELECT blocks (leaves) combined by rewrites (passes).
+
+The frontend rewrites that split a statement into conjunctive parts are
+*passes* over one plan type.  A :class:`Leaf` is one SELECT block, translated
+later into one :class:`~cqsens.ir.cq.AggregateQuery`; a :class:`Combine` says how
+its parts' sensitivities combine (``kind``: ``"concat"``, ``"sum"`` or
+``"count"``, as in :class:`~cqsens.ir.compound.CompoundQuery`).  Each pass looks at
+one leaf and returns a split (a :class:`Combine` of new leaves), a rewritten
+SELECT (a new leaf in the same place), or None.  :func:`build_plan` applies the
+passes in the order of :data:`PASSES` to the statement and again to every new
+leaf, until no pass applies: so the rewrites nest in any order (a LEFT JOIN in a
+UNION ALL branch, a LEFT JOIN under ROLLUP, a UNION in a derived table in a
+UNION branch).
+
+A nesting is accepted only where its combination rule is clear
+(docs/rules.md, rules set-operations, grouping-sets, outer-joins):
+
+* under ``"concat"`` (parts released side by side) any part: each part's
+  bound holds for its own released vector, so ℓ1 adds and ℓ2 is the root of
+  the sum of squares;
+* under ``"sum"`` (each released value is a signed sum of the parts') a leaf or
+  another sum: a signed sum of signed sums is a signed sum, and ℓ1 and ℓ2 add
+  (triangle inequality);
+* under ``"count"`` (a count of distinct result rows) leaves only: the rule
+  needs each part's count bound Δᵢ of one conjunctive query.
+
+The plan holds sqlglot nodes, so it lives in :mod:`cqsens.frontend` (the only
+package that imports sqlglot); what leaves the frontend is the
+:class:`~cqsens.ir.compound.CompoundQuery` built from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from cqsens.frontend.derived_tables import lift_derived_table
+from cqsens.frontend.grouping_sets import split_grouping_sets
+from cqsens.frontend.outer_joins import split_outer_joins
+from cqsens.frontend.set_operations import SetSplit, split_set_operation
+from cqsens.ir.schema import Schema
+
+__all__ = ["MAX_PLAN_LEAVES", "PASSES", "Combine", "Leaf", "Plan", "build_plan", "leaves",
+           "render"]
+
+Reject = Callable[[exp.Expr, str, str], Exception]
+MAX_PLAN_LEAVES = 128
+"""The most conjunctive parts one statement may be split into."""
+
+
+@dataclass(frozen=True)
+class Leaf:
+    """One SELECT block, translated into one aggregate query.
+
+    ``distinct``: its rows are counted as distinct rows (below a
+    duplicate-removing set operation).  ``root``: the statement as written
+    (no pass applied), whose SQL is the user's text.
+    """
+
+    tree: exp.Expr
+    distinct: bool = False
+    root: bool = False
+
+
+@dataclass(frozen=True)
+class Combine:
+    """Parts combined by ``kind`` (``concat``, ``sum`` or ``count``) by the pass ``rule``."""
+
+    kind: str
+    operator: str
+    rule: str
+    whole: str
+    parts: tuple[Plan, ...]
+    notes: tuple[str, ...] = ()
+    names: tuple[str, ...] = ()
+
+
+Plan = Leaf | Combine
+
+
+@dataclass(frozen=True)
+class Context:
+    """What every pass reads: how to reject, the dialect and the schema."""
+
+    reject: Reject
+    dialect: str | None
+    schema: Schema | None
+
+
+PassResult = SetSplit | exp.Select | None
+Pass = Callable[[exp.Expr, Context], PassResult]
+
+
+def _grouping_sets(tree: exp.Expr, ctx: Context) -> PassResult:
+    if not isinstance(tree, exp.Select):
+        return None
+    return split_grouping_sets(tree, ctx.reject, ctx.dialect)
+
+
+def _set_operations(tree: exp.Expr, ctx: Context) -> PassResult:
+    return split_set_operation(tree, ctx.reject, ctx.dialect)
+
+
+def _derived_tables(tree: exp.Expr, ctx: Context) -> PassResult:
+    if not isinstance(tree, exp.Select):
+        return None
+    return lift_derived_table(tree, ctx.schema, ctx.reject)
+
+
+def _outer_joins(tree: exp.Expr, ctx: Context) -> PassResult:
+    if not isinstance(tree, exp.Select) or not tree.args.get("joins"):
+        return None
+    return split_outer_joins(tree, ctx.reject, ctx.dialect, ctx.schema)
+
+
+PASSES: tuple[tuple[str, Pass], ...] = (
+    ("grouping-sets", _grouping_sets),
+    ("set-operations", _set_operations),
+    ("derived-tables", _derived_tables),
+    ("outer-joins", _outer_joins),
+)
+"""The passes, tried in this order on every leaf (the first that applies wins, and
+the passes run again on what it returns)."""
+
+_ALLOWED = {"concat": ("concat", "sum", "count"), "sum": ("sum",), "count": ()}
+
+
+class _Builder:
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.count = 0
+
+    def expand(self, leaf: Leaf) -> Plan:
+        for rule, run in PASSES:
+            out = run(leaf.tree, self.ctx)
+            if out is None:
+                continue
+            if isinstance(out, exp.Select):  # a rewrite: the same leaf, rewritten
+                return self.expand(Leaf(out, leaf.distinct))
+            return self.split(leaf, rule, out)
+        self.count += 1
+        if self.count > MAX_PLAN_LEAVES:
+            raise self.ctx.reject(leaf.tree, "statement with too many parts",
+                                  f"its rewrites make more than {MAX_PLAN_LEAVES} conjunctive "
+                                  "parts")
+        return leaf
+
+    def split(self, leaf: Leaf, rule: str, split: SetSplit) -> Combine:
+        if leaf.distinct:
+            raise self.ctx.reject(leaf.tree, f"{split.operator} in a part of UNION / INTERSECT",
+                                  "the rule for COUNT(*) over a duplicate-removing set operation "
+                                  "needs each part to be one conjunctive query; use UNION ALL")
+        parts = tuple(self.expand(Leaf(p, d))
+                      for p, d in zip(split.parts, split.distinct, strict=True))
+        for part in parts:
+            if isinstance(part, Combine) and part.kind not in _ALLOWED[split.kind]:
+                raise self.ctx.reject(
+                    leaf.tree, f"{part.operator} inside {split.operator}",
+                    f"cqsens combines a {split.kind} of parts only over "
+                    + (", ".join(_ALLOWED[split.kind]) + " parts" if _ALLOWED[split.kind]
+                       else "single conjunctive queries")
+                    + " (docs/rules.md, rule set-operations)")
+        return Combine(split.kind, split.operator, rule, split.whole, parts, tuple(split.notes),
+                       tuple(split.names))
+
+
+def build_plan(tree: exp.Expr, reject: Reject, dialect: str | None,
+               schema: Schema | None) -> Plan:
+    """The plan of a parsed statement: the passes applied until none applies.
+
+    Parameters
+    ----------
+    tree : sqlglot expression
+        The parsed statement (not changed).
+    reject : callable
+        Builds the error for a construct that cannot be read.
+    dialect : str, optional
+        The statement's dialect, for the SQL of the parts.
+    schema : Schema, optional
+        Tells which table an unqualified column belongs to.
+
+    Returns
+    -------
+    Plan
+        ``Leaf(tree, root=True)`` when no pass applies, else a :class:`Combine`.
+    """
+    builder = _Builder(Context(reject, dialect, schema))
+    return builder.expand(Leaf(tree, root=True))  # a rewritten root leaf is not root
+
+
+def leaves(plan: Plan) -> list[Leaf]:
+    """The leaves of ``plan``, left to right."""
+    if isinstance(plan, Leaf):
+        return [plan]
+    return [leaf for part in plan.parts for leaf in leaves(part)]
+
+
+def render(plan: Plan, dialect: str | None = None, indent: int = 0, name: str = "") -> str:
+    """A stable, readable text of the plan tree: node kinds and each leaf's SQL."""
+    pad = "  " * indent
+    label = f"{name}: " if name else ""
+    if isinstance(plan, Leaf):
+        flags = " [distinct]" if plan.distinct else ""
+        return f"{pad}{label}leaf{flags}: {plan.tree.sql(dialect=dialect)}\n"
+    out = f"{pad}{label}{plan.kind} {plan.operator} [{plan.rule}]\n"
+    for i, part in enumerate(plan.parts):
+        part_name = plan.names[i] if i < len(plan.names) else f"part {i + 1}"
+        out += render(part, dialect, indent + 1, part_name)
+    return out
