@@ -31,7 +31,7 @@ from cqsens.frontend.limits import (
     check_count,
 )
 from cqsens.frontend.person_local import OwnerKey, drop_person_local_conjuncts
-from cqsens.frontend.plan import Combine, Leaf, build_plan
+from cqsens.frontend.plan import Combine, Leaf, Plan, build_plan
 from cqsens.frontend.post_processing import group_keys, split_post_processing
 from cqsens.frontend.public_subqueries import drop_public_conjuncts
 from cqsens.frontend.select_items import aggregates_in
@@ -46,7 +46,7 @@ from cqsens.ir.cq import CQ, Aggregate, AggregateQuery, Atom, Term, Var
 from cqsens.ir.expr import Expr, Slot
 from cqsens.ir.schema import Schema
 
-__all__ = ["parse_query", "parse_sql", "parse_statements"]
+__all__ = ["parse_plan", "parse_query", "parse_sql", "parse_statements"]
 
 _REST = "rest"
 ROW_COLUMN = "_row"
@@ -326,6 +326,14 @@ def parse_sql(
     return query
 
 
+def parse_plan(sql: str, *, schema: Schema | None = None, dialect: str | None = None,
+               source: str = "<sql>") -> Plan:
+    """The plan of a statement (:mod:`cqsens.frontend.plan`): its passes applied, before
+    any leaf is translated.  :func:`cqsens.frontend.plan.render` prints it."""
+    tree = parse_statement(sql, dialect, source)
+    return build_plan(tree, _Translator(sql, schema, source).unsupported, dialect, schema)
+
+
 def parse_query(
     sql: str,
     *,
@@ -337,9 +345,9 @@ def parse_query(
 ) -> AggregateQuery | CompoundQuery:
     """Like :func:`parse_sql`, and a set operation becomes a :class:`CompoundQuery`.
 
-    ``q1 UNION ALL q2`` of aggregate queries, and an aggregate over ``(q1 UNION
-    q2) AS t`` in FROM, are split into parts, each translated on its own
-    (:mod:`cqsens.frontend.set_operations`; docs/rules.md, rule set-operations).
+    The statement becomes a plan (:mod:`cqsens.frontend.plan`): set operations, grouping
+    sets and outer joins split it into parts, at any depth, each translated on its own
+    (docs/rules.md, rules set-operations, grouping-sets, outer-joins).
     A WHERE condition whose subqueries read only ``public`` tables is a fixed filter
     (:mod:`cqsens.frontend.public_subqueries`); with a privacy unit (``owner``), one whose
     subqueries read only the outer row's person is kept out of the query too

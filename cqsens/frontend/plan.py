@@ -90,29 +90,42 @@ class Context:
 
 
 PassResult = SetSplit | exp.Select | None
-Pass = Callable[[exp.Expr, Context], PassResult]
+Pass = Callable[[Leaf, Context], PassResult]
+"""A pass reads one leaf: a split of it, a rewritten SELECT, or None (it does not apply)."""
 
 
-def _grouping_sets(tree: exp.Expr, ctx: Context) -> PassResult:
-    if not isinstance(tree, exp.Select):
+def _grouping_sets(leaf: Leaf, ctx: Context) -> PassResult:
+    if not isinstance(leaf.tree, exp.Select):
         return None
-    return split_grouping_sets(tree, ctx.reject, ctx.dialect)
+    return split_grouping_sets(leaf.tree, ctx.reject, ctx.dialect)
 
 
-def _set_operations(tree: exp.Expr, ctx: Context) -> PassResult:
-    return split_set_operation(tree, ctx.reject, ctx.dialect)
+def _set_operations(leaf: Leaf, ctx: Context) -> PassResult:
+    return split_set_operation(leaf.tree, ctx.reject, ctx.dialect)
 
 
-def _derived_tables(tree: exp.Expr, ctx: Context) -> PassResult:
-    if not isinstance(tree, exp.Select):
+def _derived_tables(leaf: Leaf, ctx: Context) -> PassResult:
+    if not isinstance(leaf.tree, exp.Select):
         return None
-    return lift_derived_table(tree, ctx.schema, ctx.reject)
+    return lift_derived_table(leaf.tree, ctx.schema, ctx.reject)
 
 
-def _outer_joins(tree: exp.Expr, ctx: Context) -> PassResult:
+def _outer_joins(leaf: Leaf, ctx: Context) -> PassResult:
+    tree = leaf.tree
     if not isinstance(tree, exp.Select) or not tree.args.get("joins"):
         return None
+    if leaf.distinct:
+        sided = next((j for j in tree.args["joins"] if j.args.get("side")), None)
+        if sided is not None:
+            raise _under_count(ctx, sided, f"{sided.args['side'].upper()} JOIN")
     return split_outer_joins(tree, ctx.reject, ctx.dialect, ctx.schema)
+
+
+def _under_count(ctx: Context, node: exp.Expr, operator: str) -> Exception:
+    return ctx.reject(node, f"{operator} in a part of UNION / INTERSECT",
+                      "COUNT(*) over a duplicate-removing set operation is bounded through each "
+                      "part's count of distinct rows, which cqsens reads from one conjunctive "
+                      "query only (docs/rules.md, rule set-operations); use UNION ALL")
 
 
 PASSES: tuple[tuple[str, Pass], ...] = (
@@ -134,7 +147,7 @@ class _Builder:
 
     def expand(self, leaf: Leaf) -> Plan:
         for rule, run in PASSES:
-            out = run(leaf.tree, self.ctx)
+            out = run(leaf, self.ctx)
             if out is None:
                 continue
             if isinstance(out, exp.Select):  # a rewrite: the same leaf, rewritten
@@ -149,9 +162,7 @@ class _Builder:
 
     def split(self, leaf: Leaf, rule: str, split: SetSplit) -> Combine:
         if leaf.distinct:
-            raise self.ctx.reject(leaf.tree, f"{split.operator} in a part of UNION / INTERSECT",
-                                  "the rule for COUNT(*) over a duplicate-removing set operation "
-                                  "needs each part to be one conjunctive query; use UNION ALL")
+            raise _under_count(self.ctx, leaf.tree, split.operator)
         parts = tuple(self.expand(Leaf(p, d))
                       for p, d in zip(split.parts, split.distinct, strict=True))
         for part in parts:
