@@ -300,6 +300,10 @@ def lift_derived_table(select: exp.Select, schema: Schema | None,
     others = [j.this for j in out.args.get("joins") or []]
     for col in list(out.find_all(exp.Column)):
         table = col.table.lower()
+        if table == name and col.name.lower() not in outputs \
+                and not any(a is out_from.this for a in _ancestors(col)):
+            raise reject(col, f"column {col.sql()}",
+                         f"the derived table {item.alias_or_name} has no column {col.name}")
         if col.name.lower() not in outputs:
             continue
         if table != name and (table or col.find_ancestor(exp.Select) is not out
