@@ -224,7 +224,8 @@ def combine_analyses(
         count = f", count bound Δ = {text(a.aggregates[0].count_bound)}" \
             if compound.combination == "count" else ""
         name = compound.name(i)
-        lines.append(f"{name[0].upper()}{name[1:]}: {a.query_obj.sql} — ℓ1 {text(a.l1)}{count}: "
+        lines.append(f"{name[0].upper()}{name[1:]}: {_part_sql(compound.parts[i], a)} — ℓ1 "
+                     f"{text(a.l1)}{count}: "
                      f"{a.reason()}.")
     lines.append(f"Released statistic: ℓ1 = {text(l1)}, ℓ2 = {text(l2)}.")
     notes = tuple(dict.fromkeys([*compound.notes, *(n for a in parts for n in a.notes)]))
