@@ -16,7 +16,8 @@ import functools
 import math
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import cqsens
 from cqsens.analysis import Analysis
@@ -71,7 +72,7 @@ CASES: list[tuple[str, list[str]]] = [
 ]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _analysis(sql: str, neighbor: str) -> Analysis:
     return cqsens.analyze(sql, schema=DDL, cds=CDS, neighbor=neighbor, prove_lower=False)
 
@@ -126,10 +127,43 @@ def test_nesting_adds_the_parts() -> None:
     (f"SELECT COUNT(*) {LJ} WHERE s.c IS NULL UNION ALL SELECT COUNT(*) FROM u",
      "a WHERE condition on the null-supplying side of LEFT JOIN"),
     (f"SELECT COUNT(*) FROM (SELECT r.a AS v {LJ}) AS t "
-     "WHERE EXISTS (SELECT 1 FROM s WHERE s.c = t.v)", "alias s inside and outside a derived table"),
+     "WHERE EXISTS (SELECT 1 FROM s WHERE s.c = t.v)",
+     "alias s inside and outside a derived table"),
     (f"SELECT COUNT(*) FROM (SELECT r.a AS v {LJ}) AS t WHERE t.k > 0", "column t.k"),
 ])
 def test_nestings_that_are_not_read_are_named(sql: str, construct: str) -> None:
     with pytest.raises(UnsupportedQueryError) as info:
         cqsens.analyze(sql, schema=DDL, cds=CDS)
     assert info.value.construct == construct
+
+
+# --------------------------------------------------------------- random nestings (hypothesis)
+
+_BRANCHES = [
+    "SELECT r.b AS v FROM r",
+    "SELECT r.b AS v FROM r LEFT JOIN s ON s.r = r.k",
+    "SELECT r.b AS v FROM r LEFT JOIN s ON s.r = r.k AND s.c > 1 WHERE r.a > 0",
+    "SELECT s.c AS v FROM s RIGHT JOIN r ON s.r = r.k WHERE s.c > 1",
+    "SELECT u.x AS v FROM u LEFT JOIN r ON r.k = u.y",
+    "SELECT t2.v AS v FROM (SELECT r.a AS v FROM r UNION ALL SELECT u.y FROM u) AS t2",
+    "SELECT t3.v AS v FROM (SELECT r.a AS v FROM r LEFT JOIN s ON s.r = r.k) AS t3 "
+    "WHERE t3.v < 3",
+]
+
+
+@st.composite
+def _nested(draw: st.DrawFn) -> str:
+    """COUNT/SUM over a UNION ALL of 1-3 branches drawn from forms that each need a pass."""
+    branches = draw(st.lists(st.sampled_from(_BRANCHES), min_size=2, max_size=3))
+    aggregate = draw(st.sampled_from(["COUNT(*)", "SUM(t.v)", "COUNT(*), SUM(t.v)"]))
+    return f"SELECT {aggregate} FROM ({' UNION ALL '.join(branches)}) AS t"
+
+
+@pytest.mark.parametrize("neighbor", ["add-remove", "substitute"])
+@settings(deadline=None)
+@given(sql=_nested(), db=databases)
+def test_random_nestings_are_sound(neighbor: str, sql: str, db: Rows) -> None:
+    a = _analysis(sql, neighbor)
+    l1, l2 = sql_sensitivity(DDL, [sql], db, CANDIDATES, _ok, neighbor=neighbor)
+    assert l1 <= a.l1
+    assert l2 <= float(a.l2) + 1e-9

@@ -238,13 +238,25 @@ def _scope_columns(select: exp.Select) -> list[exp.Column]:
 def _needs_lift(outer: exp.Select, inner: exp.Select) -> bool:
     """Whether lifting is what makes the statement readable: an outer join around or
     inside the derived table, or a set operation in a derived table inside it."""
-    def sided(select: exp.Select) -> bool:
-        return any(j.args.get("side") for j in select.args.get("joins") or [])
+    return _sided(outer) or _needs_split(inner)
 
-    nested_set = any(isinstance(i, exp.Subquery)
-                     and isinstance(i.this, (exp.Union, exp.Intersect, exp.Except))
-                     for i in _items(inner))
-    return sided(outer) or sided(inner) or nested_set
+
+def _sided(select: exp.Select) -> bool:
+    return any(j.args.get("side") for j in select.args.get("joins") or [])
+
+
+def _needs_split(select: exp.Select) -> bool:
+    """An outer join or a set operation in ``select``'s FROM, or in a derived table there
+    (at any depth)."""
+    if _sided(select):
+        return True
+    for item in _items(select):
+        if isinstance(item, exp.Subquery):
+            if isinstance(item.this, (exp.Union, exp.Intersect, exp.Except)):
+                return True
+            if isinstance(item.this, exp.Select) and _needs_split(item.this):
+                return True
+    return False
 
 
 def _spj(inner: exp.Expr) -> bool:
