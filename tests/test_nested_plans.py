@@ -69,6 +69,11 @@ CASES: list[tuple[str, list[str]]] = [
      "UNION ALL SELECT u.y, u.x FROM u) AS t GROUP BY t.g", []),
     ("SELECT COUNT(*), SUM(t.v) FROM (SELECT r.b AS v FROM r LEFT JOIN s ON s.r = r.k "
      "LEFT JOIN u ON u.y = s.c UNION ALL SELECT s.c FROM s) AS t", []),
+    (f"WITH w AS (SELECT r.a AS v {LJ}) SELECT COUNT(*) FROM w WHERE w.v > 0", []),
+    (f"WITH w AS (SELECT r.b AS v {LJ}), x AS (SELECT w.v AS v FROM w UNION ALL "
+     "SELECT u.x FROM u) SELECT SUM(x.v) FROM x", []),
+    (f"SELECT COUNT(*) FROM (SELECT r.b AS v FROM r UNION ALL SELECT t3.v AS v FROM "
+     f"(SELECT r.a AS v {LJ}) AS t3 WHERE t3.v < 3) AS t", []),
 ]
 
 
@@ -153,7 +158,7 @@ _BRANCHES = [
 
 @st.composite
 def _nested(draw: st.DrawFn) -> str:
-    """COUNT/SUM over a UNION ALL of 1-3 branches drawn from forms that each need a pass."""
+    """COUNT/SUM over a UNION ALL of 2-3 branches drawn from forms that each need a pass."""
     branches = draw(st.lists(st.sampled_from(_BRANCHES), min_size=2, max_size=3))
     aggregate = draw(st.sampled_from(["COUNT(*)", "SUM(t.v)", "COUNT(*), SUM(t.v)"]))
     return f"SELECT {aggregate} FROM ({' UNION ALL '.join(branches)}) AS t"

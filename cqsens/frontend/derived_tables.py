@@ -284,6 +284,9 @@ def lift_derived_table(select: exp.Select, schema: Schema | None,
     applied after them: ``σφ(L) ⟕ S = σφ(L ⟕ S)``.  Returns the new statement,
     or None when nothing is lifted.
     """
+    read = _read_split_ctes(select)
+    if read is not None:
+        return read
     from_ = _from(select)
     if from_ is None or from_.expressions or not isinstance(from_.this, exp.Subquery):
         return None
@@ -333,6 +336,37 @@ def lift_derived_table(select: exp.Select, schema: Schema | None,
     conditions = [w.this.copy() for w in (inner.args.get("where"), out.args.get("where"))
                   if w is not None]
     out.set("where", exp.Where(this=exp.and_(*conditions)) if conditions else None)
+    return out
+
+
+def _read_split_ctes(select: exp.Select) -> exp.Select | None:
+    """``select`` with every read of a WITH table that holds an outer join or a set
+    operation (at any depth) replaced by a derived table of its body, or None."""
+    with_ = _with(select)
+    if with_ is None or with_.args.get("recursive"):
+        return None
+    needy = [c for c in with_.expressions
+             if isinstance(c.this, exp.Select) and _spj(c.this) and _needs_split(c.this)]
+    if not needy:
+        return None
+    out = select.copy()
+    out_with = _with(out)
+    assert out_with is not None
+    names = {c.alias_or_name.lower(): c for c in needy}
+    for table in list(out.find_all(exp.Table)):
+        cte = names.get(table.name.lower())
+        if cte is None or table.args.get("db") is not None:
+            continue
+        alias = exp.TableAlias(this=exp.to_identifier(table.alias_or_name))
+        if cte.args.get("alias") is not None and cte.args["alias"].columns:
+            alias.set("columns", [c.copy() for c in cte.args["alias"].columns])
+        table.replace(exp.Subquery(this=cte.this.copy(), alias=alias))
+    kept = [c for c in out_with.expressions if c.alias_or_name.lower() not in names]
+    if kept:
+        out_with.set("expressions", kept)
+    else:
+        out.set("with_", None)
+        out.set("with", None)
     return out
 
 
