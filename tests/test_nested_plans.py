@@ -172,3 +172,16 @@ def test_random_nestings_are_sound(neighbor: str, sql: str, db: Rows) -> None:
     l1, l2 = sql_sensitivity(DDL, [sql], db, CANDIDATES, _ok, neighbor=neighbor)
     assert l1 <= a.l1
     assert l2 <= float(a.l2) + 1e-9
+
+
+def test_a_plan_has_at_most_max_plan_leaves() -> None:
+    from cqsens.frontend.parse_sql import parse_plan
+    from cqsens.frontend.plan import MAX_PLAN_LEAVES, leaves
+
+    schema = schema_from_ddl(DDL)
+    five = ", ".join(["r.a", "r.b", "r.k", "r.a + 1", "r.b + 1"])
+    plan = parse_plan(f"SELECT SUM(r.b) {LJ} GROUP BY CUBE ({five})", schema=schema)
+    assert len(leaves(plan)) == 32 * 3 <= MAX_PLAN_LEAVES
+    with pytest.raises(UnsupportedQueryError) as info:
+        parse_plan(f"SELECT SUM(r.b) {LJ} GROUP BY CUBE ({five}, r.k + 1)", schema=schema)
+    assert info.value.construct == "statement with too many parts"
