@@ -5,8 +5,8 @@ The frontend rewrites that split a statement into conjunctive parts are
 later into one :class:`~cqsens.ir.cq.AggregateQuery`; a :class:`Combine` says how
 its parts' sensitivities combine (``kind``: ``"concat"``, ``"sum"`` or
 ``"count"``, as in :class:`~cqsens.ir.compound.CompoundQuery`).  Each pass looks at
-one leaf and returns a split (a :class:`Combine` of new leaves), a rewritten
-SELECT (a new leaf in the same place), or None.  :func:`build_plan` applies the
+one leaf and returns a plan in its place: a :class:`Combine` of new leaves (a
+split), a rewritten :class:`Leaf`, or None.  :func:`build_plan` applies the
 passes in the order of :data:`PASSES` to the statement and again to every new
 leaf, until no pass applies: so the rewrites nest in any order (a LEFT JOIN in a
 UNION ALL branch, a LEFT JOIN under ROLLUP, a UNION in a derived table in a
@@ -32,7 +32,7 @@ package that imports sqlglot); what leaves the frontend is the
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sqlglot import exp
 
@@ -89,28 +89,38 @@ class Context:
     schema: Schema | None
 
 
-PassResult = SetSplit | exp.Select | None
-Pass = Callable[[Leaf, Context], PassResult]
-"""A pass reads one leaf: a split of it, a rewritten SELECT, or None (it does not apply)."""
+Pass = Callable[[Leaf, Context], Plan | None]
+"""A pass reads one leaf and returns a plan in its place (a :class:`Combine` of new
+leaves, or a rewritten :class:`Leaf`), or None when it does not apply."""
 
 
-def _grouping_sets(leaf: Leaf, ctx: Context) -> PassResult:
+def _split(rule: str, split: SetSplit | None) -> Combine | None:
+    """A split function's result as a plan node whose parts are new leaves."""
+    if split is None:
+        return None
+    parts = tuple(Leaf(p, d) for p, d in zip(split.parts, split.distinct, strict=True))
+    return Combine(split.kind, split.operator, rule, split.whole, parts, tuple(split.notes),
+                   tuple(split.names))
+
+
+def _grouping_sets(leaf: Leaf, ctx: Context) -> Plan | None:
     if not isinstance(leaf.tree, exp.Select):
         return None
-    return split_grouping_sets(leaf.tree, ctx.reject, ctx.dialect)
+    return _split("grouping-sets", split_grouping_sets(leaf.tree, ctx.reject, ctx.dialect))
 
 
-def _set_operations(leaf: Leaf, ctx: Context) -> PassResult:
-    return split_set_operation(leaf.tree, ctx.reject, ctx.dialect)
+def _set_operations(leaf: Leaf, ctx: Context) -> Plan | None:
+    return _split("set-operations", split_set_operation(leaf.tree, ctx.reject, ctx.dialect))
 
 
-def _derived_tables(leaf: Leaf, ctx: Context) -> PassResult:
+def _derived_tables(leaf: Leaf, ctx: Context) -> Plan | None:
     if not isinstance(leaf.tree, exp.Select):
         return None
-    return lift_derived_table(leaf.tree, ctx.schema, ctx.reject)
+    lifted = lift_derived_table(leaf.tree, ctx.schema, ctx.reject)
+    return Leaf(lifted, leaf.distinct) if lifted is not None else None
 
 
-def _outer_joins(leaf: Leaf, ctx: Context) -> PassResult:
+def _outer_joins(leaf: Leaf, ctx: Context) -> Plan | None:
     tree = leaf.tree
     if not isinstance(tree, exp.Select) or not tree.args.get("joins"):
         return None
@@ -118,7 +128,7 @@ def _outer_joins(leaf: Leaf, ctx: Context) -> PassResult:
         sided = next((j for j in tree.args["joins"] if j.args.get("side")), None)
         if sided is not None:
             raise _under_count(ctx, sided, f"{sided.args['side'].upper()} JOIN")
-    return split_outer_joins(tree, ctx.reject, ctx.dialect, ctx.schema)
+    return _split("outer-joins", split_outer_joins(tree, ctx.reject, ctx.dialect, ctx.schema))
 
 
 def _under_count(ctx: Context, node: exp.Expr, operator: str) -> Exception:
@@ -135,7 +145,7 @@ PASSES: tuple[tuple[str, Pass], ...] = (
     ("outer-joins", _outer_joins),
 )
 """The passes, tried in this order on every leaf (the first that applies wins, and
-the passes run again on what it returns)."""
+the passes run again on every leaf of what it returns)."""
 
 _ALLOWED = {"concat": ("concat", "sum", "count"), "sum": ("sum",), "count": ()}
 
@@ -146,13 +156,12 @@ class _Builder:
         self.count = 0
 
     def expand(self, leaf: Leaf) -> Plan:
-        for rule, run in PASSES:
+        for _, run in PASSES:
             out = run(leaf, self.ctx)
-            if out is None:
-                continue
-            if isinstance(out, exp.Select):  # a rewrite: the same leaf, rewritten
-                return self.expand(Leaf(out, leaf.distinct))
-            return self.split(leaf, rule, out)
+            if isinstance(out, Leaf):  # a rewrite: the same leaf, rewritten
+                return self.expand(out)
+            if isinstance(out, Combine):
+                return self.nest(leaf, out)
         self.count += 1
         if self.count > MAX_PLAN_LEAVES:
             raise self.ctx.reject(leaf.tree, "statement with too many parts",
@@ -160,21 +169,20 @@ class _Builder:
                                   "parts")
         return leaf
 
-    def split(self, leaf: Leaf, rule: str, split: SetSplit) -> Combine:
+    def nest(self, leaf: Leaf, node: Combine) -> Combine:
+        """``node`` with the passes run again on each of its leaves, where its rule allows."""
         if leaf.distinct:
-            raise _under_count(self.ctx, leaf.tree, split.operator)
-        parts = tuple(self.expand(Leaf(p, d))
-                      for p, d in zip(split.parts, split.distinct, strict=True))
+            raise _under_count(self.ctx, leaf.tree, node.operator)
+        parts = tuple(self.expand(p) if isinstance(p, Leaf) else p for p in node.parts)
         for part in parts:
-            if isinstance(part, Combine) and part.kind not in _ALLOWED[split.kind]:
+            if isinstance(part, Combine) and part.kind not in _ALLOWED[node.kind]:
                 raise self.ctx.reject(
-                    leaf.tree, f"{part.operator} inside {split.operator}",
-                    f"cqsens combines a {split.kind} of parts only over "
-                    + (", ".join(_ALLOWED[split.kind]) + " parts" if _ALLOWED[split.kind]
+                    leaf.tree, f"{part.operator} inside {node.operator}",
+                    f"cqsens combines a {node.kind} of parts only over "
+                    + (", ".join(_ALLOWED[node.kind]) + " parts" if _ALLOWED[node.kind]
                        else "single conjunctive queries")
                     + " (docs/rules.md, rule set-operations)")
-        return Combine(split.kind, split.operator, rule, split.whole, parts, tuple(split.notes),
-                       tuple(split.names))
+        return replace(node, parts=parts)
 
 
 def build_plan(tree: exp.Expr, reject: Reject, dialect: str | None,
