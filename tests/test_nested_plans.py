@@ -74,6 +74,10 @@ CASES: list[tuple[str, list[str]]] = [
      "SELECT u.x FROM u) SELECT SUM(x.v) FROM x", []),
     (f"SELECT COUNT(*) FROM (SELECT r.b AS v FROM r UNION ALL SELECT t3.v AS v FROM "
      f"(SELECT r.a AS v {LJ}) AS t3 WHERE t3.v < 3) AS t", []),
+    ("SELECT t.a AS g, COUNT(*) FROM (SELECT r.a FROM r UNION SELECT s.c FROM s) AS t "
+     "GROUP BY ROLLUP (t.a)",
+     ["SELECT t.a AS g, COUNT(*) FROM (SELECT r.a FROM r UNION SELECT s.c FROM s) AS t "
+      "GROUP BY t.a", "SELECT COUNT(*) FROM (SELECT r.a FROM r UNION SELECT s.c FROM s) AS t"]),
 ]
 
 
