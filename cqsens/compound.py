@@ -113,12 +113,18 @@ def _run(query: AggregateQuery, sql: str | None, dialect: str | None,
         return None
 
 
+def _part_sql(part: AggregateQuery | CompoundQuery, analysis: Analysis) -> str | None:
+    """The SQL that computes one part's released values: a nested part's whole statement
+    (its analysis's query_obj is its first conjunctive part)."""
+    return part.sql if isinstance(part, CompoundQuery) else analysis.query_obj.sql
+
+
 def _change(compound: CompoundQuery, parts: Sequence[Analysis], before: Database,
             after: Database) -> tuple[Released, Released, Fraction, float] | None:
     """What the whole statement releases on both databases and the ℓ1/ℓ2 change (a part's
     values keyed by its number for side-by-side releases), or None when unreadable."""
     pieces = ([(parts[0].query_obj, compound.sql, "")] if compound.combination != "concat"
-              else [(a.query_obj, a.query_obj.sql, compound.name(i))
+              else [(a.query_obj, _part_sql(compound.parts[i], a), compound.name(i))
                     for i, a in enumerate(parts)])
     rb_all: Released = {}
     ra_all: Released = {}
@@ -218,7 +224,8 @@ def combine_analyses(
         count = f", count bound Δ = {text(a.aggregates[0].count_bound)}" \
             if compound.combination == "count" else ""
         name = compound.name(i)
-        lines.append(f"{name[0].upper()}{name[1:]}: {a.query_obj.sql} — ℓ1 {text(a.l1)}{count}: "
+        lines.append(f"{name[0].upper()}{name[1:]}: {_part_sql(compound.parts[i], a)} — ℓ1 "
+                     f"{text(a.l1)}{count}: "
                      f"{a.reason()}.")
     lines.append(f"Released statistic: ℓ1 = {text(l1)}, ℓ2 = {text(l2)}.")
     notes = tuple(dict.fromkeys([*compound.notes, *(n for a in parts for n in a.notes)]))

@@ -923,9 +923,11 @@ def _analyze_one(query: AggregateQuery, options: Options) -> Analysis:
 
 
 def _analyze_compound(compound: CompoundQuery, options: Options) -> Analysis:
-    """Each part analysed on its own, then combined (docs/rules.md, rule set-operations)."""
+    """Each part analysed on its own (a nested part recursively), then combined
+    (docs/rules.md, rule set-operations)."""
     settings = options.settings
-    used = [q.cq.relations() for q in compound.parts]
+    used = [tuple(q.relations() if isinstance(q, CompoundQuery) else q.cq.relations())
+            for q in compound.parts]
     everywhere = [r for rels in used for r in rels]
     tables = list(settings.public_tables())
     parts: list[Analysis] = []
@@ -936,6 +938,9 @@ def _analyze_compound(compound: CompoundQuery, options: Options) -> Analysis:
                         fds=tuple(part_items(settings.fds, names, everywhere, first=first)),
                         cds=tuple(part_items(settings.cds, names, everywhere, first=first)),
                         public=tuple(part_items(tables, names, everywhere, first=first)))
-        parts.append(_analyze_one(part, replace(options, settings=share)))
+        if isinstance(part, CompoundQuery):
+            parts.append(_analyze_compound(part, replace(options, settings=share)))
+        else:
+            parts.append(_analyze_one(part, replace(options, settings=share)))
     return combine_analyses(compound, parts, schema=options.schema, epsilon=options.epsilon,
                             delta=options.delta, prove_lower=options.prove_lower)

@@ -228,3 +228,180 @@ def inline_derived_tables(select: exp.Select, schema: Schema | None, reject: Rej
     inliner = _Inliner(schema, reject)
     inliner.read_with(select)
     inliner.inline_all(select)
+
+
+def _scope_columns(select: exp.Select) -> list[exp.Column]:
+    """The columns read in ``select``'s own scope (not in its nested SELECTs)."""
+    return [c for c in select.find_all(exp.Column) if c.find_ancestor(exp.Select) is select]
+
+
+def _needs_lift(outer: exp.Select, inner: exp.Select) -> bool:
+    """Whether lifting is what makes the statement readable: an outer join around or
+    inside the derived table, or a set operation in a derived table inside it."""
+    return _sided(outer) or _needs_split(inner)
+
+
+def _sided(select: exp.Select) -> bool:
+    return any(j.args.get("side") for j in select.args.get("joins") or [])
+
+
+def _needs_split(select: exp.Select) -> bool:
+    """An outer join or a set operation in ``select``'s FROM, or in a derived table there
+    (at any depth)."""
+    if _sided(select):
+        return True
+    for item in _items(select):
+        if isinstance(item, exp.Subquery):
+            if isinstance(item.this, (exp.Union, exp.Intersect, exp.Except)):
+                return True
+            if isinstance(item.this, exp.Select) and _needs_split(item.this):
+                return True
+    return False
+
+
+def _spj(inner: exp.Expr) -> bool:
+    """A SELECT that is select-project-join: no aggregate, grouping, DISTINCT or cut."""
+    if not isinstance(inner, exp.Select) or _with(inner) is not None:
+        return False
+    if any(inner.args.get(k) is not None for k in ("group", "having", "distinct", "limit",
+                                                    "offset", "order", "qualify")):
+        return False
+    return not any(True for e in inner.expressions
+                   for _ in e.find_all(exp.AggFunc, exp.Window, exp.Star))
+
+
+def lift_derived_table(select: exp.Select, schema: Schema | None,
+                       reject: Reject) -> exp.Select | None:
+    """``SELECT … FROM (SELECT e AS x … FROM T … WHERE φ) AS t [JOIN …] WHERE ψ`` as
+    ``SELECT … FROM T … [JOIN …] WHERE φ AND ψ`` with every ``t.x`` replaced by ``e``.
+
+    Only the first FROM item is lifted, and only when the result needs it (an
+    outer join around or inside the derived table, or a set operation inside
+    it; every other derived table is inlined later, as before).  The derived
+    table is select-project-join, so each of its rows is one row of its join;
+    its tables come first in the new FROM, and the joins after it only add
+    columns to its rows, so its WHERE (which reads only its own tables) can be
+    applied after them: ``σφ(L) ⟕ S = σφ(L ⟕ S)``.  Returns the new statement,
+    or None when nothing is lifted.
+    """
+    read = _read_split_ctes(select)
+    if read is not None:
+        return read
+    from_ = _from(select)
+    if from_ is None or from_.expressions or not isinstance(from_.this, exp.Subquery):
+        return None
+    item = from_.this
+    inner = item.this
+    if not _spj(inner) or not _needs_lift(select, inner):
+        return None
+    assert isinstance(inner, exp.Select)
+    inner = inner.copy()
+    name = item.alias_or_name.lower()
+    inner_aliases = {i.alias_or_name.lower() for i in _items(inner)}
+    outer_aliases = {t.alias_or_name.lower() for t in select.find_all(exp.Table)
+                     if not any(a is item for a in _ancestors(t))}
+    outer_aliases |= {s.alias_or_name.lower() for s in select.find_all(exp.Subquery)
+                      if s is not item and s.alias_or_name
+                      and not any(a is item for a in _ancestors(s))}
+    clash = sorted(inner_aliases & outer_aliases)
+    if clash:
+        raise reject(item, f"alias {clash[0]} inside and outside a derived table",
+                     "give the tables distinct aliases")
+    _qualify_scope(inner, schema, reject)
+    outputs = _Inliner(schema, reject)._outputs(inner, item)
+    out = select.copy()
+    out_from = _from(out)
+    assert out_from is not None
+    others = [j.this for j in out.args.get("joins") or []]
+    for col in list(out.find_all(exp.Column)):
+        table = col.table.lower()
+        if table == name and col.name.lower() not in outputs \
+                and not any(a is out_from.this for a in _ancestors(col)):
+            raise reject(col, f"column {col.sql()}",
+                         f"the derived table {item.alias_or_name} has no column {col.name}")
+        if col.name.lower() not in outputs:
+            continue
+        if table != name and (table or col.find_ancestor(exp.Select) is not out
+                              or _owned(others, col.name, schema)):
+            continue
+        value = outputs[col.name.lower()].copy()
+        if col.parent is out and col.arg_key == "expressions":
+            value = exp.alias_(value, col.name)
+        col.replace(value)
+    inner_from = _from(inner)
+    assert inner_from is not None
+    out.set("from_", inner_from.copy())
+    joins = [j.copy() for j in inner.args.get("joins") or []] + list(out.args.get("joins") or [])
+    out.set("joins", joins or None)
+    conditions = [w.this.copy() for w in (inner.args.get("where"), out.args.get("where"))
+                  if w is not None]
+    out.set("where", exp.Where(this=exp.and_(*conditions)) if conditions else None)
+    return out
+
+
+def _read_split_ctes(select: exp.Select) -> exp.Select | None:
+    """``select`` with every read of a WITH table that holds an outer join or a set
+    operation (at any depth) replaced by a derived table of its body, or None."""
+    with_ = _with(select)
+    if with_ is None or with_.args.get("recursive"):
+        return None
+    needy = [c for c in with_.expressions
+             if isinstance(c.this, exp.Select) and _spj(c.this) and _needs_split(c.this)]
+    if not needy:
+        return None
+    out = select.copy()
+    out_with = _with(out)
+    assert out_with is not None
+    names = {c.alias_or_name.lower(): c for c in needy}
+    for table in list(out.find_all(exp.Table)):
+        cte = names.get(table.name.lower())
+        if cte is None or table.args.get("db") is not None:
+            continue
+        alias = exp.TableAlias(this=exp.to_identifier(table.alias_or_name))
+        if cte.args.get("alias") is not None and cte.args["alias"].columns:
+            alias.set("columns", [c.copy() for c in cte.args["alias"].columns])
+        table.replace(exp.Subquery(this=cte.this.copy(), alias=alias))
+    kept = [c for c in out_with.expressions if c.alias_or_name.lower() not in names]
+    if kept:
+        out_with.set("expressions", kept)
+    else:
+        out.set("with_", None)
+        out.set("with", None)
+    return out
+
+
+def _ancestors(node: exp.Expr) -> list[exp.Expr]:
+    out: list[exp.Expr] = []
+    parent = node.parent
+    while parent is not None:
+        out.append(parent)
+        parent = parent.parent
+    return out
+
+
+def _owned(items: list[exp.Expr], column: str, schema: Schema | None) -> bool:
+    """Whether a base table among ``items`` has a column of that name (by the schema)."""
+    if schema is None:
+        return False
+    for i in items:
+        if isinstance(i, exp.Table):
+            rel = schema.find(i.name)
+            if rel is not None and rel.index(column) is not None:
+                return True
+    return False
+
+
+def _qualify_scope(inner: exp.Select, schema: Schema | None, reject: Reject) -> None:
+    """Qualify the unqualified columns of ``inner``'s own scope by the table that has them."""
+    items = _items(inner)
+    for col in _scope_columns(inner):
+        if col.table:
+            continue
+        owners: list[exp.Expr] = [i for i in items
+                                  if isinstance(i, exp.Table) and _owned([i], col.name, schema)]
+        if len(items) == 1:
+            owners = items
+        if len(owners) != 1:
+            raise reject(col, f"column {col.name}",
+                         "qualify it in the derived table (table.column)")
+        col.set("table", exp.to_identifier(owners[0].alias_or_name))

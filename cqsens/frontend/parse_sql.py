@@ -26,17 +26,15 @@ from sqlglot import exp
 from cqsens.errors import SchemaError, UnsupportedQueryError
 from cqsens.frontend.common_conjuncts import factor_common_conjuncts
 from cqsens.frontend.derived_tables import inline_derived_tables
-from cqsens.frontend.grouping_sets import split_grouping_sets
 from cqsens.frontend.limits import (
     MAX_ATOMS,
     check_count,
 )
-from cqsens.frontend.outer_joins import split_outer_joins
 from cqsens.frontend.person_local import OwnerKey, drop_person_local_conjuncts
+from cqsens.frontend.plan import Combine, Leaf, Plan, build_plan
 from cqsens.frontend.post_processing import group_keys, split_post_processing
 from cqsens.frontend.public_subqueries import drop_public_conjuncts
 from cqsens.frontend.select_items import aggregates_in
-from cqsens.frontend.set_operations import split_set_operation
 from cqsens.frontend.sql_aggregates import aggregate_of, limit_name
 from cqsens.frontend.sql_expr import ExprReader, node_position, text_start
 from cqsens.frontend.sql_expr import conjuncts as and_parts
@@ -48,7 +46,7 @@ from cqsens.ir.cq import CQ, Aggregate, AggregateQuery, Atom, Term, Var
 from cqsens.ir.expr import Expr, Slot
 from cqsens.ir.schema import Schema
 
-__all__ = ["parse_query", "parse_sql", "parse_statements"]
+__all__ = ["parse_plan", "parse_query", "parse_sql", "parse_statements"]
 
 _REST = "rest"
 ROW_COLUMN = "_row"
@@ -328,6 +326,14 @@ def parse_sql(
     return query
 
 
+def parse_plan(sql: str, *, schema: Schema | None = None, dialect: str | None = None,
+               source: str = "<sql>") -> Plan:
+    """The plan of a statement (:mod:`cqsens.frontend.plan`): its passes applied, before
+    any leaf is translated.  :func:`cqsens.frontend.plan.render` prints it."""
+    tree = parse_statement(sql, dialect, source)
+    return build_plan(tree, _Translator(sql, schema, source).unsupported, dialect, schema)
+
+
 def parse_query(
     sql: str,
     *,
@@ -339,9 +345,9 @@ def parse_query(
 ) -> AggregateQuery | CompoundQuery:
     """Like :func:`parse_sql`, and a set operation becomes a :class:`CompoundQuery`.
 
-    ``q1 UNION ALL q2`` of aggregate queries, and an aggregate over ``(q1 UNION
-    q2) AS t`` in FROM, are split into parts, each translated on its own
-    (:mod:`cqsens.frontend.set_operations`; docs/rules.md, rule set-operations).
+    The statement becomes a plan (:mod:`cqsens.frontend.plan`): set operations, grouping
+    sets and outer joins split it into parts, at any depth, each translated on its own
+    (docs/rules.md, rules set-operations, grouping-sets, outer-joins).
     A WHERE condition whose subqueries read only ``public`` tables is a fixed filter
     (:mod:`cqsens.frontend.public_subqueries`); with a privacy unit (``owner``), one whose
     subqueries read only the outer row's person is kept out of the query too
@@ -349,25 +355,34 @@ def parse_query(
     """
     tree = parse_statement(sql, dialect, source)
     tr = _Translator(sql, schema, source, public, owner)
-    split = split_set_operation(tree, tr.unsupported, dialect)
-    if split is None and isinstance(tree, exp.Select):
-        split = split_grouping_sets(tree, tr.unsupported, dialect)
-    if split is None and isinstance(tree, exp.Select) and tree.args.get("joins"):
-        split = split_outer_joins(tree, tr.unsupported, dialect, schema)
-    if split is None:
-        if not isinstance(tree, exp.Select):
-            raise tr.unsupported(tree, type(tree).__name__.upper(),
+    plan = build_plan(tree, tr.unsupported, dialect, schema)
+    if isinstance(plan, Leaf):
+        if not isinstance(plan.tree, exp.Select):
+            raise tr.unsupported(plan.tree, type(plan.tree).__name__.upper(),
                                  "cqsens analyses SELECT queries")
-        return _Query(tr, tree, dialect).translate()
-    parts: list[AggregateQuery] = []
-    for part, distinct in zip(split.parts, split.distinct, strict=True):
-        query = _Query(_Translator(sql, schema, source, public, owner), part, dialect,
-                       standalone=True,
-                       distinct_expressions=distinct).translate()
+        if plan.root:
+            return _Query(tr, plan.tree, dialect).translate()
+        query = _Query(tr, plan.tree, dialect, standalone=True).translate()
+        return replace(query, text=sql)
+    return _compound(plan, sql, _Translator(sql, schema, source, public, owner), dialect, sql)
+
+
+def _compound(plan: Combine, sql: str, tr: _Translator, dialect: str | None,
+              text: str) -> CompoundQuery:
+    """The CompoundQuery of a plan node: each leaf translated on its own."""
+    parts: list[AggregateQuery | CompoundQuery] = []
+    for part in plan.parts:
+        if isinstance(part, Combine):
+            parts.append(_compound(part, sql, tr, dialect, part.whole))
+            continue
+        if not isinstance(part.tree, exp.Select):
+            raise tr.unsupported(part.tree, type(part.tree).__name__.upper(),
+                                 "each part must be a SELECT")
+        query = _Query(_Translator(sql, tr.schema, tr.source, tr.public, tr.owner), part.tree,
+                       dialect, standalone=True, distinct_expressions=part.distinct).translate()
         parts.append(replace(query, text=query.sql or ""))
-    return CompoundQuery(tuple(parts), split.kind, split.operator, split.whole, dialect=dialect,
-                         source=source, text=sql, notes=tuple(split.notes),
-                         names=tuple(split.names))
+    return CompoundQuery(tuple(parts), plan.kind, plan.operator, plan.whole, dialect=dialect,
+                         source=tr.source, text=text, notes=plan.notes, names=plan.names)
 
 
 class _Query:

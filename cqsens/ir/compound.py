@@ -16,6 +16,12 @@ set-operations):
     a count of result rows (``COUNT(*)`` over ``UNION`` or ``INTERSECT``): one
     row changes it by at most the sum of the parts' count bounds Δᵢ, and the
     COUNT or histogram rule applies to that sum.
+
+A part may itself be a CompoundQuery (the frontend's passes nest: a LEFT JOIN in
+a UNION ALL branch, a LEFT JOIN under ROLLUP): its analysis is combined first,
+and it enters its parent as one part.  Under ``"concat"`` any part is allowed,
+under ``"sum"`` only a nested sum (a signed sum of signed sums), under
+``"count"`` none (docs/rules.md, rule set-operations).
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ class CompoundQuery:
     how the output calls each part (``part i`` when empty).
     """
 
-    parts: tuple[AggregateQuery, ...]
+    parts: tuple[AggregateQuery | CompoundQuery, ...]
     combination: str
     operator: str
     sql: str
@@ -63,4 +69,16 @@ class CompoundQuery:
     @property
     def grouped(self) -> bool:
         """True when the parts are histograms (GROUP BY)."""
-        return any(p.group_by for p in self.parts)
+        return any(p.grouped if isinstance(p, CompoundQuery) else bool(p.group_by)
+                   for p in self.parts)
+
+    def relations(self) -> frozenset[str]:
+        """The relations every part reads."""
+        return frozenset(r for p in self.parts
+                         for r in (p.relations() if isinstance(p, CompoundQuery)
+                                   else p.cq.relations()))
+
+    def leaves(self) -> tuple[AggregateQuery, ...]:
+        """The conjunctive parts, left to right, at any depth."""
+        return tuple(q for p in self.parts
+                     for q in (p.leaves() if isinstance(p, CompoundQuery) else (p,)))

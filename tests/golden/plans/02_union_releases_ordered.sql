@@ -1,0 +1,1 @@
+SELECT r.a AS g, COUNT(*) FROM r GROUP BY r.a UNION SELECT u.y AS g, SUM(u.x) FROM u GROUP BY u.y ORDER BY 1

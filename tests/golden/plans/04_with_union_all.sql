@@ -1,0 +1,1 @@
+WITH w AS (SELECT r.k AS key FROM r UNION ALL SELECT s.r FROM s) SELECT COUNT(*) FROM w JOIN r ON r.k = w.key

@@ -1,0 +1,1 @@
+SELECT COUNT(*) FROM s RIGHT JOIN r ON s.r = r.k

@@ -1,0 +1,1 @@
+SELECT COUNT(*) FROM u FULL JOIN s ON s.c = u.x

@@ -1,0 +1,1 @@
+SELECT COUNT(*) FROM (SELECT r.a AS v FROM r WHERE r.b > 0) AS t WHERE t.v < 3

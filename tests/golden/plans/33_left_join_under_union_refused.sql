@@ -1,0 +1,1 @@
+SELECT COUNT(*) FROM (SELECT r.a FROM r LEFT JOIN s ON s.r = r.k UNION SELECT u.x FROM u) AS t

@@ -1,0 +1,1 @@
+SELECT r.a AS g, COUNT(*) FROM r LEFT JOIN s ON s.r = r.k GROUP BY ROLLUP (r.a) UNION ALL SELECT s.c AS g, COUNT(*) FROM s GROUP BY s.c

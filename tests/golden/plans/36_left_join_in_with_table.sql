@@ -1,0 +1,1 @@
+WITH w AS (SELECT r.a AS v FROM r LEFT JOIN s ON s.r = r.k) SELECT COUNT(*) FROM w WHERE w.v > 0

@@ -1,0 +1,1 @@
+WITH w AS (SELECT r.b AS v FROM r LEFT JOIN s ON s.r = r.k), x AS (SELECT w.v AS v FROM w UNION ALL SELECT u.x FROM u) SELECT SUM(x.v) FROM x
