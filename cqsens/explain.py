@@ -22,7 +22,7 @@ from cqsens.ir.dependencies import AnyDependency, Dependency, MultiDependency, S
 from cqsens.ir.exact import Exact, json_number, text
 from cqsens.ir.schema import Schema
 
-__all__ = ["explanation", "fmt_weight", "jsonable", "reason", "structure", "suggestion"]
+__all__ = ["explanation", "fmt_weight", "jsonable", "structure", "suggestion"]
 
 
 ADVICE_MAX_ATOMS = 40
@@ -39,34 +39,6 @@ def jsonable(value: Exact | None) -> int | float | str | None:
 def fmt_weight(value: Exact | None) -> str:
     """A bound for sentences: ∞, or its value rounded up to 6 significant digits."""
     return "unknown" if value is None else text(value)
-
-
-def reason(core: CQ, bound: UpperBound, satisfiable: bool) -> str:
-    """The one-line reason for the bound (the relation that gives it)."""
-    if not satisfiable:
-        return "unsatisfiable: the count is always 0"
-    if core.is_boolean:
-        return "a Boolean query: its count is 0 or 1"
-    worst = max(bound.relations, key=lambda r: r.total, default=None)
-    if worst is None:
-        return "no relation atom"
-    if worst.total == math.inf:
-        for ab in worst.atoms:
-            if ab.value == math.inf:
-                missing = ", ".join(v.name for v in ab.unreachable) or "a free variable"
-                return (f"one added {worst.relation} row can create unboundedly many answers: "
-                        f"no bounded route from {ab.atom} to {missing}")
-    parts = []
-    counted = [ab for ab in worst.atoms if ab.counted]
-    for ab in counted[:2]:
-        if ab.pattern is not None:
-            parts.append(f"{ab.atom} holds every counted column (1)")
-        else:
-            route = "; ".join(str(st) for st in explaining_steps(ab))
-            parts.append(f"{ab.atom}: {fmt_weight(ab.value)} via {route}")
-    more = f"; and {len(counted) - 2} more {worst.relation} atoms" if len(counted) > 2 else ""
-    return (f"one {worst.relation} row changes the count by at most {fmt_weight(worst.total)}: "
-            + "; ".join(parts) + more)
 
 
 def structure(core: CQ, bound: UpperBound) -> dict[str, Any]:
@@ -268,22 +240,6 @@ def suggestion(query: AggregateQuery, sigma: Sigma, core: CQ, schema: Schema | N
 
 def _person_steps(group: PersonGroup) -> str:
     return "; ".join(str(s) for s in group.steps) or "the key alone"
-
-
-def person_reason(person: PersonBound) -> str:
-    """The one-line reason for a bound on one person (the group of rows that gives it)."""
-    unit = person.unit
-    worst = max(person.groups, key=lambda g: g.value, default=None)
-    if worst is None:
-        return (f"no table of the query holds rows of one {unit.table}: one person changes "
-                "the count by at most 0")
-    key = ", ".join(format_term(t) for t in worst.key)
-    if worst.value == math.inf:
-        return (f"one {unit.table} person can create unboundedly many answers: no bounded "
-                f"route from the person's key ({key}) to every counted column")
-    return (f"one person ({unit.text} and the rows that reference it) changes the count by at "
-            f"most {fmt_weight(person.value)}: with the key {key} fixed, "
-            f"{fmt_weight(worst.value)} via {_person_steps(worst)}")
 
 
 def person_explanation(query: AggregateQuery, counted: CountBound, person: PersonBound,

@@ -30,7 +30,7 @@ from cqsens.analysis import AggregateRecord, Analysis
 from cqsens.budget import deadline
 from cqsens.compound import combine_analyses, part_items
 from cqsens.engine.core import in_cq_core
-from cqsens.engine.count import CORE_BUDGET, CountBound, count_bound
+from cqsens.engine.count import CORE_BUDGET, CountBound, count_bound, count_derivation
 from cqsens.engine.domains import domain_cap
 from cqsens.engine.gaifman import is_connected
 from cqsens.engine.paper import PaperValue, cd_upper_paper, delta_str_paper, fd_bounds_paper
@@ -41,8 +41,10 @@ from cqsens.engine.person import (
     check_ownership,
     owner_key,
     person_bound,
+    person_derivation,
     resolve_unit,
 )
+from cqsens.engine.rules import Derivation, Neighbourhood, for_unit
 from cqsens.engine.upper import References, upper_bound
 from cqsens.errors import InputError
 from cqsens.explain import (
@@ -50,7 +52,6 @@ from cqsens.explain import (
     jsonable,
     named_dependency,
     person_explanation,
-    person_reason,
     person_suggestion,
     suggestion,
 )
@@ -75,6 +76,7 @@ from cqsens.release.values import (
     parse_value_bounds,
     value_bound,
 )
+from cqsens.report.words import render
 from cqsens.witness import Witness, find_witness
 from cqsens.witness.aggregate import concrete
 from cqsens.witness.aggregate_search import find_aggregate_witness
@@ -220,9 +222,10 @@ def stage_paper(state: State) -> State:
         upper, lower = fd_bounds_paper(counted.core, fds, in_cq_core=in_cq_core(cq))
         paper["fd_upper"], paper["fd_lower"] = upper, lower
     else:
-        paper["fd_upper"] = paper["fd_lower"] = PaperValue(None, "no functional dependency given")
+        paper["fd_upper"] = paper["fd_lower"] = PaperValue(
+            None, "no functional dependency given", applies=False)
     paper["cd_upper"] = (cd_upper_paper(counted.plain, sigma) if sigma
-                         else PaperValue(None, "no dependency given"))
+                         else PaperValue(None, "no dependency given", applies=False))
     return replace(state, paper=paper)
 
 
@@ -388,18 +391,18 @@ def stage_release(state: State) -> State:
                             rows=options.rows if single and not nullable else None,
                             groups=_groups_upper(state, query.cq_for(index))
                             if agg.kind in VALUE_KINDS and agg.kind != "sum" else None)
-        if options.unit is not None:
-            b = replace(b, rule=b.rule.replace("one tuple added or removed",
-                                               "one person added or removed")
-                        .replace("row(s)", "joined row(s)"))
+        b = replace(b, derivation=for_unit(b.derivation, _neighbourhood(state).unit))
         bounds.append(b)
-        records.append(AggregateRecord(agg.label, agg.kind, count_delta, b.l1, b.l2, b.rule,
+        records.append(AggregateRecord(agg.label, agg.kind, count_delta, b.l1, b.l2,
+                                       b.derivation,
                                        values.describe() if values is not None else None))
     release = combine(bounds)
+    release = replace(release, derivation=for_unit(release.derivation,
+                                                         _neighbourhood(state).unit))
     lines = state.explanation + capped
     if len(records) > 1 or records[0].kind not in ("count", "count_distinct") \
             or options.contributions > 1 or query.group_by:
-        lines += (f"Released statistic: {release.rule.rstrip('.')}.",)
+        lines += (f"Released statistic: {render(release.derivation).rstrip('.')}.",)
     return replace(state, release=release, aggregates=tuple(records), explanation=lines,
                    notes=notes)
 
@@ -692,8 +695,23 @@ def _analysis(state: State) -> Analysis:
         unit=state.options.unit.text if state.options.unit is not None else None,
         dependency_names=tuple(named_dependency(d, query, state.options.schema)
                                for d in state.sigma),
-        unit_reason=person_reason(state.person) if state.person is not None else "",
+        derivation=_count_derivation(state),
     )
+
+
+def _neighbourhood(state: State) -> Neighbourhood:
+    """The neighbour relation of the analysis: unit, model and rows per individual."""
+    options = state.options
+    return Neighbourhood(options.unit.text if options.unit is not None else None,
+                         options.neighbor, options.contributions)
+
+
+def _count_derivation(state: State) -> Derivation:
+    """The count bound's derivation: one person's with a unit, else one row's."""
+    if state.person is not None:
+        return person_derivation(state.person, _neighbourhood(state))
+    counted = state.count
+    return count_derivation(counted.core, counted.bound, _neighbourhood(state))
 
 
 def analyze(

@@ -28,14 +28,16 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from cqsens.engine.paths import Step, Weight
+from cqsens.engine.rules import Derivation, Neighbourhood, Rule
 from cqsens.engine.upper import extension_bound
 from cqsens.errors import InputError
-from cqsens.ir.cq import CQ, Atom, Const, Term, Var
+from cqsens.ir.cq import CQ, Atom, Const, Term, Var, format_term
 from cqsens.ir.dependencies import Sigma
 from cqsens.ir.schema import ForeignKey, Relation, Schema
 
 __all__ = ["MAX_CHAINS", "Chain", "PersonBound", "PersonGroup", "Unit", "chains",
-           "check_ownership", "owner_key", "person_bound", "reaches", "resolve_unit"]
+           "check_ownership", "owner_key", "person_bound", "person_derivation", "reaches",
+           "resolve_unit"]
 
 MAX_CHAINS = 64
 """Chains of foreign keys from one table to the unit table, at most."""
@@ -86,6 +88,20 @@ class PersonBound:
     value: Weight
     groups: tuple[PersonGroup, ...]
     boolean_cap: bool = False
+
+
+def person_derivation(person: PersonBound, where: Neighbourhood) -> Derivation:
+    """The derivation of a bound on one person (docs/rules.md, rule privacy-unit): the
+    group of rows that gives it, by its key terms and steps."""
+    unit = person.unit
+    worst = max(person.groups, key=lambda g: g.value, default=None)
+    if worst is None:
+        return Derivation(Rule.PRIVACY_UNIT, person.value, where, {"table": unit.table})
+    key = ", ".join(format_term(t) for t in worst.key)
+    route = "; ".join(str(s) for s in worst.steps) or "the key alone"
+    return Derivation(Rule.PRIVACY_UNIT, person.value, where,
+                      {"table": unit.table, "unit": unit.text, "key": key, "group": worst.value,
+                       "route": route})
 
 
 def resolve_unit(text: str, schema: Schema | None, owner: Sequence[str] = ()) -> Unit:
