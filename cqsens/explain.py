@@ -1,8 +1,9 @@
-"""Explanations: why the bound is what it is, in words, as a drawable structure, and advice.
+"""The bound as a drawable structure, dependencies by name, and advice.
 
 One rule decides which steps explain an atom's bound
-(:func:`cqsens.engine.upper.explaining_steps`); the sentences, the drawing's
-highlighted route and the witness's product construction all follow it.
+(:func:`cqsens.engine.upper.explaining_steps`); the drawing's highlighted
+route, the witness's product construction and the sentences of
+:mod:`cqsens.report.explanation` all follow it.
 """
 
 from __future__ import annotations
@@ -11,18 +12,17 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from cqsens.budget import checkpoint
-from cqsens.engine.count import CountBound, count_bound
+from cqsens.engine.count import count_bound
 from cqsens.engine.paths import Weight
-from cqsens.engine.person import PersonBound, PersonGroup, chains, person_bound
+from cqsens.engine.person import PersonBound, chains, person_bound
 from cqsens.engine.suggest import suggest
-from cqsens.engine.upper import Method, References, UpperBound, explaining_steps, referencing_atom
+from cqsens.engine.upper import References, UpperBound, explaining_steps, referencing_atom
 from cqsens.ir.cq import CQ, AggregateQuery, Const, Var, format_term
 from cqsens.ir.dependencies import AnyDependency, Dependency, MultiDependency, Sigma
 from cqsens.ir.exact import Exact, json_number, text
 from cqsens.ir.schema import Schema
 
-__all__ = ["explanation", "fmt_weight", "jsonable", "structure", "suggestion"]
+__all__ = ["fmt_weight", "jsonable", "named_dependency", "structure", "suggestion"]
 
 
 ADVICE_MAX_ATOMS = 40
@@ -77,105 +77,6 @@ def structure(core: CQ, bound: UpperBound) -> dict[str, Any]:
                           "from": format_term(step.source), "to": format_term(step.target),
                           "weight": jsonable(step.weight)})
     return {"elements": elements, "atoms": atoms, "steps": steps, "unbounded": unbounded}
-
-
-def plural(n: Weight, word: str, many: str | None = None) -> str:
-    """``1 answer``, ``3 answers``, ``∞ answers``.
-
-    >>> plural(1, "answer"), plural(3, "row"), plural(2, "query", "queries")
-    ('1 answer', '3 rows', '2 queries')
-    """
-    return f"{fmt_weight(n)} {word if n == 1 else many or word + 's'}"
-
-
-def _tables(names: list[str]) -> str:
-    if not names:
-        return "no table"
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-
-
-def _what_is_counted(query: AggregateQuery, core: CQ) -> str:
-    """The first sentence of an explanation: what is counted, in the query's own words."""
-    tables = _tables(sorted(core.relations()))
-    if core.is_boolean:
-        return f"The query asks whether any match exists over {tables} (a Boolean query: 0 or 1)."
-    first = query.aggregates[0]
-    every_column = query.body is not None and set(core.free) == set(query.body.free)
-    if query.sql is not None and first.kind != "count_distinct" and every_column:
-        rows = (f"the rows of {tables}" if len(core.relation_atoms()) == 1 else
-                f"the rows of the join of {tables}, one per combination of matching rows")
-        if first.kind == "count":
-            return f"The query counts {rows}."
-        return (f"The query's {first.label} is taken over {rows}; the bounds below count "
-                "those rows.")
-    free = ", ".join(v.name for v in core.free)
-    return f"The query counts distinct ({free}) over {tables}."
-
-
-def explanation(query: AggregateQuery, counted: CountBound) -> list[str]:
-    lines: list[str] = []
-    q = query
-    c = counted.core
-    if not c.satisfiable:
-        lines.append(
-            "The query is unsatisfiable: "
-            + ("the functional dependencies force two different constants into one column"
-               if q.cq.satisfiable else "it equates a column with two different constants")
-            + ", so its count is 0 on every database and one row cannot change it: sensitivity 0."
-        )
-        return lines
-    lines.append(_what_is_counted(query, c))
-    if c.is_boolean:
-        lines.append(
-            "A Boolean count is 0 or 1, so adding or removing one row changes it by at most 1."
-        )
-        return lines
-    for rel in counted.bound.relations:
-        parts = []
-        for ab in rel.atoms:
-            checkpoint("explanation")
-            if ab.method is Method.REFERENCED:
-                parts.append(f"{ab.atom} is joined on a foreign key to {ab.reference}: a row "
-                             "added or removed there is referenced by no row of the other "
-                             "database, so it gives no answer (0)")
-            elif not ab.counted:
-                parts.append(f"{ab.atom} gives the same answer as an earlier {rel.relation} "
-                             "atom (0 more)")
-            elif ab.pattern is not None:
-                parts.append(f"{ab.atom} holds every counted column: one new row gives at "
-                             "most 1 answer")
-            elif ab.value == math.inf:
-                missing = [v.name for v in ab.unreachable]
-                if missing:
-                    parts.append(
-                        f"{ab.atom}: no bounded path of dependencies leads from this row or a "
-                        f"constant to {', '.join(missing)}, so one added {rel.relation} row can "
-                        f"match unboundedly many existing rows and create any number of answers (∞)"
-                    )
-                else:
-                    parts.append(f"{ab.atom}: unbounded (∞)")
-            elif ab.method is Method.JOINT_TREE:
-                steps = "; ".join(str(s) for s in ab.tree_steps) or "none"
-                parts.append(
-                    f"{ab.atom}: at most {plural(ab.value, 'answer')}, counting joint values "
-                    f"along the tree {steps} (per-variable product: {fmt_weight(ab.product)})"
-                )
-            else:
-                routes = "; ".join(
-                    f"{v.name} ×{fmt_weight(r.cardinality)} [{r.describe()}]"
-                    for v, r in ab.routes if r is not None
-                )
-                parts.append(f"{ab.atom}: at most {plural(ab.value, 'answer')}: {routes}")
-        lines.append(
-            f"One added or removed {rel.relation} row changes the count by at most "
-            f"{fmt_weight(rel.total)}: " + "; ".join(parts) + "."
-        )
-    if counted.bound.value == math.inf:
-        lines.append(
-            "Unbounded: no noise calibrated to a finite sensitivity makes this release "
-            "differentially private unless the data obey further constraints."
-        )
-    return lines
 
 
 def _column_name(query: AggregateQuery, schema: Schema | None, relation: str, i: int) -> str:
@@ -235,42 +136,6 @@ def suggestion(query: AggregateQuery, sigma: Sigma, core: CQ, schema: Schema | N
                        f"{cds} (CD: the upper bound becomes {fmt_weight(cd_bound)}; any other "
                        "bound in place of 3 works too)")
         lines.append(("To bound it, " if n == 0 else "Or instead, ") + advice_text + ".")
-    return lines
-
-
-def _person_steps(group: PersonGroup) -> str:
-    return "; ".join(str(s) for s in group.steps) or "the key alone"
-
-
-def person_explanation(query: AggregateQuery, counted: CountBound, person: PersonBound,
-                       schema: Schema | None) -> list[str]:
-    """The explanation of the bound for one person (the privacy unit)."""
-    del schema
-    unit = person.unit
-    lines = [_what_is_counted(query, counted.core),
-             f"Privacy unit: one person is a row of {unit.table} (key {unit.text}) with every "
-             "row that references it through foreign keys; neighbouring databases differ by "
-             "one whole person (docs/rules.md, rule privacy-unit)."]
-    if not counted.core.satisfiable:
-        lines.append("The query is unsatisfiable: its count is 0 on every database.")
-        return lines
-    if not person.groups:
-        lines.append(f"No table of the query references {unit.table}: one person's rows are "
-                     "not read, so the count does not change (0).")
-    for group in person.groups:
-        key = ", ".join(format_term(t) for t in group.key)
-        how = (f"at most {plural(group.value, 'answer')} via {_person_steps(group)}"
-               if group.value != math.inf else
-               "unboundedly many answers: no bounded route of dependencies leads from the key "
-               "to every counted column")
-        lines.append(f"A person's rows meet the query at {'; '.join(group.chains)}; with the "
-                     f"person's key fixed at {key}: {how}.")
-    total = fmt_weight(person.value)
-    lines.append(f"One person changes the count by at most {total}"
-                 + (" (a Boolean count is 0 or 1)." if person.boolean_cap else "."))
-    if person.value == math.inf:
-        lines.append("Unbounded: no noise calibrated to a finite sensitivity makes this release "
-                     "differentially private unless the data obey further constraints.")
     return lines
 
 

@@ -44,14 +44,12 @@ from cqsens.engine.person import (
     person_derivation,
     resolve_unit,
 )
-from cqsens.engine.rules import Derivation, Neighbourhood, for_unit
+from cqsens.engine.rules import Derivation, Neighbourhood, Rule, for_unit
 from cqsens.engine.upper import References, upper_bound
 from cqsens.errors import InputError
 from cqsens.explain import (
-    explanation,
     jsonable,
     named_dependency,
-    person_explanation,
     person_suggestion,
     suggestion,
 )
@@ -76,6 +74,7 @@ from cqsens.release.values import (
     parse_value_bounds,
     value_bound,
 )
+from cqsens.report.explanation import explanation, person_explanation
 from cqsens.report.words import render
 from cqsens.witness import Witness, find_witness
 from cqsens.witness.aggregate import concrete
@@ -232,13 +231,10 @@ def stage_paper(state: State) -> State:
 def stage_explain(state: State) -> State:
     """The explanation of the count bound, and advice when it is unbounded."""
     counted = state.count
-    lines = tuple(explanation(state.query, counted) if state.person is None
+    lines = tuple(explanation(state.query, counted, public=state.options.public)
+                  if state.person is None
                   else person_explanation(state.query, counted, state.person,
-                                          state.options.schema))
-    if state.options.public:
-        lines = lines[:1] + (
-            f"Public tables (the same in both neighbours, so never the added or removed row): "
-            f"{', '.join(sorted(state.options.public))}.",) + lines[1:]
+                                          public=state.options.public))
     advice: tuple[str, ...] = ()
     if state.person is not None:
         if state.person.value == math.inf:
@@ -317,12 +313,11 @@ def _groups_upper(state: State, cq: CQ) -> Weight | None:
 
 
 def _cap_line(state: State, cq: CQ, aggregate: Aggregate, value: Weight) -> str:
-    """The explanation of a count bound lowered by finite domains."""
+    """The explanation of a count bound lowered by finite domains (docs/rules.md, rule
+    finite-domains), rendered from its derivation."""
     why = _domain_cap_why(state, cq, aggregate)[1]
-    who = "person" if state.options.unit is not None else "tuple"
-    return (f"{aggregate.label}: the schema's CHECKs leave finitely many values ({why}), so "
-            f"one {who} changes the count by at most {display(value)} (docs/rules.md, rule "
-            f"finite-domains).")
+    return render(Derivation(Rule.FINITE_DOMAINS, value, _neighbourhood(state),
+                             {"aggregate": aggregate.label, "domains": why}))
 
 
 def _single_table_unfiltered(query: AggregateQuery) -> bool:

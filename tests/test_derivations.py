@@ -218,3 +218,20 @@ def test_paper_notes_skip_what_does_not_apply() -> None:
     b = cqsens.analyze("Q(x) :- R(x, y), S(z)", kind="cq", fds=["R[1->2]"], prove_lower=False)
     assert b.paper["fd_upper"].applies and b.paper["fd_upper"].value is None
     assert b.paper["fd_upper"].reason in to_text(b)
+
+
+def test_relation_derivations_sum_their_atoms() -> None:
+    """Per relation, the derivation's value is the sum of its counted atoms' values, the
+    largest one is the count bound, and the explanation has one sentence per relation."""
+    from cqsens.engine.count import relation_derivations
+
+    a = _analyse("COUNT(*)")
+    derivations = relation_derivations(a.bound)
+    assert [d.rule for d in derivations] == [Rule.NEW_ANSWERS] * len(a.bound.relations)
+    for d in derivations:
+        assert d.value == sum(p.value for p in d.premises if p["counted"])
+    assert max(d.value for d in derivations) == a.upper == a.aggregates[0].count_bound
+    assert len(a.explanation) == 1 + len(derivations)
+    person = _analyse("COUNT(*)", unit="users")
+    assert person.count_derivation.value == person.upper
+    assert person.count_derivation["table"] == "users"

@@ -25,8 +25,10 @@ from cqsens.engine.upper import (
 )
 from cqsens.ir.cq import CQ
 from cqsens.ir.dependencies import Sigma
+from cqsens.ir.exact import text
 
-__all__ = ["CORE_BUDGET", "CountBound", "atom_derivation", "count_bound", "count_derivation"]
+__all__ = ["CORE_BUDGET", "ROW", "CountBound", "atom_derivation", "count_bound",
+           "count_derivation", "relation_derivations"]
 
 CORE_BUDGET = 200_000
 
@@ -91,10 +93,32 @@ _METHODS = {
 
 
 def atom_derivation(bound: AtomBound, where: Neighbourhood) -> Derivation:
-    """The derivation of one atom's bound: the rule of its method, the atom and its steps."""
+    """The derivation of one atom's bound: the rule of its method, the atom and its steps.
+
+    Inputs: ``atom``; ``route`` (the explaining steps); ``counted`` (0 when an earlier
+    atom gives the same answer); ``reference`` (the referencing atom, rule
+    foreign-keys); ``missing`` (the free variables no walk reaches, when unbounded);
+    ``tree`` and ``product`` (the joint tree and the per-variable product); ``routes``
+    (each free variable's least walk).
+    """
     rule = Rule.DELTA_STR_SELF_JOIN if bound.pattern is not None else _METHODS[bound.method]
     route = "; ".join(str(step) for step in explaining_steps(bound))
-    return Derivation(rule, bound.value, where, {"atom": str(bound.atom), "route": route})
+    walks = "; ".join(f"{v.name} ×{text(r.cardinality)} [{r.describe()}]"
+                      for v, r in bound.routes if r is not None)
+    return Derivation(rule, bound.value, where, {
+        "atom": str(bound.atom), "route": route, "counted": int(bound.counted),
+        "reference": bound.reference, "missing": ", ".join(v.name for v in bound.unreachable),
+        "tree": "; ".join(str(s) for s in bound.tree_steps) or "none",
+        "product": bound.product, "routes": walks})
+
+
+def relation_derivations(bound: UpperBound, where: Neighbourhood = ROW
+                         ) -> tuple[Derivation, ...]:
+    """Per relation, the new answers one of its rows gives (docs/rules.md, rule new-answers):
+    the sum over its atoms, each atom's derivation a premise (counted or not)."""
+    return tuple(Derivation(Rule.NEW_ANSWERS, r.total, where, {"relation": r.relation},
+                            tuple(atom_derivation(ab, where) for ab in r.atoms))
+                 for r in bound.relations)
 
 
 def count_derivation(core: CQ, bound: UpperBound, where: Neighbourhood = ROW) -> Derivation:

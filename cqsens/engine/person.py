@@ -36,7 +36,8 @@ from cqsens.ir.dependencies import Sigma
 from cqsens.ir.schema import ForeignKey, Relation, Schema
 
 __all__ = ["MAX_CHAINS", "Chain", "PersonBound", "PersonGroup", "Unit", "chains",
-           "check_ownership", "owner_key", "person_bound", "person_derivation", "reaches",
+           "check_ownership", "group_derivations", "owner_key", "person_bound",
+           "person_derivation", "reaches",
            "resolve_unit"]
 
 MAX_CHAINS = 64
@@ -88,6 +89,14 @@ class PersonBound:
     value: Weight
     groups: tuple[PersonGroup, ...]
     boolean_cap: bool = False
+
+
+def group_derivations(person: PersonBound, where: Neighbourhood) -> tuple[Derivation, ...]:
+    """Per group of atoms that can hold one person's rows through the same key terms, the
+    answers they give with the key fixed (docs/rules.md, rule privacy-unit)."""
+    return tuple(Derivation(Rule.PRIVACY_UNIT, g.value, where, {
+        "chains": "; ".join(g.chains), "key": ", ".join(format_term(t) for t in g.key),
+        "route": "; ".join(str(s) for s in g.steps) or "the key alone"}) for g in person.groups)
 
 
 def person_derivation(person: PersonBound, where: Neighbourhood) -> Derivation:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from cqsens.engine.rules import Derivation, Neighbourhood, Rule
-from cqsens.ir.exact import text
+from cqsens.ir.exact import display, text
 
 if TYPE_CHECKING:
     from cqsens.analysis import Analysis
@@ -196,6 +196,12 @@ def _empty(d: Derivation) -> str:
             f"{_n(d, 'high', 17)}]): no row can be aggregated, the result never changes")
 
 
+def _finite_domains(d: Derivation) -> str:
+    who = "person" if d.neighbourhood.person else "tuple"
+    return (f"{d['aggregate']}: the schema's CHECKs leave finitely many values ({d['domains']}), "
+            f"so one {who} changes the count by at most {display(d.value)} {_where(d)}.")
+
+
 def _combined(d: Derivation, style: str) -> str:
     combination = str(d["combination"])
     if combination == "sum":
@@ -258,7 +264,7 @@ _AGGREGATES: dict[Rule, Callable[[Derivation], str]] = {
     Rule.GROUP_BY_HISTOGRAM: _histogram, Rule.SUM: _sum, Rule.SUM_SUBSTITUTION: _sum,
     Rule.AVG: _avg, Rule.MIN_MAX: _min_max, Rule.MEDIAN: _median,
     Rule.MEDIAN_PARITY_ROWS: _median_parity, Rule.SEVERAL_AGGREGATES: _several,
-    Rule.EMPTY_VALUE_RANGE: _empty,
+    Rule.EMPTY_VALUE_RANGE: _empty, Rule.FINITE_DOMAINS: _finite_domains,
 }
 
 
