@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 from cqsens.engine.count import count_bound
@@ -22,7 +24,8 @@ from cqsens.ir.dependencies import AnyDependency, Dependency, MultiDependency, S
 from cqsens.ir.exact import Exact, json_number, text
 from cqsens.ir.schema import Schema
 
-__all__ = ["fmt_weight", "jsonable", "named_dependency", "structure", "suggestion"]
+__all__ = ["Advice", "Suggestion", "fmt_weight", "jsonable", "named_dependency",
+           "person_suggestion", "structure", "suggestion"]
 
 
 ADVICE_MAX_ATOMS = 40
@@ -104,43 +107,68 @@ def _bound_with(query: AggregateQuery, sigma: Sigma, extra: Sequence[Dependency]
                        references=references).bound.value
 
 
+class Advice(Enum):
+    """What the advice says (its words: :func:`cqsens.report.explanation.advice`)."""
+
+    TOO_LARGE = "too-large"  # not computed: more than ADVICE_MAX_ATOMS atoms
+    NONE_HELPS = "none-helps"  # no dependency bounds the query (``why`` says why)
+    DECLARE = "declare"  # FDs (or the same as CDs <= 3) that bound the query
+    PERSON_ROWS = "person-rows"  # rows per person, from the foreign keys to the unit
+    PERSON_DECLARE = "person-declare"  # rows per person and fan-outs of the query
+    PERSON_NONE_HELPS = "person-none-helps"  # even the rows per person leave it unbounded
+
+
+@dataclass(frozen=True, slots=True)
+class Suggestion:
+    """One piece of advice, confirmed by re-analysis.
+
+    ``dependencies`` are named as the user writes them (``orders[uid->oid]``; for
+    the person's advice with their ``<=3``); ``bound`` is the upper bound they give
+    (with FDs for :attr:`Advice.DECLARE`, whose ``cd_bound`` is the bound with CDs
+    ``<= 3``); ``first`` is False for an alternative; ``atoms`` the query's size
+    and ``why`` the engine's reason when nothing helps.
+    """
+
+    advice: Advice
+    dependencies: tuple[str, ...] = ()
+    bound: Weight = math.inf
+    cd_bound: Weight = math.inf
+    first: bool = True
+    atoms: int = 0
+    why: str = ""
+
+
 def suggestion(query: AggregateQuery, sigma: Sigma, core: CQ, schema: Schema | None, *,
-               public: frozenset[str] = frozenset(), references: References = ()) -> list[str]:
+               public: frozenset[str] = frozenset(), references: References = ()
+               ) -> list[Suggestion]:
     """The fewest dependencies that bound the query, confirmed by re-analysis."""
     atoms = len(core.relation_atoms())
     if atoms > ADVICE_MAX_ATOMS:  # each option is confirmed by two more analyses
-        return [f"No advice computed: the query joins {atoms} tables; advice is computed "
-                f"for at most {ADVICE_MAX_ATOMS}."]
+        return [Suggestion(Advice.TOO_LARGE, atoms=atoms)]
     skip = frozenset(a for a in core.relation_atoms()
                      if references and referencing_atom(core, a, references) is not None)
     advice = suggest(core, sigma, public=public, skip=skip)
     if not advice.dependencies:
-        return [f"No dependency helps: {advice.reason}."] if advice.reason else []
+        return [Suggestion(Advice.NONE_HELPS, why=advice.reason)] if advice.reason else []
 
-    def named(dep: Dependency, k: int | None = None) -> str:
-        q = query
-        named_dep = (f"{dep.relation}[{_column_name(q, schema, dep.relation, dep.i)}->"
-                     f"{_column_name(q, schema, dep.relation, dep.j)}]")
-        return named_dep if k is None else f"{named_dep}<={k}"
+    def named(dep: Dependency) -> str:
+        return (f"{dep.relation}[{_column_name(query, schema, dep.relation, dep.i)}->"
+                f"{_column_name(query, schema, dep.relation, dep.j)}]")
 
-    lines: list[str] = []
+    out: list[Suggestion] = []
     for n, option in enumerate((advice.dependencies, *advice.alternatives)):
         fd_bound = _bound_with(query, sigma, option, public, references)
         cd_bound = _bound_with(query, sigma, [Dependency(d.relation, d.i, d.j, 3) for d in option],
                                public, references)
         if fd_bound == math.inf:
             continue  # not confirmed: never suggest what does not work
-        fds = " and ".join(named(d) for d in option)
-        cds = " and ".join(named(d, 3) for d in option)
-        advice_text = (f"declare {fds} (FD: the upper bound becomes {fmt_weight(fd_bound)}) or "
-                       f"{cds} (CD: the upper bound becomes {fmt_weight(cd_bound)}; any other "
-                       "bound in place of 3 works too)")
-        lines.append(("To bound it, " if n == 0 else "Or instead, ") + advice_text + ".")
-    return lines
+        out.append(Suggestion(Advice.DECLARE, tuple(named(d) for d in option), fd_bound,
+                              cd_bound, first=n == 0))
+    return out
 
 
 def person_suggestion(person: PersonBound, sigma: Sigma, core: CQ, schema: Schema | None,
-                      query: AggregateQuery) -> list[str]:
+                      query: AggregateQuery) -> list[Suggestion]:
     """Rows per person to declare: a CD from each foreign key of a table that references the
     unit to that table's key, kept when it makes the bound finite."""
     if schema is None:
@@ -163,14 +191,12 @@ def person_suggestion(person: PersonBound, sigma: Sigma, core: CQ, schema: Schem
         target_name = "*" if key == row else relation.columns[key]
         candidates.append((Dependency(relation.name, fk.columns[0], key, 3),
                            f"{relation.name}[{source}->{target_name}]<=3"))
-    chosen = [text for dep, text in candidates]
+    chosen = tuple(name for _, name in candidates)
     base = [d for d, _ in candidates]
     bound = (person_bound(core, Sigma.of([*sigma, *base]), unit=unit, schema=schema).value
              if candidates else math.inf)
     if bound != math.inf:
-        return [f"To bound it, declare how many rows one person has: "
-                f"{' and '.join(repr(c) for c in chosen)} (with 3 rows each the bound becomes "
-                f"{fmt_weight(bound)}; put the numbers your data guarantee in place of 3)."]
+        return [Suggestion(Advice.PERSON_ROWS, chosen, bound)]
     # the fan-outs of the query itself (a doctor's patients in a self-join on the doctor):
     # the row-level advice, kept when it bounds the count for one person
     advice = suggest(core, Sigma.of([*sigma, *base]))
@@ -180,13 +206,10 @@ def person_suggestion(person: PersonBound, sigma: Sigma, core: CQ, schema: Schem
                              schema=schema).value
         if value == math.inf:
             continue
-        named = [*chosen, *(f"{d.relation}[{_column_name(query, schema, d.relation, d.i)}->"
+        named = (*chosen, *(f"{d.relation}[{_column_name(query, schema, d.relation, d.i)}->"
                             f"{_column_name(query, schema, d.relation, d.j)}]<=3"
-                            for d in extra)]
-        return [f"To bound it, declare {' and '.join(repr(n) for n in named)} (with 3 in "
-                f"each the bound becomes {fmt_weight(value)}; put the numbers your data "
-                "guarantee in place of 3)."]
+                            for d in extra))
+        return [Suggestion(Advice.PERSON_DECLARE, named, value)]
     if not candidates:
         return []
-    return [f"No rows-per-person bound helps: even {' and '.join(chosen)} leave it "
-            "unbounded."]
+    return [Suggestion(Advice.PERSON_NONE_HELPS, chosen)]

@@ -48,6 +48,7 @@ from cqsens.engine.rules import Derivation, Neighbourhood, Rule, for_unit
 from cqsens.engine.upper import References, upper_bound
 from cqsens.errors import InputError
 from cqsens.explain import (
+    Suggestion,
     jsonable,
     named_dependency,
     person_suggestion,
@@ -74,7 +75,7 @@ from cqsens.release.values import (
     parse_value_bounds,
     value_bound,
 )
-from cqsens.report.explanation import explanation, person_explanation
+from cqsens.report.explanation import advice, explanation, person_explanation
 from cqsens.report.words import render
 from cqsens.witness import Witness, find_witness
 from cqsens.witness.aggregate import concrete
@@ -235,16 +236,15 @@ def stage_explain(state: State) -> State:
                   if state.person is None
                   else person_explanation(state.query, counted, state.person,
                                           public=state.options.public))
-    advice: tuple[str, ...] = ()
+    found: list[Suggestion] = []
     if state.person is not None:
         if state.person.value == math.inf:
-            advice = tuple(person_suggestion(state.person, state.sigma, counted.core,
-                                             state.options.schema, state.query))
+            found = person_suggestion(state.person, state.sigma, counted.core,
+                                      state.options.schema, state.query)
     elif counted.bound.value == math.inf:
-        advice = tuple(suggestion(state.query, state.sigma, counted.core, state.options.schema,
-                                  public=state.options.public,
-                                  references=state.options.kept_references))
-    return replace(state, explanation=lines, suggestion=advice)
+        found = suggestion(state.query, state.sigma, counted.core, state.options.schema,
+                           public=state.options.public, references=state.options.kept_references)
+    return replace(state, explanation=lines, suggestion=tuple(advice(s) for s in found))
 
 
 def _count_upper(state: State, cq: CQ, aggregate: Aggregate | None = None) -> Weight:

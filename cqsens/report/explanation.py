@@ -15,10 +15,11 @@ from cqsens.budget import checkpoint
 from cqsens.engine.count import CountBound, relation_derivations
 from cqsens.engine.person import PersonBound, group_derivations
 from cqsens.engine.rules import Derivation, Neighbourhood, Rule
+from cqsens.explain import ADVICE_MAX_ATOMS, Advice, Suggestion
 from cqsens.ir.cq import CQ, AggregateQuery
 from cqsens.ir.exact import Exact, text
 
-__all__ = ["explanation", "person_explanation", "plural"]
+__all__ = ["advice", "explanation", "person_explanation", "plural"]
 
 _UNBOUNDED = ("Unbounded: no noise calibrated to a finite sensitivity makes this release "
               "differentially private unless the data obey further constraints.")
@@ -156,3 +157,34 @@ def _person_explanation(query: AggregateQuery, counted: CountBound,
     if person.value == math.inf:
         lines.append(_UNBOUNDED)
     return lines
+
+
+def advice(suggestion: Suggestion) -> str:
+    """One piece of advice in words.
+
+    >>> advice(Suggestion(Advice.DECLARE, ("R[x->y]",), 1, 3))[:47]
+    'To bound it, declare R[x->y] (FD: the upper bou'
+    """
+    s = suggestion
+    if s.advice is Advice.TOO_LARGE:
+        return (f"No advice computed: the query joins {s.atoms} tables; advice is computed "
+                f"for at most {ADVICE_MAX_ATOMS}.")
+    if s.advice is Advice.NONE_HELPS:
+        return f"No dependency helps: {s.why}."
+    if s.advice is Advice.DECLARE:
+        fds = " and ".join(s.dependencies)
+        cds = " and ".join(f"{d}<=3" for d in s.dependencies)
+        return (("To bound it, " if s.first else "Or instead, ")
+                + f"declare {fds} (FD: the upper bound becomes {text(s.bound)}) or {cds} (CD: "
+                f"the upper bound becomes {text(s.cd_bound)}; any other bound in place of 3 "
+                "works too).")
+    named = " and ".join(repr(d) for d in s.dependencies)
+    if s.advice is Advice.PERSON_ROWS:
+        return (f"To bound it, declare how many rows one person has: {named} (with 3 rows each "
+                f"the bound becomes {text(s.bound)}; put the numbers your data guarantee in "
+                "place of 3).")
+    if s.advice is Advice.PERSON_DECLARE:
+        return (f"To bound it, declare {named} (with 3 in each the bound becomes "
+                f"{text(s.bound)}; put the numbers your data guarantee in place of 3).")
+    return (f"No rows-per-person bound helps: even {' and '.join(s.dependencies)} leave it "
+            "unbounded.")
