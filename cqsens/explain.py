@@ -24,7 +24,7 @@ from cqsens.ir.dependencies import AnyDependency, Dependency, MultiDependency, S
 from cqsens.ir.exact import Exact, json_number, text
 from cqsens.ir.schema import Schema
 
-__all__ = ["Advice", "Suggestion", "fmt_weight", "jsonable", "named_dependency",
+__all__ = ["Advice", "AdviceKind", "fmt_weight", "jsonable", "named_dependency",
            "person_suggestion", "structure", "suggestion"]
 
 
@@ -107,11 +107,11 @@ def _bound_with(query: AggregateQuery, sigma: Sigma, extra: Sequence[Dependency]
                        references=references).bound.value
 
 
-class Advice(Enum):
-    """What the advice says (its words: :func:`cqsens.report.explanation.advice`)."""
+class AdviceKind(Enum):
+    """What a piece of advice says (its words: :func:`cqsens.report.explanation.advice`)."""
 
     TOO_LARGE = "too-large"  # not computed: more than ADVICE_MAX_ATOMS atoms
-    NONE_HELPS = "none-helps"  # no dependency bounds the query (``why`` says why)
+    NONE_HELPS = "none-helps"  # no single-column dependency bounds the query
     DECLARE = "declare"  # FDs (or the same as CDs <= 3) that bound the query
     PERSON_ROWS = "person-rows"  # rows per person, from the foreign keys to the unit
     PERSON_DECLARE = "person-declare"  # rows per person and fan-outs of the query
@@ -119,56 +119,54 @@ class Advice(Enum):
 
 
 @dataclass(frozen=True, slots=True)
-class Suggestion:
+class Advice:
     """One piece of advice, confirmed by re-analysis.
 
     ``dependencies`` are named as the user writes them (``orders[uid->oid]``; for
     the person's advice with their ``<=3``); ``bound`` is the upper bound they give
-    (with FDs for :attr:`Advice.DECLARE`, whose ``cd_bound`` is the bound with CDs
-    ``<= 3``); ``first`` is False for an alternative; ``atoms`` the query's size
-    and ``why`` the engine's reason when nothing helps.
+    (with FDs for :attr:`AdviceKind.DECLARE`, whose ``cd_bound`` is the bound with CDs
+    ``<= 3``); ``first`` is False for an alternative; ``atoms`` the query's size.
     """
 
-    advice: Advice
+    kind: AdviceKind
     dependencies: tuple[str, ...] = ()
     bound: Weight = math.inf
     cd_bound: Weight = math.inf
     first: bool = True
     atoms: int = 0
-    why: str = ""
 
 
 def suggestion(query: AggregateQuery, sigma: Sigma, core: CQ, schema: Schema | None, *,
                public: frozenset[str] = frozenset(), references: References = ()
-               ) -> list[Suggestion]:
+               ) -> list[Advice]:
     """The fewest dependencies that bound the query, confirmed by re-analysis."""
     atoms = len(core.relation_atoms())
     if atoms > ADVICE_MAX_ATOMS:  # each option is confirmed by two more analyses
-        return [Suggestion(Advice.TOO_LARGE, atoms=atoms)]
+        return [Advice(AdviceKind.TOO_LARGE, atoms=atoms)]
     skip = frozenset(a for a in core.relation_atoms()
                      if references and referencing_atom(core, a, references) is not None)
     advice = suggest(core, sigma, public=public, skip=skip)
     if not advice.dependencies:
-        return [Suggestion(Advice.NONE_HELPS, why=advice.reason)] if advice.reason else []
+        return [Advice(AdviceKind.NONE_HELPS)] if advice.disconnected else []
 
     def named(dep: Dependency) -> str:
         return (f"{dep.relation}[{_column_name(query, schema, dep.relation, dep.i)}->"
                 f"{_column_name(query, schema, dep.relation, dep.j)}]")
 
-    out: list[Suggestion] = []
+    out: list[Advice] = []
     for n, option in enumerate((advice.dependencies, *advice.alternatives)):
         fd_bound = _bound_with(query, sigma, option, public, references)
         cd_bound = _bound_with(query, sigma, [Dependency(d.relation, d.i, d.j, 3) for d in option],
                                public, references)
         if fd_bound == math.inf:
             continue  # not confirmed: never suggest what does not work
-        out.append(Suggestion(Advice.DECLARE, tuple(named(d) for d in option), fd_bound,
+        out.append(Advice(AdviceKind.DECLARE, tuple(named(d) for d in option), fd_bound,
                               cd_bound, first=n == 0))
     return out
 
 
 def person_suggestion(person: PersonBound, sigma: Sigma, core: CQ, schema: Schema | None,
-                      query: AggregateQuery) -> list[Suggestion]:
+                      query: AggregateQuery) -> list[Advice]:
     """Rows per person to declare: a CD from each foreign key of a table that references the
     unit to that table's key, kept when it makes the bound finite."""
     if schema is None:
@@ -196,7 +194,7 @@ def person_suggestion(person: PersonBound, sigma: Sigma, core: CQ, schema: Schem
     bound = (person_bound(core, Sigma.of([*sigma, *base]), unit=unit, schema=schema).value
              if candidates else math.inf)
     if bound != math.inf:
-        return [Suggestion(Advice.PERSON_ROWS, chosen, bound)]
+        return [Advice(AdviceKind.PERSON_ROWS, chosen, bound)]
     # the fan-outs of the query itself (a doctor's patients in a self-join on the doctor):
     # the row-level advice, kept when it bounds the count for one person
     advice = suggest(core, Sigma.of([*sigma, *base]))
@@ -209,7 +207,7 @@ def person_suggestion(person: PersonBound, sigma: Sigma, core: CQ, schema: Schem
         named = (*chosen, *(f"{d.relation}[{_column_name(query, schema, d.relation, d.i)}->"
                             f"{_column_name(query, schema, d.relation, d.j)}]<=3"
                             for d in extra))
-        return [Suggestion(Advice.PERSON_DECLARE, named, value)]
+        return [Advice(AdviceKind.PERSON_DECLARE, named, value)]
     if not candidates:
         return []
-    return [Suggestion(Advice.PERSON_NONE_HELPS, chosen)]
+    return [Advice(AdviceKind.PERSON_NONE_HELPS, chosen)]

@@ -48,7 +48,7 @@ from cqsens.engine.rules import Derivation, Neighbourhood, Rule, for_unit
 from cqsens.engine.upper import References, upper_bound
 from cqsens.errors import InputError
 from cqsens.explain import (
-    Suggestion,
+    Advice,
     jsonable,
     named_dependency,
     person_suggestion,
@@ -236,7 +236,7 @@ def stage_explain(state: State) -> State:
                   if state.person is None
                   else person_explanation(state.query, counted, state.person,
                                           public=state.options.public))
-    found: list[Suggestion] = []
+    found: list[Advice] = []
     if state.person is not None:
         if state.person.value == math.inf:
             found = person_suggestion(state.person, state.sigma, counted.core,

@@ -12,7 +12,7 @@ from cqsens.engine.chase import chase
 from cqsens.engine.core import core
 from cqsens.analysis import Analysis
 from cqsens.engine.suggest import suggest
-from cqsens.explain import Advice, Suggestion, suggestion
+from cqsens.explain import Advice, AdviceKind, suggestion
 from cqsens.frontend.ddl import load_schema
 from cqsens.frontend.parse_cq import parse_cq
 from cqsens.ir.dependencies import Sigma
@@ -21,7 +21,7 @@ from cqsens.report.explanation import advice
 from tests.strategies import cqs, dependencies_for
 
 
-def _advice(a: Analysis) -> list[Suggestion]:
+def _advice(a: Analysis) -> list[Advice]:
     return suggestion(a.query_obj, a.sigma, a.core, None)
 
 
@@ -30,7 +30,7 @@ def test_example_2_suggests_one_doctor_per_patient_among_the_options() -> None:
     a = analyze("examples/hospital/oncology.sql", schema=schema)
     found = suggestion(a.query_obj, a.sigma, a.core, load_schema(Path(schema)))
     ours = [s for s in found if s.dependencies == ("PatDoc[pat->doc]",)]
-    assert len(ours) == 1 and ours[0].advice is Advice.DECLARE
+    assert len(ours) == 1 and ours[0].kind is AdviceKind.DECLARE
     fd = analyze("examples/hospital/oncology.sql", schema=schema, fds=["PatDoc[pat->doc]"])
     cd = analyze("examples/hospital/oncology.sql", schema=schema, cds=["PatDoc[pat->doc]<=3"])
     assert (ours[0].bound, ours[0].cd_bound) == (fd.upper, cd.upper) == (1, 3)
@@ -40,7 +40,8 @@ def test_example_2_suggests_one_doctor_per_patient_among_the_options() -> None:
 def test_disconnected_query_gets_a_reason() -> None:
     a = analyze("Q(x) :- R(x), S(y)")
     assert a.upper == math.inf
-    assert [s.advice for s in _advice(a)] == [Advice.NONE_HELPS]
+    assert [s.kind for s in _advice(a)] == [AdviceKind.NONE_HELPS]
+    assert suggest(a.core, a.sigma).disconnected
 
 
 def test_bounded_query_gets_no_suggestion() -> None:

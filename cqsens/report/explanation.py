@@ -15,7 +15,7 @@ from cqsens.budget import checkpoint
 from cqsens.engine.count import CountBound, relation_derivations
 from cqsens.engine.person import PersonBound, group_derivations
 from cqsens.engine.rules import Derivation, Neighbourhood, Rule
-from cqsens.explain import ADVICE_MAX_ATOMS, Advice, Suggestion
+from cqsens.explain import ADVICE_MAX_ATOMS, Advice, AdviceKind
 from cqsens.ir.cq import CQ, AggregateQuery
 from cqsens.ir.exact import Exact, text
 
@@ -159,19 +159,22 @@ def _person_explanation(query: AggregateQuery, counted: CountBound,
     return lines
 
 
-def advice(suggestion: Suggestion) -> str:
+def advice(suggestion: Advice) -> str:
     """One piece of advice in words.
 
-    >>> advice(Suggestion(Advice.DECLARE, ("R[x->y]",), 1, 3))[:47]
+    >>> advice(Advice(AdviceKind.DECLARE, ("R[x->y]",), 1, 3))[:47]
     'To bound it, declare R[x->y] (FD: the upper bou'
     """
     s = suggestion
-    if s.advice is Advice.TOO_LARGE:
+    if s.kind is AdviceKind.TOO_LARGE:
         return (f"No advice computed: the query joins {s.atoms} tables; advice is computed "
                 f"for at most {ADVICE_MAX_ATOMS}.")
-    if s.advice is Advice.NONE_HELPS:
-        return f"No dependency helps: {s.why}."
-    if s.advice is Advice.DECLARE:
+    if s.kind is AdviceKind.NONE_HELPS:
+        return ("No dependency helps: no single-column dependency can bound it: some free "
+                "variable shares no atom chain with some atom (the query is disconnected there, "
+                "or the link goes through a filter), so one added row can multiply the count by "
+                "an unrelated table's size.")
+    if s.kind is AdviceKind.DECLARE:
         fds = " and ".join(s.dependencies)
         cds = " and ".join(f"{d}<=3" for d in s.dependencies)
         return (("To bound it, " if s.first else "Or instead, ")
@@ -179,11 +182,11 @@ def advice(suggestion: Suggestion) -> str:
                 f"the upper bound becomes {text(s.cd_bound)}; any other bound in place of 3 "
                 "works too).")
     named = " and ".join(repr(d) for d in s.dependencies)
-    if s.advice is Advice.PERSON_ROWS:
+    if s.kind is AdviceKind.PERSON_ROWS:
         return (f"To bound it, declare how many rows one person has: {named} (with 3 rows each "
                 f"the bound becomes {text(s.bound)}; put the numbers your data guarantee in "
                 "place of 3).")
-    if s.advice is Advice.PERSON_DECLARE:
+    if s.kind is AdviceKind.PERSON_DECLARE:
         return (f"To bound it, declare {named} (with 3 in each the bound becomes "
                 f"{text(s.bound)}; put the numbers your data guarantee in place of 3).")
     return (f"No rows-per-person bound helps: even {' and '.join(s.dependencies)} leave it "
