@@ -23,6 +23,7 @@ from cqsens.engine.rules import Derivation, Neighbourhood, Rule, for_unit
 from cqsens.release.aggregates import (
     avg_bound,
     count_bound,
+    grouped_range_bound,
     histogram_bound,
     median_bound,
     min_max_bound,
@@ -151,7 +152,8 @@ def _derivations(draw: st.DrawFn) -> Derivation:
     model = draw(st.sampled_from(["add-remove", "substitute"]))
     k = draw(st.integers(1, 3))
     rows = draw(st.one_of(st.none(), st.integers(1, 9)))
-    kind = draw(st.sampled_from(["count", "histogram", "sum", "avg", "median", "min_max"]))
+    kind = draw(st.sampled_from(["count", "histogram", "sum", "avg", "median", "min_max",
+                                 "grouped"]))
     common = {"neighbor": model, "contributions": k}
     if kind == "count":
         bound = count_bound(delta, **common)
@@ -163,8 +165,15 @@ def _derivations(draw: st.DrawFn) -> Derivation:
         bound = avg_bound(delta, low, high, **common)
     elif kind == "median":
         bound = median_bound(delta, low, high, rows=rows, **common)
-    else:
+    elif kind == "min_max":
         bound = min_max_bound(delta, low, high, **common)
+    else:
+        scalar = draw(st.sampled_from([avg_bound, median_bound, min_max_bound]))
+        touched = draw(st.integers(0, 4))
+        bound = grouped_range_bound(scalar(delta, low, high, neighbor="substitute",
+                                           contributions=k),
+                                    scalar(delta, low, high, contributions=k), touched * k,
+                                    kind=draw(st.sampled_from(["avg", "median", "min", "max"])))
     return for_unit(bound.derivation, draw(st.sampled_from([None, "users(id)"])))
 
 
@@ -176,6 +185,12 @@ def test_sentences_follow_the_neighbourhood(d: Derivation) -> None:
     sentence = render(d)
     assert f"rule {d.rule.value}" in sentence or d.value == 0
     if d.rule is Rule.MEDIAN and d["delta"] == 0:
+        return
+    if d.rule is Rule.GROUPED_VALUE_AGGREGATES:
+        assert d.neighbourhood.substitution and "substitution" in sentence
+        assert ("person" in sentence) == d.neighbourhood.person, sentence
+        assert d.value == 0 or d.value == d.number("touched") * max(
+            d.number("s"), 2 * d.number("a"))
         return
     assert ("person" in sentence) == d.neighbourhood.person, sentence
     assert ("substitution" in sentence) == d.neighbourhood.substitution, sentence
