@@ -100,8 +100,8 @@ class Analysis:
     noise: NoiseCalibration | None = None
     unit: str | None = None  # the privacy unit, users(id); None: one row
     dependency_names: tuple[str, ...] = ()  # Σ by column names, in Σ's order
-    derivation: Derivation | None = None  # the count bound's (one row, or one person)
-    summary: str = ""  # the reason of a set operation, from its parts (cqsens.compound)
+    # the count bound's (one row, or one person); a set operation's combines its parts'
+    derivation: Derivation | None = None
 
     @property
     def free(self) -> tuple[str, ...]:
@@ -134,6 +134,17 @@ class Analysis:
         if self.derivation is not None:
             return self.derivation
         return count_derivation(self.core, self.bound, self.neighbourhood)
+
+    @property
+    def combined(self) -> bool:
+        """True for a statement combined from parts (set operations, grouping sets, outer
+        joins; docs/rules.md, rule set-operations)."""
+        return self.derivation is not None and "combination" in self.derivation.inputs
+
+    @property
+    def summary(self) -> str:
+        """The reason of a combined statement, from its parts ("" for one query)."""
+        return words.reason(self) if self.combined else ""
 
     def reason(self) -> str:
         """The one-line reason for the bound, in terms of the released statistic

@@ -241,8 +241,14 @@ def combine_analyses(
     noise = calibrate(display(l1), display(l2), epsilon=epsilon, delta=delta) \
         if epsilon is not None else None
     sigma = Sigma.of([d for a in parts for d in a.sigma])
-    reason = (f"{compound.operator} of {len(parts)} parts: {rule}; "
-              + "; ".join(f"{compound.name(i)} ℓ1 {text(a.l1)}" for i, a in enumerate(parts)))
+    where = first.neighbourhood
+    combined = Derivation(
+        Rule(compound.rule), l1, where,
+        {"combination": compound.combination, "operator": compound.operator},
+        tuple(Derivation(Rule.SEVERAL_AGGREGATES if len(a.aggregates) > 1
+                         else a.aggregates[0].derivation.rule, a.l1, where,
+                         {"part": compound.name(i)}, (a.count_derivation,))
+              for i, a in enumerate(parts)))
     return replace(
         first,
         query=compound.text.strip(),
@@ -265,7 +271,7 @@ def combine_analyses(
         lower_note=lower_note,
         aggregates=records,
         noise=noise,
-        summary=reason,
+        derivation=combined,
     )
 
 

@@ -250,3 +250,22 @@ def test_relation_derivations_sum_their_atoms() -> None:
     person = _analyse("COUNT(*)", unit="users")
     assert person.count_derivation.value == person.upper
     assert person.count_derivation["table"] == "users"
+
+
+def test_set_operation_combines_its_parts_derivations() -> None:
+    """A set operation's derivation names the combining rule, one premise per part with the
+    part's ℓ1, and the analysis's ℓ1 is what the combination gives."""
+    ddl = ("CREATE TABLE r (k INTEGER PRIMARY KEY, a INTEGER); "
+           "CREATE TABLE s (c INTEGER, r INTEGER REFERENCES r(k));")
+    a = cqsens.analyze("SELECT COUNT(*) FROM r UNION ALL SELECT COUNT(*) FROM s JOIN r "
+                       "ON s.r = r.k", kind="sql", schema=ddl, cds=["s[r->c]<=2"],
+                       prove_lower=False)
+    d = a.count_derivation
+    assert a.combined and d.rule is Rule.SET_OPERATIONS and d["combination"] == "concat"
+    parts = [cqsens.analyze(sql, kind="sql", schema=ddl, cds=["s[r->c]<=2"], prove_lower=False)
+             for sql in ("SELECT COUNT(*) FROM r", "SELECT COUNT(*) FROM s JOIN r ON s.r = r.k")]
+    assert [p.value for p in d.premises] == [p.l1 for p in parts]
+    assert a.l1 == d.value == sum(p.l1 for p in parts)
+    assert [p.premises[0].rule for p in d.premises] == [p.count_derivation.rule for p in parts]
+    assert a.to_dict()["count_rule_id"] == "set-operations"
+    assert not parts[0].combined and parts[0].summary == ""

@@ -317,11 +317,18 @@ def _substituted(analysis: Analysis) -> str:
             f"(docs/rules.md, rule {first.derivation.rule.value})")
 
 
+def _parts(d: Derivation) -> str:
+    """The reason of a set operation: how its parts combine, and each part's ℓ1."""
+    parts = "; ".join(f"{p['part']} ℓ1 {text(p.value)}" for p in d.premises)
+    return (f"{d['operator']} of {len(d.premises)} parts: {COMBINATIONS[str(d['combination'])]}; "
+            f"{parts}")
+
+
 def reason(analysis: Analysis, style: str = "text") -> str:
     """The one-line reason for the bound of an analysis, in terms of the released statistic."""
-    if analysis.summary:
-        return _styled(analysis.summary, style)
     count = analysis.count_derivation
+    if "combination" in count.inputs:
+        return _styled(_parts(count), style)
     first = analysis.aggregates[0] if analysis.aggregates else None
     if first is None or not analysis.satisfiable:
         return _styled(_count_reason(count), style)
