@@ -155,7 +155,7 @@ def _numbers(record: dict[str, Any]) -> dict[str, Any]:
     if "error" in record:
         return {"error": True}
     out = {k: record.get(k) for k in _SEMANTIC}
-    out["aggregates"] = [{k: v for k, v in a.items() if k != "rule"}
+    out["aggregates"] = [{k: v for k, v in a.items() if k not in ("rule", "rule_id")}
                          for a in record.get("aggregates", [])]
     out["witness"] = record.get("witness")
     out["unbounded_atoms"] = len(record.get("structure", {}).get("unbounded", []))

@@ -11,14 +11,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from cqsens.engine.count import count_derivation
+from cqsens.engine.neighbourhood import Neighbourhood
 from cqsens.engine.paper import PaperValue
 from cqsens.engine.paths import Weight
+from cqsens.engine.rules import Derivation
 from cqsens.engine.upper import UpperBound
-from cqsens.explain import jsonable, reason, structure
+from cqsens.explain import jsonable, structure
 from cqsens.ir.cq import CQ, AggregateQuery
 from cqsens.ir.dependencies import Sigma
-from cqsens.ir.exact import Exact, text
+from cqsens.ir.exact import Exact
 from cqsens.release.noise import NoiseCalibration
+from cqsens.report import words
 from cqsens.witness.model import Witness
 
 __all__ = ["AggregateRecord", "Analysis", "noise_dict"]
@@ -26,21 +30,30 @@ __all__ = ["AggregateRecord", "Analysis", "noise_dict"]
 
 @dataclass(frozen=True, slots=True)
 class AggregateRecord:
-    """One released aggregate: its count bound, ℓ1/ℓ2 sensitivity, rule and value range."""
+    """One released aggregate: its count bound, ℓ1/ℓ2 sensitivity, derivation and value range.
+
+    ``derivation`` is the rule of docs/rules.md that gives ``l1`` with its inputs;
+    :attr:`rule` is its sentence (:func:`cqsens.report.words.render`).
+    """
 
     label: str
     kind: str
     count_bound: Weight
     l1: Exact
     l2: Exact
-    rule: str
+    derivation: Derivation
     values: str | None
 
+    @property
+    def rule(self) -> str:
+        """The sentence of the rule applied, in the neighbourhood's words."""
+        return words.render(self.derivation)
+
     def to_dict(self) -> dict[str, Any]:
-        """The JSON object of one aggregate."""
+        """The JSON object of one aggregate (``rule_id``: the anchor in docs/rules.md)."""
         return {"label": self.label, "kind": self.kind, "count_bound": jsonable(self.count_bound),
                 "l1": jsonable(self.l1), "l2": jsonable(self.l2), "rule": self.rule,
-                "values": self.values}
+                "rule_id": self.derivation.rule.value, "values": self.values}
 
 
 def noise_dict(noise: NoiseCalibration) -> dict[str, Any]:
@@ -88,8 +101,9 @@ class Analysis:
     noise: NoiseCalibration | None = None
     unit: str | None = None  # the privacy unit, users(id); None: one row
     dependency_names: tuple[str, ...] = ()  # Σ by column names, in Σ's order
-    unit_reason: str = ""
-    summary: str = ""  # the reason of a set operation, from its parts (cqsens.compound)
+    # the count bound's (one row, or one person); a set operation's combines its parts'
+    derivation: Derivation | None = None
+    nb: Neighbourhood = Neighbourhood()  # the neighbour relation as a whole
 
     @property
     def free(self) -> tuple[str, ...]:
@@ -111,18 +125,33 @@ class Analysis:
         """True when the upper bound is finite."""
         return self.upper != math.inf
 
+    @property
+    def neighbourhood(self) -> Neighbourhood:
+        """The neighbour relation of the analysis (unit, model, rows per individual)."""
+        return self.nb
+
+    @property
+    def count_derivation(self) -> Derivation:
+        """The derivation of the count bound: one person's with a unit, else one row's."""
+        if self.derivation is not None:
+            return self.derivation
+        return count_derivation(self.core, self.bound, self.neighbourhood)
+
+    @property
+    def combined(self) -> bool:
+        """True for a statement combined from parts (set operations, grouping sets, outer
+        joins; docs/rules.md, rule set-operations)."""
+        return self.derivation is not None and "combination" in self.derivation.inputs
+
+    @property
+    def summary(self) -> str:
+        """The reason of a combined statement, from its parts ("" for one query)."""
+        return words.reason(self) if self.combined else ""
+
     def reason(self) -> str:
-        """The one-line reason for the bound, in terms of the released statistic."""
-        if self.summary:
-            return self.summary
-        base = self.unit_reason or reason(self.core, self.bound, self.satisfiable)
-        first = self.aggregates[0] if self.aggregates else None
-        if first is None or first.kind in ("count", "count_distinct") or not self.satisfiable:
-            return base
-        values = f"; {first.values}" if first.values else ""
-        rows = base.replace("changes the count by at most", "adds or removes at most") \
-            .replace(": ", " joined rows: ", 1) if "changes the count" in base else base
-        return f"changes {first.label} by at most {text(first.l1)}{values}; {rows}"
+        """The one-line reason for the bound, in terms of the released statistic
+        (:func:`cqsens.report.words.reason`)."""
+        return words.reason(self)
 
     def structure(self) -> dict[str, Any]:
         """The core's canonical structure and the steps behind the bound, for drawings."""
@@ -153,6 +182,7 @@ class Analysis:
             "lower_note": self.lower_note or None,
             "dependencies": list(self.dependency_names) or [str(d) for d in self.sigma],
             "core_minimal": self.core_minimal,
+            "count_rule_id": self.count_derivation.rule.value,
             "explanation": list(self.explanation),
             "notes": list(self.notes),
             "suggestion": list(self.suggestion),

@@ -20,6 +20,7 @@ from typing import TypeVar
 from cqsens.analysis import AggregateRecord, Analysis
 from cqsens.engine.paper import PaperValue
 from cqsens.engine.paths import Weight
+from cqsens.engine.rules import Derivation, Rule, for_unit
 from cqsens.frontend.sqlgen import sqlite_query
 from cqsens.ir.compound import CompoundQuery
 from cqsens.ir.cq import AggregateQuery
@@ -28,6 +29,7 @@ from cqsens.ir.exact import Exact, display, sqrt_upper, text
 from cqsens.ir.schema import Schema
 from cqsens.release.aggregates import count_bound, histogram_bound
 from cqsens.release.noise import calibrate
+from cqsens.report.words import COMBINATIONS
 from cqsens.witness.aggregate import (
     AggregateWitness,
     Released,
@@ -40,13 +42,7 @@ __all__ = ["combine_analyses", "part_items"]
 
 T = TypeVar("T")
 
-_RULES = {
-    "concat": "the parts are released side by side: ℓ1 = Σ ℓ1ᵢ, ℓ2 = √(Σ ℓ2ᵢ²)",
-    "sum": "each released value is a sum (or signed sum) of the parts' values: ℓ1 ≤ Σ ℓ1ᵢ, "
-           "ℓ2 ≤ Σ ℓ2ᵢ by the triangle inequality",
-    "count": "one row changes the number of result rows by at most Σ Δᵢ, the sum of the "
-             "parts' count bounds, and the COUNT or histogram rule applies to that sum",
-}
+_RULES = COMBINATIONS
 
 
 def _total(values: Sequence[Exact]) -> Exact:
@@ -83,14 +79,19 @@ def _bounds(compound: CompoundQuery, parts: Sequence[Analysis], *, neighbor: str
                             _weights([a.aggregates[j].count_bound for a in parts]),
                             _total([a.aggregates[j].l1 for a in parts]),
                             _total([a.aggregates[j].l2 for a in parts]),
-                            f"sum of the parts' bounds ({_RULES['sum']})", first.values)
+                            Derivation(Rule(compound.rule), _total([a.aggregates[j].l1
+                                                                    for a in parts]),
+                                       parts[0].neighbourhood, {"combination": "sum"}),
+                            first.values)
             for j, first in enumerate(parts[0].aggregates))
         return _total([a.l1 for a in parts]), _total([a.l2 for a in parts]), records
     delta = _weights([a.aggregates[0].count_bound for a in parts])
     rule = histogram_bound if compound.grouped else count_bound
     b = rule(delta, neighbor=neighbor, contributions=contributions)
+    where = parts[0].neighbourhood
     record = AggregateRecord(f"COUNT(*) over {compound.operator}", "count", delta, b.l1, b.l2,
-                             f"{_RULES['count']}; {b.rule}", None)
+                             Derivation(Rule(compound.rule), b.l1, where, {"combination": "count"},
+                                        (for_unit(b.derivation, where.unit),)), None)
     return b.l1, b.l2, (record,)
 
 
@@ -247,8 +248,14 @@ def combine_analyses(
     noise = calibrate(display(l1), display(l2), epsilon=epsilon, delta=delta) \
         if epsilon is not None else None
     sigma = Sigma.of([d for a in parts for d in a.sigma])
-    reason = (f"{compound.operator} of {len(parts)} parts: {rule}; "
-              + "; ".join(f"{compound.name(i)} ℓ1 {text(a.l1)}" for i, a in enumerate(parts)))
+    where = first.neighbourhood
+    combined = Derivation(
+        Rule(compound.rule), l1, where,
+        {"combination": compound.combination, "operator": compound.operator},
+        tuple(Derivation(Rule.SEVERAL_AGGREGATES if len(a.aggregates) > 1
+                         else a.aggregates[0].derivation.rule, a.l1, where,
+                         {"part": compound.name(i)}, (a.count_derivation,))
+              for i, a in enumerate(parts)))
     return replace(
         first,
         query=compound.text.strip(),
@@ -271,7 +278,7 @@ def combine_analyses(
         lower_note=lower_note,
         aggregates=records,
         noise=noise,
-        summary=reason,
+        derivation=combined,
     )
 
 

@@ -111,6 +111,10 @@ class DependencyError(InputError):
     """A functional or cardinality dependency is malformed or does not fit the schema."""
 
 
+class SchemaNeededError(DependencyError):
+    """A dependency names a column, but no schema gives the columns' names."""
+
+
 #: The largest input file cqsens reads (query, schema, constraints, probabilities): 10 MB.
 MAX_INPUT_BYTES = 10 * 1024 * 1024
 

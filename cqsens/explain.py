@@ -1,28 +1,31 @@
-"""Explanations: why the bound is what it is, in words, as a drawable structure, and advice.
+"""The bound as a drawable structure, dependencies by name, and advice.
 
 One rule decides which steps explain an atom's bound
-(:func:`cqsens.engine.upper.explaining_steps`); the sentences, the drawing's
-highlighted route and the witness's product construction all follow it.
+(:func:`cqsens.engine.upper.explaining_steps`); the drawing's highlighted
+route, the witness's product construction and the sentences of
+:mod:`cqsens.report.explanation` all follow it.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
-from cqsens.budget import checkpoint
-from cqsens.engine.count import CountBound, count_bound
+from cqsens.engine.count import count_bound
 from cqsens.engine.paths import Weight
-from cqsens.engine.person import PersonBound, PersonGroup, chains, person_bound
+from cqsens.engine.person import PersonBound, chains, person_bound
 from cqsens.engine.suggest import suggest
-from cqsens.engine.upper import Method, References, UpperBound, explaining_steps, referencing_atom
+from cqsens.engine.upper import References, UpperBound, explaining_steps, referencing_atom
 from cqsens.ir.cq import CQ, AggregateQuery, Const, Var, format_term
 from cqsens.ir.dependencies import AnyDependency, Dependency, MultiDependency, Sigma
 from cqsens.ir.exact import Exact, json_number, text
 from cqsens.ir.schema import Schema
 
-__all__ = ["explanation", "fmt_weight", "jsonable", "reason", "structure", "suggestion"]
+__all__ = ["Advice", "AdviceKind", "fmt_weight", "jsonable", "named_dependency",
+           "person_suggestion", "structure", "suggestion"]
 
 
 ADVICE_MAX_ATOMS = 40
@@ -39,34 +42,6 @@ def jsonable(value: Exact | None) -> int | float | str | None:
 def fmt_weight(value: Exact | None) -> str:
     """A bound for sentences: ∞, or its value rounded up to 6 significant digits."""
     return "unknown" if value is None else text(value)
-
-
-def reason(core: CQ, bound: UpperBound, satisfiable: bool) -> str:
-    """The one-line reason for the bound (the relation that gives it)."""
-    if not satisfiable:
-        return "unsatisfiable: the count is always 0"
-    if core.is_boolean:
-        return "a Boolean query: its count is 0 or 1"
-    worst = max(bound.relations, key=lambda r: r.total, default=None)
-    if worst is None:
-        return "no relation atom"
-    if worst.total == math.inf:
-        for ab in worst.atoms:
-            if ab.value == math.inf:
-                missing = ", ".join(v.name for v in ab.unreachable) or "a free variable"
-                return (f"one added {worst.relation} row can create unboundedly many answers: "
-                        f"no bounded route from {ab.atom} to {missing}")
-    parts = []
-    counted = [ab for ab in worst.atoms if ab.counted]
-    for ab in counted[:2]:
-        if ab.pattern is not None:
-            parts.append(f"{ab.atom} holds every counted column (1)")
-        else:
-            route = "; ".join(str(st) for st in explaining_steps(ab))
-            parts.append(f"{ab.atom}: {fmt_weight(ab.value)} via {route}")
-    more = f"; and {len(counted) - 2} more {worst.relation} atoms" if len(counted) > 2 else ""
-    return (f"one {worst.relation} row changes the count by at most {fmt_weight(worst.total)}: "
-            + "; ".join(parts) + more)
 
 
 def structure(core: CQ, bound: UpperBound) -> dict[str, Any]:
@@ -107,105 +82,6 @@ def structure(core: CQ, bound: UpperBound) -> dict[str, Any]:
     return {"elements": elements, "atoms": atoms, "steps": steps, "unbounded": unbounded}
 
 
-def plural(n: Weight, word: str, many: str | None = None) -> str:
-    """``1 answer``, ``3 answers``, ``∞ answers``.
-
-    >>> plural(1, "answer"), plural(3, "row"), plural(2, "query", "queries")
-    ('1 answer', '3 rows', '2 queries')
-    """
-    return f"{fmt_weight(n)} {word if n == 1 else many or word + 's'}"
-
-
-def _tables(names: list[str]) -> str:
-    if not names:
-        return "no table"
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-
-
-def _what_is_counted(query: AggregateQuery, core: CQ) -> str:
-    """The first sentence of an explanation: what is counted, in the query's own words."""
-    tables = _tables(sorted(core.relations()))
-    if core.is_boolean:
-        return f"The query asks whether any match exists over {tables} (a Boolean query: 0 or 1)."
-    first = query.aggregates[0]
-    every_column = query.body is not None and set(core.free) == set(query.body.free)
-    if query.sql is not None and first.kind != "count_distinct" and every_column:
-        rows = (f"the rows of {tables}" if len(core.relation_atoms()) == 1 else
-                f"the rows of the join of {tables}, one per combination of matching rows")
-        if first.kind == "count":
-            return f"The query counts {rows}."
-        return (f"The query's {first.label} is taken over {rows}; the bounds below count "
-                "those rows.")
-    free = ", ".join(v.name for v in core.free)
-    return f"The query counts distinct ({free}) over {tables}."
-
-
-def explanation(query: AggregateQuery, counted: CountBound) -> list[str]:
-    lines: list[str] = []
-    q = query
-    c = counted.core
-    if not c.satisfiable:
-        lines.append(
-            "The query is unsatisfiable: "
-            + ("the functional dependencies force two different constants into one column"
-               if q.cq.satisfiable else "it equates a column with two different constants")
-            + ", so its count is 0 on every database and one row cannot change it: sensitivity 0."
-        )
-        return lines
-    lines.append(_what_is_counted(query, c))
-    if c.is_boolean:
-        lines.append(
-            "A Boolean count is 0 or 1, so adding or removing one row changes it by at most 1."
-        )
-        return lines
-    for rel in counted.bound.relations:
-        parts = []
-        for ab in rel.atoms:
-            checkpoint("explanation")
-            if ab.method is Method.REFERENCED:
-                parts.append(f"{ab.atom} is joined on a foreign key to {ab.reference}: a row "
-                             "added or removed there is referenced by no row of the other "
-                             "database, so it gives no answer (0)")
-            elif not ab.counted:
-                parts.append(f"{ab.atom} gives the same answer as an earlier {rel.relation} "
-                             "atom (0 more)")
-            elif ab.pattern is not None:
-                parts.append(f"{ab.atom} holds every counted column: one new row gives at "
-                             "most 1 answer")
-            elif ab.value == math.inf:
-                missing = [v.name for v in ab.unreachable]
-                if missing:
-                    parts.append(
-                        f"{ab.atom}: no bounded path of dependencies leads from this row or a "
-                        f"constant to {', '.join(missing)}, so one added {rel.relation} row can "
-                        f"match unboundedly many existing rows and create any number of answers (∞)"
-                    )
-                else:
-                    parts.append(f"{ab.atom}: unbounded (∞)")
-            elif ab.method is Method.JOINT_TREE:
-                steps = "; ".join(str(s) for s in ab.tree_steps) or "none"
-                parts.append(
-                    f"{ab.atom}: at most {plural(ab.value, 'answer')}, counting joint values "
-                    f"along the tree {steps} (per-variable product: {fmt_weight(ab.product)})"
-                )
-            else:
-                routes = "; ".join(
-                    f"{v.name} ×{fmt_weight(r.cardinality)} [{r.describe()}]"
-                    for v, r in ab.routes if r is not None
-                )
-                parts.append(f"{ab.atom}: at most {plural(ab.value, 'answer')}: {routes}")
-        lines.append(
-            f"One added or removed {rel.relation} row changes the count by at most "
-            f"{fmt_weight(rel.total)}: " + "; ".join(parts) + "."
-        )
-    if counted.bound.value == math.inf:
-        lines.append(
-            "Unbounded: no noise calibrated to a finite sensitivity makes this release "
-            "differentially private unless the data obey further constraints."
-        )
-    return lines
-
-
 def _column_name(query: AggregateQuery, schema: Schema | None, relation: str, i: int) -> str:
     if query.row_positions.get(relation) == i:
         return "*"  # the row identity: R[col->*]<=k bounds the rows per value
@@ -231,95 +107,66 @@ def _bound_with(query: AggregateQuery, sigma: Sigma, extra: Sequence[Dependency]
                        references=references).bound.value
 
 
+class AdviceKind(Enum):
+    """What a piece of advice says (its words: :func:`cqsens.report.explanation.advice`)."""
+
+    TOO_LARGE = "too-large"  # not computed: more than ADVICE_MAX_ATOMS atoms
+    NONE_HELPS = "none-helps"  # no single-column dependency bounds the query
+    DECLARE = "declare"  # FDs (or the same as CDs <= 3) that bound the query
+    PERSON_ROWS = "person-rows"  # rows per person, from the foreign keys to the unit
+    PERSON_DECLARE = "person-declare"  # rows per person and fan-outs of the query
+    PERSON_NONE_HELPS = "person-none-helps"  # even the rows per person leave it unbounded
+
+
+@dataclass(frozen=True, slots=True)
+class Advice:
+    """One piece of advice, confirmed by re-analysis.
+
+    ``dependencies`` are named as the user writes them (``orders[uid->oid]``; for
+    the person's advice with their ``<=3``); ``bound`` is the upper bound they give
+    (with FDs for :attr:`AdviceKind.DECLARE`, whose ``cd_bound`` is the bound with CDs
+    ``<= 3``); ``first`` is False for an alternative; ``atoms`` the query's size.
+    """
+
+    kind: AdviceKind
+    dependencies: tuple[str, ...] = ()
+    bound: Weight = math.inf
+    cd_bound: Weight = math.inf
+    first: bool = True
+    atoms: int = 0
+
+
 def suggestion(query: AggregateQuery, sigma: Sigma, core: CQ, schema: Schema | None, *,
-               public: frozenset[str] = frozenset(), references: References = ()) -> list[str]:
+               public: frozenset[str] = frozenset(), references: References = ()
+               ) -> list[Advice]:
     """The fewest dependencies that bound the query, confirmed by re-analysis."""
     atoms = len(core.relation_atoms())
     if atoms > ADVICE_MAX_ATOMS:  # each option is confirmed by two more analyses
-        return [f"No advice computed: the query joins {atoms} tables; advice is computed "
-                f"for at most {ADVICE_MAX_ATOMS}."]
+        return [Advice(AdviceKind.TOO_LARGE, atoms=atoms)]
     skip = frozenset(a for a in core.relation_atoms()
                      if references and referencing_atom(core, a, references) is not None)
     advice = suggest(core, sigma, public=public, skip=skip)
     if not advice.dependencies:
-        return [f"No dependency helps: {advice.reason}."] if advice.reason else []
+        return [Advice(AdviceKind.NONE_HELPS)] if advice.disconnected else []
 
-    def named(dep: Dependency, k: int | None = None) -> str:
-        q = query
-        named_dep = (f"{dep.relation}[{_column_name(q, schema, dep.relation, dep.i)}->"
-                     f"{_column_name(q, schema, dep.relation, dep.j)}]")
-        return named_dep if k is None else f"{named_dep}<={k}"
+    def named(dep: Dependency) -> str:
+        return (f"{dep.relation}[{_column_name(query, schema, dep.relation, dep.i)}->"
+                f"{_column_name(query, schema, dep.relation, dep.j)}]")
 
-    lines: list[str] = []
+    out: list[Advice] = []
     for n, option in enumerate((advice.dependencies, *advice.alternatives)):
         fd_bound = _bound_with(query, sigma, option, public, references)
         cd_bound = _bound_with(query, sigma, [Dependency(d.relation, d.i, d.j, 3) for d in option],
                                public, references)
         if fd_bound == math.inf:
             continue  # not confirmed: never suggest what does not work
-        fds = " and ".join(named(d) for d in option)
-        cds = " and ".join(named(d, 3) for d in option)
-        advice_text = (f"declare {fds} (FD: the upper bound becomes {fmt_weight(fd_bound)}) or "
-                       f"{cds} (CD: the upper bound becomes {fmt_weight(cd_bound)}; any other "
-                       "bound in place of 3 works too)")
-        lines.append(("To bound it, " if n == 0 else "Or instead, ") + advice_text + ".")
-    return lines
-
-
-def _person_steps(group: PersonGroup) -> str:
-    return "; ".join(str(s) for s in group.steps) or "the key alone"
-
-
-def person_reason(person: PersonBound) -> str:
-    """The one-line reason for a bound on one person (the group of rows that gives it)."""
-    unit = person.unit
-    worst = max(person.groups, key=lambda g: g.value, default=None)
-    if worst is None:
-        return (f"no table of the query holds rows of one {unit.table}: one person changes "
-                "the count by at most 0")
-    key = ", ".join(format_term(t) for t in worst.key)
-    if worst.value == math.inf:
-        return (f"one {unit.table} person can create unboundedly many answers: no bounded "
-                f"route from the person's key ({key}) to every counted column")
-    return (f"one person ({unit.text} and the rows that reference it) changes the count by at "
-            f"most {fmt_weight(person.value)}: with the key {key} fixed, "
-            f"{fmt_weight(worst.value)} via {_person_steps(worst)}")
-
-
-def person_explanation(query: AggregateQuery, counted: CountBound, person: PersonBound,
-                       schema: Schema | None) -> list[str]:
-    """The explanation of the bound for one person (the privacy unit)."""
-    del schema
-    unit = person.unit
-    lines = [_what_is_counted(query, counted.core),
-             f"Privacy unit: one person is a row of {unit.table} (key {unit.text}) with every "
-             "row that references it through foreign keys; neighbouring databases differ by "
-             "one whole person (docs/rules.md, rule privacy-unit)."]
-    if not counted.core.satisfiable:
-        lines.append("The query is unsatisfiable: its count is 0 on every database.")
-        return lines
-    if not person.groups:
-        lines.append(f"No table of the query references {unit.table}: one person's rows are "
-                     "not read, so the count does not change (0).")
-    for group in person.groups:
-        key = ", ".join(format_term(t) for t in group.key)
-        how = (f"at most {plural(group.value, 'answer')} via {_person_steps(group)}"
-               if group.value != math.inf else
-               "unboundedly many answers: no bounded route of dependencies leads from the key "
-               "to every counted column")
-        lines.append(f"A person's rows meet the query at {'; '.join(group.chains)}; with the "
-                     f"person's key fixed at {key}: {how}.")
-    total = fmt_weight(person.value)
-    lines.append(f"One person changes the count by at most {total}"
-                 + (" (a Boolean count is 0 or 1)." if person.boolean_cap else "."))
-    if person.value == math.inf:
-        lines.append("Unbounded: no noise calibrated to a finite sensitivity makes this release "
-                     "differentially private unless the data obey further constraints.")
-    return lines
+        out.append(Advice(AdviceKind.DECLARE, tuple(named(d) for d in option), fd_bound,
+                              cd_bound, first=n == 0))
+    return out
 
 
 def person_suggestion(person: PersonBound, sigma: Sigma, core: CQ, schema: Schema | None,
-                      query: AggregateQuery) -> list[str]:
+                      query: AggregateQuery) -> list[Advice]:
     """Rows per person to declare: a CD from each foreign key of a table that references the
     unit to that table's key, kept when it makes the bound finite."""
     if schema is None:
@@ -342,14 +189,12 @@ def person_suggestion(person: PersonBound, sigma: Sigma, core: CQ, schema: Schem
         target_name = "*" if key == row else relation.columns[key]
         candidates.append((Dependency(relation.name, fk.columns[0], key, 3),
                            f"{relation.name}[{source}->{target_name}]<=3"))
-    chosen = [text for dep, text in candidates]
+    chosen = tuple(name for _, name in candidates)
     base = [d for d, _ in candidates]
     bound = (person_bound(core, Sigma.of([*sigma, *base]), unit=unit, schema=schema).value
              if candidates else math.inf)
     if bound != math.inf:
-        return [f"To bound it, declare how many rows one person has: "
-                f"{' and '.join(repr(c) for c in chosen)} (with 3 rows each the bound becomes "
-                f"{fmt_weight(bound)}; put the numbers your data guarantee in place of 3)."]
+        return [Advice(AdviceKind.PERSON_ROWS, chosen, bound)]
     # the fan-outs of the query itself (a doctor's patients in a self-join on the doctor):
     # the row-level advice, kept when it bounds the count for one person
     advice = suggest(core, Sigma.of([*sigma, *base]))
@@ -359,13 +204,10 @@ def person_suggestion(person: PersonBound, sigma: Sigma, core: CQ, schema: Schem
                              schema=schema).value
         if value == math.inf:
             continue
-        named = [*chosen, *(f"{d.relation}[{_column_name(query, schema, d.relation, d.i)}->"
+        named = (*chosen, *(f"{d.relation}[{_column_name(query, schema, d.relation, d.i)}->"
                             f"{_column_name(query, schema, d.relation, d.j)}]<=3"
-                            for d in extra)]
-        return [f"To bound it, declare {' and '.join(repr(n) for n in named)} (with 3 in "
-                f"each the bound becomes {fmt_weight(value)}; put the numbers your data "
-                "guarantee in place of 3)."]
+                            for d in extra))
+        return [Advice(AdviceKind.PERSON_DECLARE, named, value)]
     if not candidates:
         return []
-    return [f"No rows-per-person bound helps: even {' and '.join(chosen)} leave it "
-            "unbounded."]
+    return [Advice(AdviceKind.PERSON_NONE_HELPS, chosen)]

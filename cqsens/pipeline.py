@@ -30,7 +30,7 @@ from cqsens.analysis import AggregateRecord, Analysis
 from cqsens.budget import deadline
 from cqsens.compound import combine_analyses, part_items
 from cqsens.engine.core import in_cq_core
-from cqsens.engine.count import CORE_BUDGET, CountBound, count_bound
+from cqsens.engine.count import CORE_BUDGET, CountBound, count_bound, count_derivation
 from cqsens.engine.domains import domain_cap
 from cqsens.engine.gaifman import is_connected
 from cqsens.engine.neighbourhood import Neighbourhood
@@ -41,16 +41,16 @@ from cqsens.engine.person import (
     check_ownership,
     owner_key,
     person_bound,
+    person_derivation,
     resolve_unit,
 )
+from cqsens.engine.rules import Derivation, Rule, for_unit
 from cqsens.engine.upper import References, upper_bound
 from cqsens.errors import InputError
 from cqsens.explain import (
-    explanation,
+    Advice,
     jsonable,
     named_dependency,
-    person_explanation,
-    person_reason,
     person_suggestion,
     suggestion,
 )
@@ -75,6 +75,8 @@ from cqsens.release.values import (
     parse_value_bounds,
     value_bound,
 )
+from cqsens.report.explanation import advice, explanation, person_explanation
+from cqsens.report.words import render
 from cqsens.settings import NEIGHBOR_MODELS, Settings
 from cqsens.witness import Witness, find_witness
 from cqsens.witness.aggregate import concrete
@@ -238,32 +240,30 @@ def stage_paper(state: State) -> State:
         upper, lower = fd_bounds_paper(counted.core, fds, in_cq_core=in_cq_core(cq))
         paper["fd_upper"], paper["fd_lower"] = upper, lower
     else:
-        paper["fd_upper"] = paper["fd_lower"] = PaperValue(None, "no functional dependency given")
+        paper["fd_upper"] = paper["fd_lower"] = PaperValue(
+            None, "no functional dependency given", applies=False)
     paper["cd_upper"] = (cd_upper_paper(counted.plain, sigma) if sigma
-                         else PaperValue(None, "no dependency given"))
+                         else PaperValue(None, "no dependency given", applies=False))
     return replace(state, paper=paper)
 
 
 def stage_explain(state: State) -> State:
     """The explanation of the count bound, and advice when it is unbounded."""
     counted = state.count
-    lines = tuple(explanation(state.query, counted) if state.person is None
+    lines = tuple(explanation(state.query, counted, public=state.options.nb.public)
+                  if state.person is None
                   else person_explanation(state.query, counted, state.person,
-                                          state.options.schema))
-    if state.options.nb.public:
-        lines = lines[:1] + (
-            f"Public tables (the same in both neighbours, so never the added or removed row): "
-            f"{', '.join(sorted(state.options.nb.public))}.",) + lines[1:]
-    advice: tuple[str, ...] = ()
+                                          public=state.options.nb.public))
+    found: list[Advice] = []
     if state.person is not None:
         if state.person.value == math.inf:
-            advice = tuple(person_suggestion(state.person, state.sigma, counted.core,
-                                             state.options.schema, state.query))
+            found = person_suggestion(state.person, state.sigma, counted.core,
+                                      state.options.schema, state.query)
     elif counted.bound.value == math.inf:
-        advice = tuple(suggestion(state.query, state.sigma, counted.core, state.options.schema,
-                                  public=state.options.nb.public,
-                                  references=state.options.nb.kept_references))
-    return replace(state, explanation=lines, suggestion=advice)
+        found = suggestion(state.query, state.sigma, counted.core, state.options.schema,
+                           public=state.options.nb.public,
+                           references=state.options.nb.kept_references)
+    return replace(state, explanation=lines, suggestion=tuple(advice(s) for s in found))
 
 
 def _count_upper(state: State, cq: CQ, aggregate: Aggregate | None = None) -> Weight:
@@ -333,12 +333,11 @@ def _groups_upper(state: State, cq: CQ) -> Weight | None:
 
 
 def _cap_line(state: State, cq: CQ, aggregate: Aggregate, value: Weight) -> str:
-    """The explanation of a count bound lowered by finite domains."""
+    """The explanation of a count bound lowered by finite domains (docs/rules.md, rule
+    finite-domains), rendered from its derivation."""
     why = _domain_cap_why(state, cq, aggregate)[1]
-    who = state.options.nb.who
-    return (f"{aggregate.label}: the schema's CHECKs leave finitely many values ({why}), so "
-            f"one {who} changes the count by at most {display(value)} (docs/rules.md, rule "
-            f"finite-domains).")
+    return render(Derivation(Rule.FINITE_DOMAINS, value, _neighbourhood(state),
+                             {"aggregate": aggregate.label, "domains": why}))
 
 
 def _single_table_unfiltered(query: AggregateQuery) -> bool:
@@ -408,18 +407,18 @@ def stage_release(state: State) -> State:
                             rows=options.rows if single and not nullable else None,
                             groups=_groups_upper(state, query.cq_for(index))
                             if agg.kind in VALUE_KINDS and agg.kind != "sum" else None)
-        if options.nb.per_person:
-            b = replace(b, rule=b.rule.replace("one tuple added or removed",
-                                               "one person added or removed")
-                        .replace("row(s)", "joined row(s)"))
+        b = replace(b, derivation=for_unit(b.derivation, _neighbourhood(state).unit))
         bounds.append(b)
-        records.append(AggregateRecord(agg.label, agg.kind, count_delta, b.l1, b.l2, b.rule,
+        records.append(AggregateRecord(agg.label, agg.kind, count_delta, b.l1, b.l2,
+                                       b.derivation,
                                        values.describe() if values is not None else None))
     release = combine(bounds)
+    release = replace(release, derivation=for_unit(release.derivation,
+                                                         _neighbourhood(state).unit))
     lines = state.explanation + capped
     if len(records) > 1 or records[0].kind not in ("count", "count_distinct") \
             or options.nb.contributions > 1 or query.group_by:
-        lines += (f"Released statistic: {release.rule.rstrip('.')}.",)
+        lines += (f"Released statistic: {render(release.derivation).rstrip('.')}.",)
     return replace(state, release=release, aggregates=tuple(records), explanation=lines,
                    notes=notes)
 
@@ -712,8 +711,22 @@ def _analysis(state: State) -> Analysis:
         unit=state.options.nb.unit.text if state.options.nb.unit is not None else None,
         dependency_names=tuple(named_dependency(d, query, state.options.schema)
                                for d in state.sigma),
-        unit_reason=person_reason(state.person) if state.person is not None else "",
+        derivation=_count_derivation(state),
+        nb=state.options.nb,
     )
+
+
+def _neighbourhood(state: State) -> Neighbourhood:
+    """The neighbour relation of the analysis: unit, model and rows per individual."""
+    return state.options.nb
+
+
+def _count_derivation(state: State) -> Derivation:
+    """The count bound's derivation: one person's with a unit, else one row's."""
+    if state.person is not None:
+        return person_derivation(state.person, _neighbourhood(state))
+    counted = state.count
+    return count_derivation(counted.core, counted.bound, _neighbourhood(state))
 
 
 def analyze(

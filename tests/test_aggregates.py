@@ -24,6 +24,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from cqsens.engine.rules import Rule
 from cqsens.errors import InputError
 from cqsens.release.aggregates import (
     NEIGHBORS,
@@ -36,6 +37,7 @@ from cqsens.release.aggregates import (
     sum_bound,
     vector_bound,
 )
+from cqsens.report.words import render
 
 FIXTURE = Path(__file__).parent / "fixtures" / "bounds" / "aggregates.toml"
 CASES: list[dict[str, Any]] = tomllib.loads(FIXTURE.read_text(encoding="utf-8"))["case"]
@@ -69,6 +71,20 @@ def _bound_for(case: dict[str, Any]) -> AggregateBound:
     raise AssertionError(f"unknown kind {kind!r} in {FIXTURE.name}")
 
 
+def _rule_for(case: dict[str, Any]) -> Rule:
+    """The docs/rules.md heading that states the case's cell (its neighbour model and kind)."""
+    substitute = case["neighbor"] == "substitute"
+    one_row = case.get("count_delta", 1) == 1 and case.get("contributions", 1) == 1
+    return {
+        "count": Rule.COUNT_SUBSTITUTION if substitute else Rule.NEW_ANSWERS,
+        "histogram": Rule.GROUP_BY_HISTOGRAM,
+        "sum": Rule.SUM_SUBSTITUTION if substitute else Rule.SUM,
+        "avg": Rule.AVG,
+        "min_max": Rule.MIN_MAX,
+        "median": Rule.MEDIAN_PARITY_ROWS if substitute and one_row else Rule.MEDIAN,
+    }[case["kind"]]
+
+
 def _same(a: float, b: float) -> bool:
     return a == b or math.isclose(a, b, rel_tol=1e-12)
 
@@ -80,7 +96,10 @@ def test_table_case(case: dict[str, Any]) -> None:
     assert _same(bound.l1, case["expect"]["l1"]), bound
     assert _same(bound.l2, case["expect"]["l2"]), bound
     assert bound.neighbor == case["neighbor"]
-    assert bound.rule.endswith(".") and bound.rule.count(". ") == 0  # one sentence
+    assert bound.rule is _rule_for(case)
+    assert bound.derivation.value == bound.l1
+    sentence = render(bound.derivation)
+    assert sentence.endswith(".") and sentence.count(". ") == 0  # one sentence
     if "seed" in case:  # the published literal value is what docs/rules.md corrects
         assert not (_same(bound.l1, case["seed"]["l1"]) and _same(bound.l2, case["seed"]["l2"]))
 
@@ -97,14 +116,23 @@ def test_fixture_covers_the_spec_table() -> None:
 
 
 def test_rules_name_their_source() -> None:
-    """Each rule sentence names the docs/rules.md rule it applies."""
-    assert "docs/rules.md, rule group-by-histogram" in histogram_bound(1, neighbor="substitute").rule
-    assert "docs/rules.md, rule sum-substitution" in sum_bound(1, 0, 1, neighbor="substitute").rule
-    rule = median_bound(1, 0, 1, neighbor="substitute", rows=2).rule
-    assert "docs/rules.md, rule median-parity-rows" in rule
-    assert "Observation 1" in count_bound(1, contributions=2).rule
-    assert "defined" in avg_bound(1, 0, 1).rule
-    assert "defined" in min_max_bound(1, 0, 1).rule
+    """Each bound carries the docs/rules.md rule it applies, and its sentence names it."""
+    bounds = {
+        Rule.GROUP_BY_HISTOGRAM: histogram_bound(1, neighbor="substitute"),
+        Rule.SUM_SUBSTITUTION: sum_bound(1, 0, 1, neighbor="substitute"),
+        Rule.MEDIAN_PARITY_ROWS: median_bound(1, 0, 1, neighbor="substitute", rows=2),
+        Rule.NEW_ANSWERS: count_bound(1, contributions=2),
+        Rule.AVG: avg_bound(1, 0, 1),
+        Rule.MIN_MAX: min_max_bound(1, 0, 1),
+        Rule.SEVERAL_AGGREGATES: vector_bound([count_bound(1), sum_bound(1, 0, 1)]),
+    }
+    for rule, bound in bounds.items():
+        assert bound.rule is rule
+        assert rule.value in render(bound.derivation) or rule is Rule.SEVERAL_AGGREGATES
+    assert bounds[Rule.NEW_ANSWERS].derivation.neighbourhood.contributions == 2
+    assert bounds[Rule.MEDIAN_PARITY_ROWS].derivation["rows"] == 2
+    assert bounds[Rule.SEVERAL_AGGREGATES].derivation.premises == (
+        count_bound(1).derivation, sum_bound(1, 0, 1).derivation)
 
 
 def test_vector_bound() -> None:

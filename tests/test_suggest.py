@@ -3,29 +3,45 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from cqsens.engine.chase import chase
 from cqsens.engine.core import core
+from cqsens.analysis import Analysis
 from cqsens.engine.suggest import suggest
+from cqsens.explain import Advice, AdviceKind, suggestion
+from cqsens.frontend.ddl import load_schema
 from cqsens.frontend.parse_cq import parse_cq
 from cqsens.ir.dependencies import Sigma
 from cqsens.pipeline import analyze
+from cqsens.report.explanation import advice
 from tests.strategies import cqs, dependencies_for
 
 
+def _advice(a: Analysis) -> list[Advice]:
+    return suggestion(a.query_obj, a.sigma, a.core, None)
+
+
 def test_example_2_suggests_one_doctor_per_patient_among_the_options() -> None:
-    a = analyze("examples/hospital/oncology.sql", schema="examples/hospital/schema.sql")
-    text = " ".join(a.suggestion)
-    assert "PatDoc[pat->doc] (FD: the upper bound becomes 1)" in text
-    assert "PatDoc[pat->doc]<=3 (CD: the upper bound becomes 3;" in text
+    schema = "examples/hospital/schema.sql"
+    a = analyze("examples/hospital/oncology.sql", schema=schema)
+    found = suggestion(a.query_obj, a.sigma, a.core, load_schema(Path(schema)))
+    ours = [s for s in found if s.dependencies == ("PatDoc[pat->doc]",)]
+    assert len(ours) == 1 and ours[0].kind is AdviceKind.DECLARE
+    fd = analyze("examples/hospital/oncology.sql", schema=schema, fds=["PatDoc[pat->doc]"])
+    cd = analyze("examples/hospital/oncology.sql", schema=schema, cds=["PatDoc[pat->doc]<=3"])
+    assert (ours[0].bound, ours[0].cd_bound) == (fd.upper, cd.upper) == (1, 3)
+    assert a.suggestion == tuple(advice(s) for s in found)
 
 
 def test_disconnected_query_gets_a_reason() -> None:
     a = analyze("Q(x) :- R(x), S(y)")
-    assert a.upper == math.inf and "No dependency helps" in a.suggestion[0]
+    assert a.upper == math.inf
+    assert [s.kind for s in _advice(a)] == [AdviceKind.NONE_HELPS]
+    assert suggest(a.core, a.sigma).disconnected
 
 
 def test_bounded_query_gets_no_suggestion() -> None:

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cqsens
+from cqsens.engine.rules import Rule
 from cqsens.errors import UnsupportedQueryError
 from cqsens.frontend.parse_sql import parse_query, parse_sql
 from cqsens.ir.compound import CompoundQuery
@@ -142,6 +143,11 @@ def test_bounds_add_as_the_rule_says() -> None:
                               neighbor="substitute")
     assert distinct.aggregates[0].count_bound == 2 and distinct.l1 == 4  # histogram: 2·(1+1)
     assert any("rule set-operations" in n for n in distinct.notes)
+    derivation = distinct.aggregates[0].derivation
+    assert derivation.rule is Rule.SET_OPERATIONS and derivation.value == distinct.l1
+    assert [p.rule for p in derivation.premises] == [Rule.GROUP_BY_HISTOGRAM]
+    assert derivation.premises[0].inputs["delta"] == 2
+    assert summed.aggregates[0].derivation.rule is Rule.SET_OPERATIONS
 
 
 def test_parts_are_conjunctive_queries() -> None:

@@ -13,13 +13,11 @@ from pathlib import Path
 
 import click
 
-from cqsens.errors import DependencyError, InputError, read_text
+from cqsens.errors import DependencyError, InputError, SchemaNeededError, read_text
 from cqsens.ir.schema import Schema
 from cqsens.settings import Settings
 
 __all__ = ["check_shared_options"]
-
-_NEEDS_SCHEMA = "needs a schema"
 
 
 def _check_dependency(text: str, *, kind: str, schema: Schema | None, source: str,
@@ -29,8 +27,8 @@ def _check_dependency(text: str, *, kind: str, schema: Schema | None, source: st
 
     try:
         parse_dependency(text, schema=schema, kind=kind, source=source, line=line)
-    except DependencyError as err:
-        if schema is None and _NEEDS_SCHEMA in err.message:
+    except SchemaNeededError:
+        if schema is None:
             return  # a schema.sql beside each query may name the columns
         raise
 

@@ -9,15 +9,27 @@ bound: the main analysis, the bounds of other heads over the same body
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from cqsens.engine.chase import chase
 from cqsens.engine.core import core_result
-from cqsens.engine.upper import References, UpperBound, upper_bound
+from cqsens.engine.neighbourhood import Neighbourhood
+from cqsens.engine.rules import Derivation, Rule
+from cqsens.engine.upper import (
+    AtomBound,
+    Method,
+    References,
+    UpperBound,
+    explaining_steps,
+    upper_bound,
+)
 from cqsens.ir.cq import CQ
 from cqsens.ir.dependencies import Sigma
+from cqsens.ir.exact import text
 
-__all__ = ["CORE_BUDGET", "CountBound", "count_bound"]
+__all__ = ["CORE_BUDGET", "ROW", "CountBound", "atom_derivation", "count_bound",
+           "count_derivation", "relation_derivations"]
 
 CORE_BUDGET = 200_000
 
@@ -66,3 +78,79 @@ def count_bound(
         if unchased.value < bound.value:
             bound = unchased
     return CountBound(chased.cq, chased.minimal, plain, bound)
+
+
+ROW = Neighbourhood()
+"""One row added or removed, one row per individual."""
+
+_METHODS = {
+    Method.HOLDS_FREE: Rule.DELTA_STR_SELF_JOIN,
+    Method.SAME_ANSWER: Rule.DELTA_STR_SELF_JOIN,
+    Method.JOINT_TREE: Rule.JOINT_ASSIGNMENT_TREE,
+    Method.WALKS: Rule.WALKS_FROM_CONSTANTS,
+    Method.UNBOUNDED: Rule.WALKS_FROM_CONSTANTS,
+    Method.REFERENCED: Rule.FOREIGN_KEYS,
+}
+
+
+def atom_derivation(bound: AtomBound, where: Neighbourhood) -> Derivation:
+    """The derivation of one atom's bound: the rule of its method, the atom and its steps.
+
+    Inputs: ``atom``; ``route`` (the explaining steps); ``counted`` (0 when an earlier
+    atom gives the same answer); ``reference`` (the referencing atom, rule
+    foreign-keys); ``missing`` (the free variables no walk reaches, when unbounded);
+    ``tree`` and ``product`` (the joint tree and the per-variable product); ``routes``
+    (each free variable's least walk).
+    """
+    rule = Rule.DELTA_STR_SELF_JOIN if bound.pattern is not None else _METHODS[bound.method]
+    route = "; ".join(str(step) for step in explaining_steps(bound))
+    walks = "; ".join(f"{v.name} ×{text(r.cardinality)} [{r.describe()}]"
+                      for v, r in bound.routes if r is not None)
+    return Derivation(rule, bound.value, where, {
+        "atom": str(bound.atom), "route": route, "counted": int(bound.counted),
+        "reference": bound.reference, "missing": ", ".join(v.name for v in bound.unreachable),
+        "tree": "; ".join(str(s) for s in bound.tree_steps) or "none",
+        "product": bound.product, "routes": walks})
+
+
+def relation_derivations(bound: UpperBound, where: Neighbourhood = ROW
+                         ) -> tuple[Derivation, ...]:
+    """Per relation, the new answers one of its rows gives (docs/rules.md, rule new-answers):
+    the sum over its atoms, each atom's derivation a premise (counted or not)."""
+    return tuple(Derivation(Rule.NEW_ANSWERS, r.total, where, {"relation": r.relation},
+                            tuple(atom_derivation(ab, where) for ab in r.atoms))
+                 for r in bound.relations)
+
+
+def count_derivation(core: CQ, bound: UpperBound, where: Neighbourhood = ROW) -> Derivation:
+    """The derivation of the count bound of ``core``: the relation whose added row gives the
+    most new answers (docs/rules.md, rule new-answers), with its counted atoms as premises;
+    an unsatisfiable query (rule unsatisfiable-query) and a Boolean one (rule boolean-query)
+    have their own rules, an unbounded atom names the variables no walk reaches (rule
+    walks-from-constants).
+
+    Examples
+    --------
+    >>> from cqsens.frontend.parse_cq import parse_cq
+    >>> q = parse_cq("Q(x) :- R(x, y)")
+    >>> d = count_derivation(q, upper_bound(q, Sigma.of()))
+    >>> d.rule.value, d.value, d["relation"]
+    ('new-answers', 1, 'R')
+    """
+    if not core.satisfiable:
+        return Derivation(Rule.UNSATISFIABLE_QUERY, 0, where)
+    if core.is_boolean:
+        return Derivation(Rule.BOOLEAN_QUERY, bound.value, where)
+    worst = max(bound.relations, key=lambda r: r.total, default=None)
+    if worst is None:
+        return Derivation(Rule.NEW_ANSWERS, 0, where)
+    if worst.total == math.inf:
+        for ab in worst.atoms:
+            if ab.value == math.inf:
+                missing = ", ".join(v.name for v in ab.unreachable) or "a free variable"
+                return Derivation(Rule.WALKS_FROM_CONSTANTS, math.inf, where,
+                                  {"relation": worst.relation, "atom": str(ab.atom),
+                                   "missing": missing})
+    premises = tuple(atom_derivation(ab, where) for ab in worst.atoms if ab.counted)
+    return Derivation(Rule.NEW_ANSWERS, worst.total, where, {"relation": worst.relation},
+                      premises)

@@ -12,10 +12,33 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cqsens.engine.person import Unit
-from cqsens.engine.upper import References
+from cqsens.ir.schema import ForeignKey
 
-__all__ = ["Neighbourhood"]
+__all__ = ["Neighbourhood", "Unit"]
+
+References = tuple[tuple[str, ForeignKey, str], ...]
+"""Foreign keys as ``(relation, key, referenced relation)`` (:mod:`cqsens.engine.upper`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """The privacy unit: a table and the key that identifies one person.
+
+    ``owners`` names the foreign keys that carry ownership, as ``(table, columns)``
+    with the table in lower case; ``None`` means every foreign key does (a
+    cascading delete along every key).  A foreign key that is not an owner is an
+    ordinary reference: a row that holds it does not belong to the row it
+    references (docs/rules.md, rule ownership).
+    """
+
+    table: str
+    key: tuple[int, ...]
+    text: str  # users(id)
+    owners: frozenset[tuple[str, tuple[int, ...]]] | None = None
+
+    def owns(self, relation: str, fk: ForeignKey) -> bool:
+        """True when ``fk`` of ``relation`` carries ownership."""
+        return self.owners is None or (relation.lower(), fk.columns) in self.owners
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +69,16 @@ class Neighbourhood:
     def per_person(self) -> bool:
         """Whether neighbours differ by one person (a privacy unit) rather than one row."""
         return self.unit is not None
+
+    @property
+    def person(self) -> bool:
+        """True when a neighbour adds, removes or changes one person (``--unit``)."""
+        return self.unit is not None
+
+    @property
+    def substitution(self) -> bool:
+        """True under the substitute (change-one) model."""
+        return self.model == "substitute"
 
     @property
     def add_remove(self) -> bool:

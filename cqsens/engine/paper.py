@@ -29,10 +29,15 @@ __all__ = ["PaperValue", "delta_str_paper", "fd_bounds_paper", "cd_upper_paper"]
 
 @dataclass(frozen=True, slots=True)
 class PaperValue:
-    """A literal value of the paper, or ``None`` with the reason it is not given."""
+    """A literal value of the paper, or ``None`` with the reason it is not given.
+
+    ``applies`` is False when the theorem has nothing to apply to (no dependency
+    given): the reason is then not worth a note.
+    """
 
     value: Weight | None
     reason: str = ""
+    applies: bool = True
 
 
 def _connected_delta_str(cq: CQ) -> Weight:

@@ -27,39 +27,22 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from cqsens.engine.neighbourhood import Neighbourhood, Unit
 from cqsens.engine.paths import Step, Weight
+from cqsens.engine.rules import Derivation, Rule
 from cqsens.engine.upper import extension_bound
 from cqsens.errors import InputError
-from cqsens.ir.cq import CQ, Atom, Const, Term, Var
+from cqsens.ir.cq import CQ, Atom, Const, Term, Var, format_term
 from cqsens.ir.dependencies import Sigma
 from cqsens.ir.schema import ForeignKey, Relation, Schema
 
 __all__ = ["MAX_CHAINS", "Chain", "PersonBound", "PersonGroup", "Unit", "chains",
-           "check_ownership", "owner_key", "person_bound", "reaches", "resolve_unit"]
+           "check_ownership", "group_derivations", "owner_key", "person_bound",
+           "person_derivation", "reaches",
+           "resolve_unit"]
 
 MAX_CHAINS = 64
 """Chains of foreign keys from one table to the unit table, at most."""
-
-
-@dataclass(frozen=True, slots=True)
-class Unit:
-    """The privacy unit: a table and the key that identifies one person.
-
-    ``owners`` names the foreign keys that carry ownership, as ``(table, columns)``
-    with the table in lower case; ``None`` means every foreign key does (a
-    cascading delete along every key).  A foreign key that is not an owner is an
-    ordinary reference: a row that holds it does not belong to the row it
-    references (docs/rules.md, rule ownership).
-    """
-
-    table: str
-    key: tuple[int, ...]
-    text: str  # users(id)
-    owners: frozenset[tuple[str, tuple[int, ...]]] | None = None
-
-    def owns(self, relation: str, fk: ForeignKey) -> bool:
-        """True when ``fk`` of ``relation`` carries ownership."""
-        return self.owners is None or (relation.lower(), fk.columns) in self.owners
 
 
 Chain = tuple[tuple[str, ForeignKey], ...]
@@ -86,6 +69,28 @@ class PersonBound:
     value: Weight
     groups: tuple[PersonGroup, ...]
     boolean_cap: bool = False
+
+
+def group_derivations(person: PersonBound, where: Neighbourhood) -> tuple[Derivation, ...]:
+    """Per group of atoms that can hold one person's rows through the same key terms, the
+    answers they give with the key fixed (docs/rules.md, rule privacy-unit)."""
+    return tuple(Derivation(Rule.PRIVACY_UNIT, g.value, where, {
+        "chains": "; ".join(g.chains), "key": ", ".join(format_term(t) for t in g.key),
+        "route": "; ".join(str(s) for s in g.steps) or "the key alone"}) for g in person.groups)
+
+
+def person_derivation(person: PersonBound, where: Neighbourhood) -> Derivation:
+    """The derivation of a bound on one person (docs/rules.md, rule privacy-unit): the
+    group of rows that gives it, by its key terms and steps."""
+    unit = person.unit
+    worst = max(person.groups, key=lambda g: g.value, default=None)
+    if worst is None:
+        return Derivation(Rule.PRIVACY_UNIT, person.value, where, {"table": unit.table})
+    key = ", ".join(format_term(t) for t in worst.key)
+    route = "; ".join(str(s) for s in worst.steps) or "the key alone"
+    return Derivation(Rule.PRIVACY_UNIT, person.value, where,
+                      {"table": unit.table, "unit": unit.text, "key": key, "group": worst.value,
+                       "route": route})
 
 
 def resolve_unit(text: str, schema: Schema | None, owner: Sequence[str] = ()) -> Unit:

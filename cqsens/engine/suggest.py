@@ -24,10 +24,12 @@ __all__ = ["Suggestion", "suggest"]
 
 @dataclass(frozen=True, slots=True)
 class Suggestion:
-    """Dependencies that bound the query (empty with a reason when none can)."""
+    """Dependencies that bound the query (empty, and ``disconnected`` when none can: some
+    free variable shares no atom chain with some atom, the query is disconnected there or
+    the link goes through a filter)."""
 
     dependencies: tuple[Dependency, ...]
-    reason: str = ""
+    disconnected: bool = False
     alternatives: tuple[tuple[Dependency, ...], ...] = ()
 
 
@@ -121,12 +123,7 @@ def suggest(
     # prefer dependencies from a variable column (a key-like rule) over those from a constant
     candidates.sort(key=lambda key: (key in from_constant, key))
     if not reach.bounded(declared + candidates):
-        return Suggestion(
-            (),
-            "no single-column dependency can bound it: some free variable shares no atom "
-            "chain with some atom (the query is disconnected there, or the link goes through "
-            "a filter), so one added row can multiply the count by an unrelated table's size",
-        )
+        return Suggestion((), disconnected=True)
     checks = 0
     for size in range(1, max_size + 1):
         if math.comb(len(candidates), size) > max_checks:

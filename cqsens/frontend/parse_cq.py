@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, VisitError
 
-from cqsens.errors import DependencyError, InputError, ParseError
+from cqsens.errors import DependencyError, InputError, ParseError, SchemaNeededError
 from cqsens.frontend.limits import (
     MAX_ARGUMENTS,
     MAX_ATOMS,
@@ -340,11 +340,11 @@ class _Dependency:
         self.columns: tuple[str, ...] | None = None
         self.arity: int | None = None
 
-    def fail(self, message: str, tok: Token | None = None) -> DependencyError:
+    def fail(self, message: str, tok: Token | None = None,
+             error: type[DependencyError] = DependencyError) -> DependencyError:
         offset = (tok.column or 1) - 1 if tok is not None else 0
-        return DependencyError(f"{message} in {_shown(self.text)!r}", source=self.source,
-                               line=self.line, column=self.column + offset,
-                               construct="dependency")
+        return error(f"{message} in {_shown(self.text)!r}", source=self.source,
+                     line=self.line, column=self.column + offset, construct="dependency")
 
     def read(self, tree: Tree, kind: str) -> AnyDependency:  # type: ignore[type-arg]
         name_tok = tree.children[0]
@@ -431,7 +431,7 @@ class _Dependency:
         name = str(tok)
         if columns is None:
             raise self.fail(f"column name {name!r} needs a schema (--schema) to resolve; "
-                            "use 1-based positions otherwise", tok)
+                            "use 1-based positions otherwise", tok, SchemaNeededError)
         lowered = [c.lower() for c in columns]
         if name.lower() not in lowered:
             raise self.fail(f"{relation} has no column {name!r} (columns: "

@@ -62,8 +62,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
+from cqsens.engine.rules import Derivation, Input, Neighbourhood, Rule
 from cqsens.errors import InputError
-from cqsens.ir.exact import Exact, exact, mul, sqrt_upper, text
+from cqsens.ir.exact import Exact, exact, mul, sqrt_upper
 
 __all__ = [
     "NEIGHBORS",
@@ -76,6 +77,7 @@ __all__ = [
     "median_bound",
     "grouped_range_bound",
     "vector_bound",
+    "derived",
 ]
 
 NEIGHBORS: tuple[str, ...] = ("add-remove", "substitute")
@@ -97,14 +99,31 @@ class AggregateBound:
         square root is replaced by a rational upper bound.
     neighbor : str
         The neighbour model, ``"add-remove"`` or ``"substitute"``.
-    rule : str
-        One sentence naming the rule applied and where it is documented.
+    derivation : Derivation
+        The rule of docs/rules.md applied, with its inputs (rendered in words by
+        :mod:`cqsens.report.words`).
     """
 
     l1: Exact
     l2: Exact
     neighbor: str
-    rule: str
+    derivation: Derivation
+
+    @property
+    def rule(self) -> Rule:
+        """The rule of docs/rules.md that gives the bound."""
+        return self.derivation.rule
+
+
+def derived(l1: Exact, l2: Exact, neighbor: str, rule: Rule, contributions: int = 1,
+            premises: tuple[Derivation, ...] = (), **inputs: Input) -> AggregateBound:
+    """An :class:`AggregateBound` whose derivation applies ``rule`` to ``inputs``.
+
+    >>> derived(2, 2, "add-remove", Rule.SUM, delta=1, low=0, high=2).derivation.rule.value
+    'sum'
+    """
+    where = Neighbourhood(model=neighbor, contributions=contributions)
+    return AggregateBound(l1, l2, neighbor, Derivation(rule, l1, where, inputs, premises))
 
 
 # ----------------------------------------------------------------------------- checks
@@ -198,19 +217,6 @@ def _signed_span(low: Exact, high: Exact) -> Exact:
     return top - bottom
 
 
-def _fmt(x: Exact) -> str:
-    return text(x)
-
-
-def _times_k(contributions: int) -> str:
-    if contributions == 1:
-        return ""
-    return (
-        f", times k = {contributions} tuples per individual "
-        "(ICALP 2016 Observation 1, triangle inequality)"
-    )
-
-
 # ----------------------------------------------------------------------------- rules
 
 
@@ -257,8 +263,8 @@ def count_bound(
     >>> b = count_bound(1)
     >>> (b.l1, b.l2, b.neighbor)
     (1, 1, 'add-remove')
-    >>> b.rule[:62]
-    'COUNT: one tuple added or removed changes the count by at most'
+    >>> b.rule.value
+    'new-answers'
     >>> count_bound(3, neighbor="substitute", contributions=2).l1
     6
     """
@@ -266,18 +272,8 @@ def count_bound(
     delta = _check_count_delta(count_delta)
     k = _check_contributions(contributions)
     value = _mul(k, delta)
-    if neighbor == "add-remove":
-        rule = (
-            "COUNT: one tuple added or removed changes the count by at most the CQ "
-            f"count bound Δ = {_fmt(delta)} (docs/rules.md, rule new-answers)"
-        )
-    else:
-        rule = (
-            "COUNT under substitution: a monotone count over a class closed under "
-            f"removal moves by at most the add-remove bound Δ = {_fmt(delta)}, "
-            "not 2Δ (docs/rules.md, rule count-substitution)"
-        )
-    return AggregateBound(value, value, neighbor, rule + _times_k(k) + ".")
+    rule = Rule.NEW_ANSWERS if neighbor == "add-remove" else Rule.COUNT_SUBSTITUTION
+    return derived(value, value, neighbor, rule, k, aggregate="count", delta=delta)
 
 
 def histogram_bound(
@@ -340,50 +336,27 @@ def histogram_bound(
     if neighbor == "add-remove":
         l1: Exact = base
         l2: Exact = base
-        rule = (
-            "GROUP BY histogram: one tuple added or removed moves the group counts in "
-            f"one direction by at most Δ = {_fmt(delta)} in total, so ℓ1 = ℓ2 ≤ Δ "
-            "(docs/rules.md, rule group-by-histogram)"
-        )
     else:
         l1 = _mul(2, base)
         l2 = _mul(sqrt_upper(2), base)
-        rule = (
-            "GROUP BY histogram under substitution: a removal (at most Δ = "
-            f"{_fmt(delta)} down) plus an addition (at most Δ up) gives ℓ1 ≤ 2Δ and "
-            "ℓ2 ≤ √2·Δ, a norm and not its square 2Δ² (docs/rules.md, rule group-by-histogram)"
-        )
-    return AggregateBound(l1, l2, neighbor, rule + _times_k(k) + ".")
+    return derived(l1, l2, neighbor, Rule.GROUP_BY_HISTOGRAM, k, aggregate="count", delta=delta)
 
 
 def _sum_rule(
     delta: Exact, low: Exact, high: Exact, neighbor: str, k: int, single_table_unfiltered: bool
-) -> tuple[Exact, str]:
-    """Value and rule sentence (without the factor-k clause) of :func:`sum_bound`."""
-    lo_s, hi_s = _fmt(low), _fmt(high)
+) -> AggregateBound:
+    """The bound and derivation of :func:`sum_bound`, case by case."""
     if neighbor == "add-remove":
         value = _mul(_mul(k, delta), _magnitude(low, high))
-        rule = (
-            f"SUM over [{lo_s}, {hi_s}]: one tuple added or removed adds or removes at most "
-            f"Δ = {_fmt(delta)} row(s), each worth at most max(|m|, |M|) = "
-            f"{_fmt(_magnitude(low, high))} (docs/rules.md, rule sum)"
-        )
-    elif single_table_unfiltered:
+        return derived(value, value, neighbor, Rule.SUM, k, aggregate="sum", delta=delta,
+                       low=low, high=high, magnitude=_magnitude(low, high))
+    if single_table_unfiltered:
         value = _mul(k, _span(low, high))
-        rule = (
-            f"SUM over [{lo_s}, {hi_s}] on a single unfiltered table under substitution: "
-            f"exactly one summed value is replaced, so M − m = {_fmt(_span(low, high))} "
-            "(docs/rules.md, rule sum-substitution)"
-        )
-    else:
-        value = _mul(_mul(k, delta), _signed_span(low, high))
-        rule = (
-            f"SUM over [{lo_s}, {hi_s}] under substitution: at most Δ = {_fmt(delta)} row(s) "
-            f"removed and Δ added move the sum by at most Δ·(max(M,0) − min(m,0)) with "
-            f"max(M,0) − min(m,0) = {_fmt(_signed_span(low, high))}, since a filtered "
-            "row can enter or leave the sum (docs/rules.md, rule sum-substitution)"
-        )
-    return value, rule
+        return derived(value, value, neighbor, Rule.SUM_SUBSTITUTION, k, aggregate="sum",
+                       low=low, high=high, span=_span(low, high))
+    value = _mul(_mul(k, delta), _signed_span(low, high))
+    return derived(value, value, neighbor, Rule.SUM_SUBSTITUTION, k, aggregate="sum", delta=delta,
+                   low=low, high=high, signed_span=_signed_span(low, high))
 
 
 def sum_bound(
@@ -460,8 +433,7 @@ def sum_bound(
             f"per tuple), not {count_delta!r}",
             construct="count_delta",
         )
-    value, rule = _sum_rule(delta, low, high, neighbor, k, single_table_unfiltered)
-    return AggregateBound(value, value, neighbor, rule + _times_k(k) + ".")
+    return _sum_rule(delta, low, high, neighbor, k, single_table_unfiltered)
 
 
 def avg_bound(
@@ -526,24 +498,13 @@ def avg_bound(
     delta = _check_count_delta(count_delta)
     k = _check_contributions(contributions)
     low, high = _check_range(low, high)
-    rng = f"[{_fmt(low)}, {_fmt(high)}]"
     if delta == 0 or neighbor == "substitute" or delta == math.inf or _span(low, high) == 0:
         value = 0 if delta == 0 else _span(low, high)
-        rule = (
-            f"AVG over {rng}: assuming it is defined (at least one "
-            f"row) on both neighbours, any two averages differ by at most M − m = "
-            f"{_fmt(value)} (range bound; docs/rules.md, rule avg)."
-        )
-    else:
-        rows = _mul(k, delta)
-        value = _mul(Fraction(rows) / (Fraction(rows) + 1), _span(low, high))
-        rule = (
-            f"AVG over {rng}, tuples added or removed: assuming it is defined on both "
-            f"neighbours, the smaller one has n ≥ 1 "
-            f"rows and the other at most D = {_fmt(rows)} more, so the average moves by at "
-            f"most D/(D + 1)·(M − m) = {_fmt(value)} (docs/rules.md, rule avg)."
-        )
-    return AggregateBound(value, value, neighbor, rule)
+        return derived(value, value, neighbor, Rule.AVG, k, aggregate="avg", low=low, high=high)
+    rows = _mul(k, delta)
+    value = _mul(Fraction(rows) / (Fraction(rows) + 1), _span(low, high))
+    return derived(value, value, neighbor, Rule.AVG, k, aggregate="avg", low=low, high=high,
+                   rows=rows)
 
 
 def min_max_bound(
@@ -594,15 +555,11 @@ def min_max_bound(
     """
     neighbor = _check_neighbor(neighbor)
     delta = _check_count_delta(count_delta)
-    _check_contributions(contributions)
+    k = _check_contributions(contributions)
     low, high = _check_range(low, high)
     value = 0 if delta == 0 else _span(low, high)
-    rule = (
-        f"MIN/MAX over [{_fmt(low)}, {_fmt(high)}]: assuming the result is defined (at "
-        f"least one row) on both neighbours, it stays in [m, M] and so changes by at "
-        f"most M − m = {_fmt(value)} (range bound; docs/rules.md, rule min-max)."
-    )
-    return AggregateBound(value, value, neighbor, rule)
+    return derived(value, value, neighbor, Rule.MIN_MAX, k, aggregate="min/max", low=low,
+                   high=high)
 
 
 def _check_rows(rows: object) -> int | None:
@@ -616,41 +573,24 @@ def _check_rows(rows: object) -> int | None:
 
 def _median_rule(
     delta: Exact, low: Exact, high: Exact, neighbor: str, k: int, rows: int | None
-) -> tuple[Exact, str]:
-    """Value and rule sentence of :func:`median_bound`, case by case."""
+) -> AggregateBound:
+    """The bound and derivation of :func:`median_bound`, case by case."""
     span = _span(low, high)
-    rng = f"[{_fmt(low)}, {_fmt(high)}]"
     value: Exact
-    if delta == 0:
-        value = 0
-        rule = f"MEDIAN over {rng} of an unsatisfiable query: it never changes."
-    elif delta > 1 or k > 1:
-        value = span
-        rule = (
-            f"MEDIAN over {rng} when one neighbour can change more than one row: the "
-            f"range bound M − m = {_fmt(span)}, assuming the median is defined on "
-            "both neighbours (docs/rules.md, rule median)."
-        )
-    elif neighbor == "add-remove":
+    if delta == 0 or delta > 1 or k > 1:
+        value = 0 if delta == 0 else span
+        return derived(value, value, neighbor, Rule.MEDIAN, k, aggregate="median", delta=delta,
+                       low=low, high=high)
+    if neighbor == "add-remove":
         value = _half(span)
-        rule = (
-            f"MEDIAN over {rng}, one row added or removed: (M − m)/2 = {_fmt(value)}, "
-            "assuming at least one row on both neighbours (docs/rules.md, rule median)."
-        )
-    elif rows is not None and rows % 2 == 0:
-        value = _half(span)
-        rule = (
-            f"MEDIAN over {rng} of n = {rows} (even) rows, one row changed: "
-            f"(M − m)/2 = {_fmt(value)} (docs/rules.md, rule median-parity-rows)."
-        )
-    else:
-        value = span
-        parity = "unknown n, so the odd case" if rows is None else f"n = {rows} (odd) rows"
-        rule = (
-            f"MEDIAN over {rng}, {parity}, one row changed: M − m = {_fmt(span)} "
-            "(docs/rules.md, rule median-parity-rows)."
-        )
-    return value, rule
+        return derived(value, value, neighbor, Rule.MEDIAN, k, aggregate="median", delta=delta,
+                       low=low, high=high)
+    value = _half(span) if rows is not None and rows % 2 == 0 else span
+    if rows is None:
+        return derived(value, value, neighbor, Rule.MEDIAN_PARITY_ROWS, k, aggregate="median",
+                       low=low, high=high)
+    return derived(value, value, neighbor, Rule.MEDIAN_PARITY_ROWS, k, aggregate="median",
+                   low=low, high=high, rows=rows)
 
 
 def median_bound(
@@ -740,8 +680,7 @@ def median_bound(
     k = _check_contributions(contributions)
     low, high = _check_range(low, high)
     rows = _check_rows(rows)
-    value, rule = _median_rule(delta, low, high, neighbor, k, rows)
-    return AggregateBound(value, value, neighbor, rule)
+    return _median_rule(delta, low, high, neighbor, k, rows)
 
 
 def grouped_range_bound(
@@ -762,7 +701,7 @@ def grouped_range_bound(
     touched : int, Fraction or float
         ``G``: how many groups the removed (or the added) tuples can touch, ``k·Δ``.
     kind : str
-        The aggregate's name, for the rule sentence.
+        The aggregate's name (``"avg"``, ``"median"``, ``"min"``, ``"max"``).
 
     Returns
     -------
@@ -796,8 +735,10 @@ def grouped_range_bound(
     (20, 14.142135623730951)
     """
     touched = _check_count_delta(touched)
+    k = substitute.derivation.neighbourhood.contributions
     if touched == 0 or (substitute.l1 == 0 and add_remove.l1 == 0):
-        return AggregateBound(0, 0, "substitute", f"grouped {kind.upper()}: nothing changes.")
+        return derived(0, 0, "substitute", Rule.GROUPED_VALUE_AGGREGATES, k, aggregate=kind,
+                       touched=0)
     both, single = substitute.l1, _mul(2, add_remove.l1)
     per: Exact = both if both >= single else single
     squares_both = _mul(substitute.l2, substitute.l2)
@@ -805,14 +746,9 @@ def grouped_range_bound(
     per2: Exact = squares_both if squares_both >= squares_single else squares_single
     l1 = _mul(touched, per)
     l2 = sqrt_upper(_mul(touched, per2))
-    rule = (
-        f"grouped {kind.upper()} under substitution: the removal and the addition each touch "
-        f"at most G = {_fmt(touched)} groups; a group touched by one of them moves by at "
-        f"most the add-remove bound a = {_fmt(add_remove.l1)}, a group touched by both by "
-        f"at most the substitution bound s = {_fmt(substitute.l1)}, so ℓ1 ≤ G·max(s, 2a) = "
-        f"{_fmt(l1)} (docs/rules.md, rule grouped-value-aggregates)"
-    )
-    return AggregateBound(l1, l2, "substitute", rule)
+    return derived(l1, l2, "substitute", Rule.GROUPED_VALUE_AGGREGATES, k,
+                   (substitute.derivation, add_remove.derivation), aggregate=kind,
+                   touched=touched, a=add_remove.l1, s=substitute.l1)
 
 
 def vector_bound(bounds: Sequence[AggregateBound]) -> AggregateBound:
@@ -863,8 +799,6 @@ def vector_bound(bounds: Sequence[AggregateBound]) -> AggregateBound:
         l1 = l1 + b.l1
         squares = squares + mul(b.l2, b.l2)
     l2 = sqrt_upper(squares)
-    rule = (
-        f"{len(bounds)} aggregates released together: ℓ1 = Σ ℓ1 = {_fmt(l1)} and "
-        f"ℓ2 = √(Σ ℓ2²) = {_fmt(l2)}, each coordinate bounded separately."
-    )
-    return AggregateBound(l1, l2, bounds[0].neighbor, rule)
+    return derived(l1, l2, bounds[0].neighbor, Rule.SEVERAL_AGGREGATES,
+                   bounds[0].derivation.neighbourhood.contributions,
+                   tuple(b.derivation for b in bounds), aggregates=len(bounds), norm2=l2)

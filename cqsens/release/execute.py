@@ -80,6 +80,7 @@ class PartRelease:
     scale: float
     halfwidth_95: float | None
     sensitivity: str
+    family: str  # the mechanism's name alone ("discrete Laplace"), for the release's summary
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of the part."""
@@ -701,7 +702,7 @@ def _release(conn: Any, target: str, analysis: Analysis, parts_analysis: Analysi
         selection = PartRelease(label, "count", "Laplace threshold (partition selection)",
                                 sel_eps, delta_each, calib.scale,
                                 noise.laplace_halfwidth(calib.scale, integer=True),
-                                f"ℓ1 {display(l1)}")
+                                f"ℓ1 {display(l1)}", "Laplace threshold")
         if select_with is not None:
             released[select_with] = dict(chosen)
             part_releases[select_with] = selection
@@ -732,14 +733,15 @@ def _release(conn: Any, target: str, analysis: Analysis, parts_analysis: Analysi
             part_releases[i] = PartRelease(
                 part.sql, part.kind, f"{'discrete ' if part.integer else ''}Gaussian (zCDP)",
                 shares[i], delta_each, sigma,
-                noise.gaussian_halfwidth(sigma, integer=part.integer), f"ℓ2 {display(l2)}")
+                noise.gaussian_halfwidth(sigma, integer=part.integer), f"ℓ2 {display(l2)}",
+                f"{'discrete ' if part.integer else ''}Gaussian")
         else:
             out, scale = noise.sample_laplace(values, l1=l1, epsilon=shares[i],
                                               integer=part.integer)
             part_releases[i] = PartRelease(
                 part.sql, part.kind, f"{'discrete ' if part.integer else ''}Laplace",
                 shares[i], 0.0, scale, noise.laplace_halfwidth(scale, integer=part.integer),
-                f"ℓ1 {display(l1)}")
+                f"ℓ1 {display(l1)}", f"{'discrete ' if part.integer else ''}Laplace")
         released[i] = dict(zip(domain, out, strict=True))
         if part_releases[i].scale == 0:
             notes.append(f"{part.sql}: its sensitivity is 0 and every table it reads is "
@@ -767,7 +769,7 @@ def _release(conn: Any, target: str, analysis: Analysis, parts_analysis: Analysi
         part_releases[i] = PartRelease(
             part.sql, part.kind, f"exponential mechanism over {len(candidates)} candidates "
             f"in [{display(low)}, {display(high)}]", shares[i], 0.0, scale, None,
-            f"{rows} rows")
+            f"{rows} rows", "exponential mechanism")
         if len(domain) > 1:
             notes.append(f"{part.sql}: each group's mechanism is ε-DP for the rows it holds; "
                          f"a person's {rows} rows lie in at most that many groups, and the "
@@ -795,7 +797,7 @@ def _release(conn: Any, target: str, analysis: Analysis, parts_analysis: Analysi
     ordered = [part_releases[i] for i in sorted(part_releases) if i >= 0]
     if -1 in part_releases:
         ordered.append(part_releases[-1])
-    mechanisms = sorted({p.mechanism.split(" (")[0].split(" over ")[0] for p in ordered})
+    mechanisms = sorted({p.family for p in ordered})
     return Release(
         query=analysis.query, source=analysis.source, database=mask_url(url),
         neighbor=neighbor, contributions=contributions, epsilon=eps, delta=charge.delta,

@@ -19,6 +19,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields, is_dataclass
 
+from cqsens.engine.rules import Rule
 from cqsens.errors import InputError
 from cqsens.ir.cq import CQ, Aggregate, AggregateQuery, Const, Var
 from cqsens.ir.exact import Exact, exact, mul, sqrt_upper, text
@@ -30,6 +31,7 @@ from cqsens.release.aggregates import (
     AggregateBound,
     avg_bound,
     count_bound,
+    derived,
     grouped_range_bound,
     histogram_bound,
     median_bound,
@@ -339,25 +341,21 @@ def aggregate_bound(
             return histogram_bound(count_delta, neighbor=neighbor, contributions=k)
         if kind == "count" and aggregate.column is None and neighbor == "substitute" \
                 and single_table_unfiltered:
-            return AggregateBound(0, 0, neighbor, (
-                "COUNT(*) of a single table with no filter under substitution: changing rows "
-                "in place keeps their number (docs/rules.md, rule count-substitution)."))
+            return derived(0, 0, neighbor, Rule.COUNT_SUBSTITUTION, k, aggregate="count",
+                           single_table=1)
         return count_bound(count_delta, neighbor=neighbor, contributions=k)
     assert values is not None
     lo, hi = values.low, values.high
     if lo > hi:
-        return AggregateBound(0, 0, neighbor, f"the value bounds of {values.column} are empty "
-                              f"([{_num(lo)}, {_num(hi)}]): no row can be aggregated, the "
-                              "result never changes")
+        return derived(0, 0, neighbor, Rule.EMPTY_VALUE_RANGE, k, aggregate=kind,
+                       column=values.column, low=lo, high=hi)
     if kind == "sum":
         if grouped and neighbor == "substitute":
             ar = sum_bound(count_delta, lo, hi, neighbor="add-remove", contributions=k)
             # Removing a negative value and adding a positive one move one group the same
             # way, so no √2 saving: ℓ2 ≤ ℓ1.
-            return AggregateBound(2 * ar.l1, 2 * ar.l1, neighbor,
-                                  "grouped SUM under substitution: the removed and the added "
-                                  "tuple each move at most Δ·k·max(|m|,|M|), possibly in one "
-                                  "group (docs/rules.md, rule grouped-value-aggregates)")
+            return derived(2 * ar.l1, 2 * ar.l1, neighbor, Rule.GROUPED_VALUE_AGGREGATES, k,
+                           (ar.derivation,), aggregate="sum")
         return sum_bound(count_delta, lo, hi, neighbor=neighbor, contributions=k,
                          single_table_unfiltered=single_table_unfiltered and not grouped)
     if kind not in ("avg", "median", "min", "max"):  # pragma: no cover - not produced
@@ -374,14 +372,14 @@ def aggregate_bound(
     if not grouped:
         return scalar
     if count_delta == 0:
-        return AggregateBound(0, 0, neighbor, scalar.rule)
+        return AggregateBound(0, 0, neighbor, scalar.derivation)
     touched: Exact = count_delta if groups is None or groups > count_delta else groups
     if neighbor == "substitute":
         return grouped_range_bound(scalar, scalar_bound("add-remove"), touched * k, kind=kind)
     many = touched * k
-    return AggregateBound(mul(many, scalar.l1), mul(sqrt_upper(many), scalar.l2), neighbor,
-                          f"grouped {kind.upper()}: at most {_num(many)} groups touched, each by "
-                          f"at most the scalar bound ({scalar.rule})")
+    return derived(mul(many, scalar.l1), mul(sqrt_upper(many), scalar.l2), neighbor,
+                   Rule.GROUPED_VALUE_AGGREGATES, k, (scalar.derivation,), aggregate=kind,
+                   groups=many)
 
 
 def combine(bounds: list[AggregateBound]) -> AggregateBound:

@@ -122,7 +122,7 @@ def to_text(analysis: Analysis, *, witness: bool = False) -> str:
     paper = ", ".join(f"{k} {fmt(v)}" for k, v in d["paper"].items())
     lines.append(f"  paper's literal values: {paper}")
     for key, reason in d.get("paper_notes", {}).items():
-        if reason and not reason.startswith("no "):
+        if reason and (key not in analysis.paper or analysis.paper[key].applies):
             lines.append(f"    ({key}: {reason})")
     lines.append("  why:")
     for sentence in d["explanation"]:

@@ -17,7 +17,7 @@ from typing import Any
 __all__ = ["KINDS", "SCHEMA_VERSION", "load_schema", "versioned"]
 
 #: The version every JSON document carries under ``schema_version``: MAJOR.MINOR.
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 
 #: The commands whose JSON output has a schema.
 KINDS = ("analyze", "report", "witness", "release", "budget")
@@ -57,6 +57,6 @@ def versioned(document: dict[str, Any]) -> dict[str, Any]:
     """``document`` with ``schema_version`` as its first key.
 
     >>> versioned({"a": 1})
-    {'schema_version': '1.0', 'a': 1}
+    {'schema_version': '1.1', 'a': 1}
     """
     return {"schema_version": SCHEMA_VERSION, **document}
