@@ -1,7 +1,7 @@
 """The result of an analysis: a frozen, fully typed value with its JSON form.
 
 ``Analysis.to_dict()`` is the JSON object the CLI, the batch report and the API
-all print (README, "JSON output").
+all print (docs/json.md, "Output").
 """
 
 from __future__ import annotations

@@ -845,7 +845,7 @@ def check_settings(settings: Settings) -> None:
     InputError
         An unknown neighbour model, fewer than one contribution, ``owner`` without
         ``unit``, ``contributions`` with ``unit``, a timeout that is not > 0, or ε/δ
-        beyond cqsens's limits (README, Limits and safety).
+        beyond cqsens's limits (docs/model.md, Limits and safety).
     """
     neighbor, contributions = settings.neighbor, settings.contributions
     if neighbor not in NEIGHBOR_MODELS:

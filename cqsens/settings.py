@@ -4,7 +4,7 @@ A :class:`Settings` is built once, from the metadata file (:meth:`Settings.from_
 ``cqsens.toml``), from the command line (:func:`cqsens.cli.config.settings_from_command`)
 or from the keywords of :func:`cqsens.analyze` (:meth:`Settings.from_mapping`).  The
 name of a field is the metadata file's key, the Python name of the click option and the
-keyword of :func:`cqsens.analyze` (README, "One metadata file").  The spellings users
+keyword of :func:`cqsens.analyze` (docs/guide/input.md, "One metadata file").  The spellings users
 already type stay accepted as aliases: ``fd`` and ``cd`` in the metadata file (the
 options are ``--fd`` and ``--cd``, repeated).
 
@@ -32,7 +32,7 @@ __all__ = ["ALIASES", "NEIGHBOR_MODELS", "Settings", "TomlSettings", "load_toml"
 NEIGHBOR_MODELS: tuple[str, ...] = NEIGHBORS
 
 #: Other spellings of a setting's name, accepted in the metadata file and by
-#: :meth:`Settings.from_mapping` (README, "One metadata file").
+#: :meth:`Settings.from_mapping` (docs/guide/input.md, "One metadata file").
 ALIASES: Mapping[str, str] = {"fd": "fds", "cd": "cds", "value_bounds": "bounds",
                               "keys_file": "keys", "schema_file": "schema"}
 
@@ -166,7 +166,7 @@ class Settings:
         return {k: v for k, v in self.changed().items() if k not in _NOT_ANALYSIS}
 
     def reported(self) -> dict[str, object]:
-        """The settings a batch report lists (README, "Batch reports"), by name."""
+        """The settings a batch report lists (docs/guide/reports.md, "Batch reports"), by name."""
         return {name: getattr(self, name) for name in _REPORTED}
 
     def public_tables(self) -> tuple[str, ...]:

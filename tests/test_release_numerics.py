@@ -352,7 +352,7 @@ def test_api_refuses_hostile_numbers(epsilon: float | None, delta: float | None,
     with pytest.raises(InputError) as info:
         cqsens.analyze("Q(x) :- R(x, y)", epsilon=epsilon, delta=delta)
     assert info.value.construct == construct
-    assert "README, Limits and safety" in info.value.message
+    assert "docs/model.md, Limits and safety" in info.value.message
 
 
 def test_config_file_numbers_are_checked_too(tmp_path: Path) -> None:

@@ -55,16 +55,16 @@ TIMEOUT = _Number(low=0.0, low_open=True, allow_inf=True,
 DURATION = _Number(low=0.0, low_open=False,
                    meaning="give a finite number of seconds >= 0")
 #: ``--epsilon``: ε within cqsens's limits (:data:`cqsens.release.noise.EPSILON_MIN` and
-#: ``EPSILON_MAX``, where every calibration stays finite; README, Limits and safety).
+#: ``EPSILON_MAX``, where every calibration stays finite; docs/model.md, Limits and safety).
 EPSILON = _Number(low=EPSILON_MIN, low_open=False, high=EPSILON_MAX, high_open=False,
                   meaning=f"epsilon must be a number in [{EPSILON_MIN:g}, {EPSILON_MAX:g}] "
-                          "(README, Limits and safety)")
+                          "(docs/model.md, Limits and safety)")
 #: ``--budget``: a finite total ε > 0 (a sum over releases, never calibrated to).
 BUDGET = _Number(low=0.0, low_open=True, meaning="the budget must be a finite number > 0")
 #: ``--delta``: δ in [DELTA_MIN, 1).
 DELTA = _Number(low=DELTA_MIN, low_open=False, high=1.0, high_open=True,
                 meaning=f"delta must be a number in [{DELTA_MIN:g}, 1) "
-                        "(README, Limits and safety)")
+                        "(docs/model.md, Limits and safety)")
 
 
 class _Dialect(click.ParamType[str]):

@@ -95,7 +95,7 @@ def report_cmd(
     with --force, and never when it is one of the inputs.
 
     A .jsonl/.ndjson/.csv input, or - (standard input), is a query log: one
-    query per record (see README, "Query logs").  Its records of one shape
+    query per record (see docs/guide/reports.md, "Query logs").  Its records of one shape
     share one analysis (--cache FILE keeps them for the next run).  With -o
     out.jsonl the rows are written one per record, in input order, as they
     complete; HTML and Markdown reports of a log group the rows by shape.

@@ -9,7 +9,7 @@ reading a query never exhausts Python's stack and the analysis stays fast.
 
 The nesting of SQL text is measured on its tokens, before the text is parsed,
 because the SQL parser recurses once per level of parentheses; the depth of the
-parsed expression tree is measured again afterwards.  See the README, section
+parsed expression tree is measured again afterwards.  See docs/model.md, section
 "Limits and safety".
 """
 

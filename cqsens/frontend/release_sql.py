@@ -10,8 +10,8 @@ mechanism over the rows' values, so its rows are read instead of the aggregate.
 
 The plan keeps the user's FROM, WHERE and GROUP BY clauses (so the analysed
 query and the run query are the same query) and drops ORDER BY, LIMIT, FETCH,
-TOP and OFFSET, which must be applied to the noisy result (see the README,
-section Input).  sqlglot objects never leave :mod:`cqsens.frontend`.
+TOP and OFFSET, which must be applied to the noisy result (see docs/guide/input.md).
+sqlglot objects never leave :mod:`cqsens.frontend`.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ is ``math.inf`` (unbounded).  Square roots (ℓ2 norms) are irrational, so
 :func:`sqrt_upper` returns a rational *upper* bound within 10⁻¹⁷ relative.  For
 display and JSON, :func:`display` turns a Fraction into the nearest float that
 is not below it: what is printed is never smaller than what was proven, and
-:func:`json_number` gives the exact JSON form of a number (README, section Output).
+:func:`json_number` gives the exact JSON form of a number (docs/json.md, section Output).
 """
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ def decimal_text(value: Fraction) -> str | None:
 
 
 def json_number(value: int | float | Fraction | Decimal | None) -> int | float | str | None:
-    """The exact JSON form of a number (README, section Output).
+    """The exact JSON form of a number (docs/json.md, section Output).
 
     An integral value is a JSON integer; a float, or a non-integer that is exactly a
     binary64 double, is a JSON number (any JSON reader gets it back exactly); any other

@@ -1,5 +1,5 @@
 """Query logs: JSON Lines and CSV records in, one streamed row per record out, one analysis
-per shape (README, "Query logs: JSONL, CSV, cache")."""
+per shape (docs/guide/reports.md, "Query logs: JSONL, CSV, cache")."""
 
 from cqsens.logs.cache import ShapeCache
 from cqsens.logs.records import Record, is_log, read_records

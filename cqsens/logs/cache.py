@@ -15,8 +15,8 @@ version never reads an old result.
 
 A file cache is in SQLite's WAL mode: one process writes (the one that runs the
 log) while its worker processes, or other runs, read it.  A cluster can give
-each worker its own file and :meth:`ShapeCache.merge` them afterwards (README,
-"Query logs").
+each worker its own file and :meth:`ShapeCache.merge` them afterwards
+(docs/guide/reports.md, "Query logs").
 """
 
 from __future__ import annotations

@@ -174,7 +174,7 @@ def check_privacy(epsilon: object, delta: object = None) -> float:
     Raises
     ------
     InputError
-        A value that is not a number, or outside the limits (README, Limits and safety).
+        A value that is not a number, or outside the limits (docs/model.md, Limits and safety).
 
     Examples
     --------
@@ -188,11 +188,11 @@ def check_privacy(epsilon: object, delta: object = None) -> float:
     """
     if not _number(epsilon) or not EPSILON_MIN <= epsilon <= EPSILON_MAX:
         raise InputError(f"epsilon must be a number in [{EPSILON_MIN:g}, {EPSILON_MAX:g}], "
-                         f"not {epsilon!r} (cqsens's limits: README, Limits and safety)",
+                         f"not {epsilon!r} (cqsens's limits: docs/model.md, Limits and safety)",
                          construct="epsilon")
     if delta is not None and (not _number(delta) or not DELTA_MIN <= delta < 1):
         raise InputError(f"delta must be a number in [{DELTA_MIN:g}, 1), not {delta!r} "
-                         "(cqsens's limits: README, Limits and safety)", construct="delta")
+                         "(cqsens's limits: docs/model.md, Limits and safety)", construct="delta")
     return float(epsilon)
 
 
@@ -203,7 +203,7 @@ def _check_fits(scale: float, integer: bool, what: str) -> float:
         kind = "64-bit integers" if integer else "floats"
         raise ReleaseError(
             f"the {what} {scale:g} is over {limit:g}, the largest noise cqsens samples on "
-            f"{kind} (README, Limits and safety): raise epsilon or tighten the sensitivity "
+            f"{kind} (docs/model.md, Limits and safety): raise epsilon or tighten the sensitivity "
             "bound", construct="noise")
     return scale
 

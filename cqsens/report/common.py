@@ -89,7 +89,7 @@ def number_of(value: Any) -> Exact | None:
     """The exact number a JSON value stands for, or None when it is not a number.
 
     Numbers are read as they are; a string is read as written in JSON output
-    (``"inf"``, ``"-inf"``, a decimal ``"0.1"`` or a ratio ``"20/3"``, README,
+    (``"inf"``, ``"-inf"``, a decimal ``"0.1"`` or a ratio ``"20/3"``, docs/json.md,
     section Output).
 
     >>> number_of("20/3"), number_of("0.1"), number_of("inf"), number_of("n/a")

@@ -1,7 +1,7 @@
 """Rendering of analyses: text for people, JSON for programs.
 
 The library returns :class:`~cqsens.pipeline.Analysis` values; this module turns
-them into output.  JSON is the object README.md describes under "JSON output" (∞ as ``"inf"``).
+them into output.  JSON is the object docs/json.md describes under "Output" (∞ as ``"inf"``).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 ``cqsens analyze``, ``report``, ``witness``, ``release`` and ``budget`` write
 JSON documents that carry ``schema_version`` (:data:`SCHEMA_VERSION`); the
 schemas they follow are shipped in this package as ``<kind>.schema.json``
-(README, section JSON contract).  A breaking change (a key removed, renamed or
+(docs/json.md, section JSON contract).  A breaking change (a key removed, renamed or
 retyped) bumps the major version; a new key bumps the minor one, so a document
 of any ``1.x`` validates against the version 1 schemas.
 """

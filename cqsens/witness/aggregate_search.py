@@ -216,7 +216,7 @@ def find_aggregate_witness(
         far past that (:func:`cqsens.budget.search_stop`).
     public : set of str
         Public tables: the same in both neighbours, so their rows are never the added,
-        removed or changed one (README, Model).
+        removed or changed one (docs/model.md, Model).
     """
     sql = aggregate_sql(query, base.database.columns)
     if sql is None:
