@@ -75,6 +75,9 @@ LOCAL_ROWS_PER_SECOND = 6_000
 """Rows the local search may materialise (each try rebuilds its whole structure) for each
 second of the search's budget: work, not time, about what a typical core does in half
 of that second (the constructions before it take the other half)."""
+LOCAL_ROWS_MAX = 30_000
+"""The local search's rows at most, whatever the budget: past a few hundred merges more
+rarely find a larger difference (a large ``--witness-time`` serves the constructions)."""
 
 
 @dataclass
@@ -230,7 +233,8 @@ def _search(ctx: _Context, upper: float, time_budget: float, seed: int) -> Witne
         return best
     if upper == math.inf or best.difference < upper:
         improved = _local_search(ctx, best, best_structure, upper,
-                                 work_units(time_budget, LOCAL_ROWS_PER_SECOND), seed)
+                                 min(work_units(time_budget, LOCAL_ROWS_PER_SECOND),
+                                     LOCAL_ROWS_MAX), seed)
         if improved is not None:
             best = improved
     return best
