@@ -1,22 +1,98 @@
-"""Hypothesis profiles: ``dev`` (default, deeper) and ``ci`` (bounded, derandomized).
+"""Shared test set-up: hypothesis profiles, the PostgreSQL cluster, the examples' batch.
 
-Choose with ``HYPOTHESIS_PROFILE=ci`` (what ``.ci/run`` uses) or ``=deep`` for a
-long local run.
+Hypothesis profiles: ``dev`` (default, deeper), ``ci`` (bounded, derandomized) and
+``deep``.  Choose with ``HYPOTHESIS_PROFILE=ci`` (what ``.ci/run`` uses) or
+``=deep`` for a long local run.  Every hypothesis test takes its example count
+from the loaded profile: :func:`scaled_examples` or :func:`soundness_examples`.
+
+Session fixtures (once per test run, or once per xdist worker that needs them):
+``pg_server`` / ``pg_urls`` (one throwaway PostgreSQL cluster, tests/postgres.py)
+and ``examples_batch`` (one batch analysis of every file under ``examples/``; its
+tests are in one file, which ``--dist loadfile`` keeps on one worker).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
 
-_COMMON = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large]}
-settings.register_profile("ci", max_examples=60, derandomize=True, **_COMMON)
+from cqsens.batch import BatchResult
+from tests import postgres
+
+_COMMON = {"deadline": None,
+           "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large]}
+#: The ci profile's example count: :func:`scaled_examples` is relative to it.
+CI_EXAMPLES = 60
+settings.register_profile("ci", max_examples=CI_EXAMPLES, derandomize=True, **_COMMON)
 settings.register_profile("dev", max_examples=150, **_COMMON)
 settings.register_profile("deep", max_examples=2000, **_COMMON)
 settings.load_profile(os.getenv("HYPOTHESIS_PROFILE", "dev"))
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 def soundness_examples() -> int:
     """Examples per brute-force soundness property: CI runs >= 2,000 trials in all."""
     return {"ci": 700, "dev": 300, "deep": 3000}.get(os.getenv("HYPOTHESIS_PROFILE", "dev"), 300)
+
+
+def scaled_examples(ci: int) -> int:
+    """A test's example count under the loaded profile.
+
+    Parameters
+    ----------
+    ci : int
+        The count under the ``ci`` profile (an expensive test runs fewer than
+        the profile's default).
+
+    Returns
+    -------
+    int
+        ``ci`` scaled by the loaded profile's ``max_examples`` over ci's
+        (dev: 2.5 times, deep: 33 times), at least 1.
+    """
+    return max(1, ci * settings.default.max_examples // CI_EXAMPLES)
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[postgres.PgServer]:
+    """The one PostgreSQL cluster of this test run (skips or fails as tests/postgres.py says)."""
+    yield from postgres.cluster()
+
+
+@pytest.fixture(scope="session")
+def pg_urls(pg_server: postgres.PgServer) -> tuple[str, str]:
+    """URLs of the databases ``hospital`` and ``hospital_bad`` on ``pg_server``."""
+    return postgres.hospital_databases(pg_server)
+
+
+#: The options of the one batch analysis of ``examples/`` (see ``examples_batch``): a
+#: generous witness time, so that the witness search's work budget, not the clock, decides
+#: even on a busy machine (the search stops at its work budget well before it).
+EXAMPLES_BATCH_OPTIONS: dict[str, float] = {"timeout": 60, "witness_time": 30}
+
+
+@pytest.fixture(scope="session")
+def examples_batch() -> BatchResult:
+    """Every file under ``examples/`` analysed once (two worker processes), shared by the
+    tests that check whole-folder reports."""
+    from cqsens.batch import analyze_paths
+
+    return analyze_paths([EXAMPLES], jobs=2, **EXAMPLES_BATCH_OPTIONS)
+
+
+#: Fixture → marker: a test that uses the fixture gets the marker (``-m "not db"``).
+_FIXTURE_MARKS = {"pg_server": "db", "chromium": "browser"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the tests that use the PostgreSQL cluster or Chromium."""
+    for item in items:
+        names = getattr(item, "fixturenames", ())
+        for fixture, marker in _FIXTURE_MARKS.items():
+            if fixture in names:
+                item.add_marker(marker)

@@ -33,7 +33,9 @@ TIGHT = [
 
 @pytest.mark.parametrize(("sql", "neighbor", "value"), TIGHT)
 def test_witness_reaches_the_upper_bound(sql: str, neighbor: str, value: int) -> None:
-    a = analyze(sql, schema=SCHEMA, neighbor=neighbor)
+    # 2 s: the join's search takes about 0.5 s alone, and must still finish beside other
+    # test workers
+    a = analyze(sql, schema=SCHEMA, neighbor=neighbor, witness_time=2)
     assert a.upper == value and a.lower == value and a.tight and not a.lower_note
     w = a.witness
     assert isinstance(w, AggregateWitness)

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cqsens.pipeline import analyze
+from tests.conftest import scaled_examples
 
 DDL = "CREATE TABLE R (a INTEGER, b INTEGER); CREATE TABLE S (b INTEGER, c INTEGER);"
 JOIN = "SELECT COUNT(*) FROM R r, S s WHERE r.b = s.b"
@@ -63,7 +64,7 @@ def _worst(sql: str, r: list[Row], s: list[Row], kr: int | None, ks: int | None)
 
 @pytest.mark.parametrize(("kr", "ks"), [(None, None), (None, 2), (2, 2), (3, 1)])
 @given(data=st.data())
-@settings(max_examples=30)
+@settings(max_examples=scaled_examples(30))
 def test_bag_joins_are_sound(kr: int | None, ks: int | None, data: st.DataObject) -> None:
     r = data.draw(tables(1, kr))
     s = data.draw(tables(0, ks))

@@ -9,12 +9,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cqsens.batch import analyze_paths, collect_files
+from cqsens.batch import BatchResult, analyze_paths, collect_files
 from cqsens.cli.main import cli
+from cqsens.cli.report import _render
 from cqsens.errors import InputError
 from cqsens.frontend.ddl import load_schema
+from tests.conftest import EXAMPLES, EXAMPLES_BATCH_OPTIONS
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 CONTRACT = {"query", "cq", "core", "free", "aggregate", "connected", "satisfiable", "delta_str",
             "paper", "sensitivity", "explanation"}
 SENSITIVITY = {"upper", "lower", "tight", "neighbor", "l1", "l2"}
@@ -24,11 +25,9 @@ def _valid_number(value: object) -> bool:
     return value == "inf" or value is None or isinstance(value, (int, float))
 
 
-def test_report_json_over_examples(tmp_path: Path) -> None:
-    out = tmp_path / "r.json"
-    result = CliRunner().invoke(cli, ["report", str(EXAMPLES), "-o", str(out)])
-    assert result.exit_code == 0, result.stderr
-    batch = json.loads(out.read_text())
+def test_report_json_over_examples(examples_batch: BatchResult) -> None:
+    # the JSON text `cqsens report examples/ -o r.json` writes, of the session's one analysis
+    batch = json.loads(_render(examples_batch.as_dict(), "json"))
     files, _ = collect_files([EXAMPLES])
     assert batch["summary"]["total"] == len(files) > 10
     # the only errors are the TPC-H queries cqsens rejects, each with the construct named
@@ -87,11 +86,14 @@ def test_exit_codes_and_strict(tmp_path: Path) -> None:
     assert runner.invoke(cli, ["report", str(good), "-o", str(tmp_path / "r.txt")]).exit_code == 2
 
 
-def test_jobs_do_not_change_the_output(tmp_path: Path) -> None:
-    # a generous witness time: the witness search's work budget, not the clock, decides
-    one = analyze_paths([EXAMPLES], jobs=1, timeout=20, witness_time=10)
-    two = analyze_paths([EXAMPLES], jobs=2, timeout=20, witness_time=10)
-    assert json.dumps(one.rows, sort_keys=True) == json.dumps(two.rows, sort_keys=True)
+@pytest.mark.slow
+def test_jobs_do_not_change_the_output(examples_batch: BatchResult) -> None:
+    # examples_batch ran with jobs=2 and a generous witness time: the witness search's work
+    # budget, not the clock, decides
+    one = analyze_paths([EXAMPLES], jobs=1, **EXAMPLES_BATCH_OPTIONS)
+    assert examples_batch.options == one.options
+    assert json.dumps(one.rows, sort_keys=True) == json.dumps(examples_batch.rows,
+                                                               sort_keys=True)
 
 
 def test_timeout_is_a_row(tmp_path: Path) -> None:
@@ -102,20 +104,33 @@ def test_timeout_is_a_row(tmp_path: Path) -> None:
     assert result.rows[0]["status"] == "timeout" and "timed out" in result.rows[0]["error"]
 
 
-def test_report_html_and_markdown_over_examples(tmp_path: Path) -> None:
-    runner = CliRunner()
-    html = tmp_path / "report.html"
-    result = runner.invoke(cli, ["report", str(EXAMPLES), "-o", str(html), "--jobs", "2"])
-    assert result.exit_code == 0, result.stderr
-    text = html.read_text()
+def test_report_html_and_markdown_over_examples(examples_batch: BatchResult) -> None:
+    # the HTML and Markdown texts `cqsens report examples/ -o report.html|.md` write
+    batch = examples_batch.as_dict()
+    text = _render(batch, "html")
     files, _ = collect_files([EXAMPLES])
     # one drawing per analysed query: all but the TPC-H queries cqsens rejects
     published = [f for f in files if "tpch/queries" in str(f)]
     assert len(files) - len(published) <= text.count('<svg class="drawing"') <= len(files)
     assert "<script src" not in text and "http://" not in text.replace("http://www.w3.org", "")
-    md = tmp_path / "report.md"
-    assert runner.invoke(cli, ["report", str(EXAMPLES), "-o", str(md)]).exit_code == 0
-    assert md.read_text().count("examples/") >= len(files) or md.read_text().count(".sql") > 5
+    md = _render(batch, "md")
+    assert md.count("examples/") >= len(files) or md.count(".sql") > 5
+
+
+def test_report_html_and_markdown_files_with_jobs(tmp_path: Path) -> None:
+    """The command writes the format its output's suffix names, whatever --jobs is."""
+    folder = _broken_folder(tmp_path)
+    runner = CliRunner()
+    html, md = tmp_path / "report.html", tmp_path / "report.md"
+    result = runner.invoke(cli, ["report", str(folder), "-o", str(html), "--jobs", "2"])
+    assert result.exit_code == 0, result.stderr
+    text = html.read_text()
+    assert text.startswith("<!DOCTYPE html>") and text.count('<svg class="drawing"') == 2
+    assert "good.sql" in text and "bad.sql" in text
+    assert runner.invoke(cli, ["report", str(folder), "-o", str(md)]).exit_code == 0
+    text = md.read_text()
+    assert text.startswith("# cqsens report\n") and "| 4 | 1 | 1 | 2 | 0 | 2 |" in text
+    assert all(f"{folder.name}/{name}" in text for name in ("good.sql", "bad.sql", "join.cq"))
 
 
 def test_no_limit_and_a_huge_limit_are_the_same(tmp_path: Path) -> None:

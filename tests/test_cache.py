@@ -16,6 +16,7 @@ from cqsens.logs import Record, ShapeCache, analyse_log
 from cqsens.pipeline import analyze
 from cqsens.witness.certificate import is_witness
 from cqsens.witness.model import Witness
+from tests.conftest import scaled_examples
 
 SCHEMA = str(Path(__file__).resolve().parents[1] / "examples/hospital/schema.sql")
 SHAPES = [
@@ -49,7 +50,8 @@ def _same(row: dict[str, object], fresh: dict[str, object]) -> None:
         sorted(" ".join(fresh["explanation"]).split())
 
 
-@settings(max_examples=25, deadline=None)
+@pytest.mark.slow
+@settings(max_examples=scaled_examples(25), deadline=None)
 @given(shape=st.sampled_from(SHAPES),
        values=st.lists(st.tuples(st.integers(-3, 200), st.integers(-3, 200),
                                  st.sampled_from(["F", "M", "NY", "a'b", "z"])),
@@ -149,7 +151,7 @@ def _sql(shape: str, values: tuple[int, int, int, str, date, int]) -> str:
                         d2=(day + timedelta(days=days)).isoformat())
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=scaled_examples(40), deadline=None)
 @given(shape=st.sampled_from(RANGE_SHAPES), values=st.lists(_values_of, min_size=2, max_size=5))
 def test_cached_upper_equals_fresh_upper_on_ranges_dates_and_like(
         shape: tuple[str, str], values: list[tuple[int, int, int, str, date, int]]) -> None:
@@ -209,7 +211,7 @@ def _captured(monkeypatch: pytest.MonkeyPatch) -> dict[str, Witness]:
     return seen
 
 
-@settings(max_examples=6, deadline=None,
+@settings(max_examples=scaled_examples(6), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(index=st.sampled_from([0, 1, 2, 3, 6]),
        values=st.lists(_values_of, min_size=3, max_size=6))

@@ -1,28 +1,18 @@
 """Live databases: reflection, dependency checks and fan-outs on SQLite and PostgreSQL.
 
-No mocks: SQLite runs on temporary files; PostgreSQL on a throwaway cluster
-that a session fixture creates with ``initdb`` and starts with ``pg_ctl`` on a
-free loopback port (as the ``postgres`` user when the tests run as root), with
-a password and SCRAM authentication on 127.0.0.1.  Without the server binaries
-the PostgreSQL tests skip, unless ``CQSENS_REQUIRE_POSTGRES=1`` (CI), which
-makes them fail instead.  Expected fan-outs and violations are computed in
-Python from the example's INSERT rows.
+No mocks: SQLite runs on temporary files; PostgreSQL on the throwaway cluster
+of the session fixture ``pg_server`` (tests/conftest.py, tests/postgres.py).
+Without the server binaries the PostgreSQL tests skip, unless
+``CQSENS_REQUIRE_POSTGRES=1`` (CI), which makes them fail instead.  Expected
+fan-outs and violations are computed in Python from the example's INSERT rows.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import pwd
 import re
 import secrets
-import shutil
-import socket
 import sqlite3
-import subprocess
-import tempfile
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -46,6 +36,7 @@ from cqsens.frontend.ddl import load_schema
 from cqsens.frontend.parse_cq import parse_dependencies
 from cqsens.ir.dependencies import Dependency, Sigma, violations
 from cqsens.ir.schema import Schema
+from tests.postgres import PG_USER, PgServer, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 HOSPITAL = ROOT / "examples" / "hospital"
@@ -305,122 +296,6 @@ def test_mask_url_hides_passwords() -> None:
 
 # --------------------------------------------------------------------------- PostgreSQL
 
-PG_USER = "cqsens"
-
-
-@dataclass(frozen=True)
-class PgServer:
-    """A throwaway PostgreSQL cluster on 127.0.0.1."""
-
-    port: int
-    password: str
-
-    def url(self, dbname: str = "postgres", *, password: str | None = None,
-            scheme: str = "postgresql") -> str:
-        pw = self.password if password is None else password
-        return f"{scheme}://{PG_USER}:{pw}@127.0.0.1:{self.port}/{dbname}"
-
-
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CQSENS_REQUIRE_POSTGRES", "") not in ("", "0"):
-        pytest.fail(f"PostgreSQL required (CQSENS_REQUIRE_POSTGRES) but {reason}")
-    pytest.skip(reason)
-
-
-def _pg_bindir() -> Path | None:
-    found = shutil.which("initdb")
-    if found and shutil.which("pg_ctl"):
-        return Path(found).resolve().parent
-    candidates = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"),
-                        key=lambda p: [int(x) for x in re.findall(r"\d+", p.parent.parent.name)],
-                        reverse=True)
-    for initdb in candidates:
-        if (initdb.parent / "pg_ctl").exists():
-            return initdb.parent
-    return None
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.fixture(scope="session")
-def pg_server() -> Iterator[PgServer]:
-    bindir = _pg_bindir()
-    if bindir is None:
-        _unavailable("PostgreSQL server binaries (initdb, pg_ctl) not found: "
-                     "apt-get install -y postgresql")
-    assert bindir is not None
-    try:
-        import psycopg  # noqa: F401
-    except ImportError:
-        _unavailable("psycopg 3 is not installed: pip install 'psycopg[binary]'")
-    prefix: list[str] = []
-    owner: pwd.struct_passwd | None = None
-    if os.geteuid() == 0:  # initdb refuses root: run the cluster as 'postgres'
-        try:
-            owner = pwd.getpwnam("postgres")
-        except KeyError:
-            _unavailable("running as root and there is no 'postgres' user to run the server")
-        runuser = shutil.which("runuser")
-        if runuser is None:
-            _unavailable("running as root and runuser is missing")
-        prefix = [str(runuser), "-u", "postgres", "--"]
-    tmp = Path(tempfile.mkdtemp(prefix="cqsens-pg-"))
-    password = "pw-" + secrets.token_hex(8)
-    pwfile = tmp / "pwfile"
-    pwfile.write_text(password + "\n")
-    if owner is not None:
-        for path in (tmp, pwfile):
-            os.chown(path, owner.pw_uid, owner.pw_gid)
-    data = tmp / "data"
-    port = _free_port()
-    started = False
-    try:
-        init = subprocess.run(
-            [*prefix, str(bindir / "initdb"), "-D", str(data), "-U", PG_USER,
-             f"--pwfile={pwfile}", "--auth-local=trust", "--auth-host=scram-sha-256",
-             "-E", "UTF8", "--locale=C", "--no-sync"],
-            capture_output=True, text=True, timeout=120, check=False)
-        pwfile.unlink()
-        if init.returncode != 0:
-            pytest.fail(f"initdb failed: {init.stderr or init.stdout}")
-        options = (f"-p {port} -k {tmp} -c listen_addresses=127.0.0.1 -c fsync=off "
-                   "-c full_page_writes=off -c synchronous_commit=off")
-        start = subprocess.run(
-            [*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-l", str(tmp / "log"),
-             "-w", "-t", "60", "-o", options, "start"],
-            capture_output=True, text=True, timeout=120, check=False)
-        log = (tmp / "log").read_text() if (tmp / "log").exists() else ""
-        if start.returncode != 0:
-            pytest.fail(f"pg_ctl start failed: {start.stderr or start.stdout}\n{log}")
-        started = True
-        yield PgServer(port, password)
-    finally:
-        if started:
-            subprocess.run([*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate",
-                            "-w", "stop"], capture_output=True, timeout=60, check=False)
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-@pytest.fixture(scope="session")
-def pg_urls(pg_server: PgServer) -> tuple[str, str]:
-    import sqlalchemy as sa
-
-    engine = sa.create_engine(pg_server.url(scheme="postgresql+psycopg"),
-                              isolation_level="AUTOCOMMIT")
-    with engine.connect() as conn:
-        for name in ("hospital", "hospital_bad"):
-            conn.execute(sa.text(f"CREATE DATABASE {name}"))
-    engine.dispose()
-    clean, bad = pg_server.url("hospital"), pg_server.url("hospital_bad")
-    load_sql_file(clean, SCHEMA_SQL, DATA_SQL)
-    load_sql_file(bad, SCHEMA_SQL, BAD_SQL)
-    return clean, bad
-
-
 def test_pg_reflection_equals_the_ddl(pg_urls: tuple[str, str]) -> None:
     reflected = reflect_schema(pg_urls[0])
     assert [r.name for r in reflected.relations] == ["hos", "pat", "doc", "patdoc"]  # folded
@@ -511,7 +386,7 @@ def test_pg_wrong_password_is_masked(pg_server: PgServer) -> None:
 
 
 def test_pg_unreachable_and_missing_database(pg_server: PgServer) -> None:
-    closed = _free_port()
+    closed = free_port()
     url = f"postgresql://{PG_USER}:{pg_server.password}@127.0.0.1:{closed}/hospital"
     code, out, err = run_profile("--db", url)
     line = one_line(err)

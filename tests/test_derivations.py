@@ -215,10 +215,11 @@ def test_shared_options_branch_on_the_error_type(tmp_path: Path) -> None:
 
     with pytest.raises(SchemaNeededError):
         parse_dependency("orders[uid->oid]", schema=None, kind="fd", source="--fd")
-    shared = {"schema": None, "dialect": None, "constraints": None, "bounds": ()}
-    assert check_shared_options(fds=("orders[uid->oid]",), cds=(), **shared) is None
+    from cqsens.settings import Settings
+
+    assert check_shared_options(Settings(fds=("orders[uid->oid]",)), schema=None) is None
     with pytest.raises(click.UsageError):
-        check_shared_options(fds=("orders[0->1]",), cds=(), **shared)
+        check_shared_options(Settings(fds=("orders[0->1]",)), schema=None)
     with pytest.raises(DependencyError) as err:
         parse_dependency("orders[0->1]", schema=None, kind="fd", source="--fd")
     assert not isinstance(err.value, SchemaNeededError)

@@ -74,6 +74,7 @@ def test_analyze_cq_text(text: str, deps: list[str], lower: list[str]) -> None:
     check_run(run_cli(args), json_out=True)
 
 
+@pytest.mark.slow
 @fuzz(200)
 @given(case=sql_texts(), lower=_LOWER)
 def test_analyze_sql_text(case: tuple[str, str], lower: list[str], tmp_path: Path) -> None:
@@ -195,6 +196,7 @@ def test_profile(constraints: str, deps: list[str], ddl: str | None, fmt: str,
         check_json(run.out, "stdout")
 
 
+@pytest.mark.slow
 @fuzz(250)
 @given(query=st.one_of(cq_texts().map(lambda t: ("cq", t, None)),
                        sql_texts().map(lambda c: ("sql", c[0], c[1] or None))),

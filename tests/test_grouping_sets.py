@@ -16,6 +16,7 @@ from cqsens.errors import UnsupportedQueryError
 from cqsens.frontend.ddl import schema_from_ddl
 from cqsens.frontend.parse_sql import parse_query
 from cqsens.ir.compound import CompoundQuery
+from tests.conftest import scaled_examples
 from tests.oracle import Rows, sql_sensitivity
 from tests.test_union import CANDIDATES, CDS, DDL, _ok, databases
 
@@ -39,7 +40,7 @@ CASES = [
 
 @pytest.mark.parametrize(("sql", "sets"), CASES)
 @pytest.mark.parametrize("neighbor", ["add-remove", "substitute"])
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=scaled_examples(12), deadline=None)
 @given(db=databases)
 def test_grouping_sets_are_sound(sql: str, sets: list[str], neighbor: str, db: Rows) -> None:
     a = cqsens.analyze(sql, schema=DDL, cds=CDS, neighbor=neighbor, prove_lower=False)

@@ -29,7 +29,7 @@ from cqsens.frontend.ddl import schema_from_ddl
 from cqsens.frontend.parse_cq import parse_cq
 from cqsens.ir.schema import Schema
 from cqsens.report.init import schema_sql
-from tests.test_database import PgServer, pg_server  # noqa: F401 - the PostgreSQL fixture
+from tests.postgres import PgServer
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOP = ROOT / "examples" / "shop"
@@ -126,6 +126,7 @@ def _shape(schema: Schema) -> list[tuple[object, ...]]:
              r.not_null, frozenset(r.foreign_keys)) for r in schema.relations]
 
 
+@pytest.mark.slow
 @given(st.lists(st.integers(0, 6), min_size=1, max_size=12),
        st.lists(st.integers(0, 4), max_size=40))
 def test_rows_per_person_are_the_counts_in_the_data(orders: list[int], items: list[int]) -> None:
@@ -307,7 +308,7 @@ def _inserts(db: Path) -> str:
 
 
 def test_init_on_postgresql_gives_the_same_file_and_results(
-        tmp_path: Path, pg_server: PgServer) -> None:  # noqa: F811
+        tmp_path: Path, pg_server: PgServer) -> None:
     import sqlalchemy as sa
 
     db = _shop_db(tmp_path / "shop.db", 25, random.Random(13))

@@ -23,6 +23,7 @@ from cqsens.cli.main import cli
 from cqsens.db import load_sql_file
 from cqsens.release import noise
 from cqsens.release.ledger import open_ledger, read_ledger, spent, zcdp_dp_epsilon
+from tests.conftest import scaled_examples
 
 ROOT = Path(__file__).resolve().parents[1]
 HOSPITAL = ROOT / "examples" / "hospital"
@@ -239,7 +240,7 @@ def test_a_release_mixing_gaussian_and_laplace_measurements(hospital: str,
     assert expected <= data["ledger"]["epsilon_spent"] <= expected * (1 + 1e-9)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=scaled_examples(40), deadline=None)
 @given(rho=st.floats(1e-6, 20.0), delta=st.floats(1e-12, 0.5))
 def test_zcdp_conversion_is_openDPs_and_never_below_it(rho: float, delta: float) -> None:
     import opendp.prelude as dp
@@ -257,7 +258,7 @@ def test_zcdp_conversion_is_openDPs_and_never_below_it(rho: float, delta: float)
     assert ours <= noise.zcdp_epsilon(rho_opendp, delta)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=scaled_examples(25), deadline=None)
 @given(milli=st.lists(st.integers(1, 2000), min_size=1, max_size=6))
 def test_a_budget_equal_to_the_decimal_sum_is_met_exactly(milli: list[int]) -> None:
     """ε = k/1000 each (as typed): a budget of their decimal sum takes them all, no more."""

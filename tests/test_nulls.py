@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cqsens.pipeline import analyze
+from tests.conftest import scaled_examples
 
 LOW, HIGH = 5, 10
 SCHEMA = (f"CREATE TABLE T (id INTEGER PRIMARY KEY, v INTEGER CHECK (v BETWEEN {LOW} AND {HIGH}),"
@@ -53,7 +54,7 @@ def _worst(kind: str, values: list[int | None], neighbor: str,
 @pytest.mark.parametrize("kind", ["sum", "median", "avg"])
 @pytest.mark.parametrize("neighbor", ["add-remove", "substitute"])
 @given(st.lists(st.sampled_from(VALUES), min_size=1, max_size=5))
-@settings(max_examples=40)
+@settings(max_examples=scaled_examples(40))
 def test_nullable_column_bounds_hold(kind: str, neighbor: str, values: list[int | None]) -> None:
     a = analyze(f"SELECT {kind.upper()}(t.v) FROM T t", schema=SCHEMA, neighbor=neighbor,
                 prove_lower=False, rows=len(values) if neighbor == "substitute" else None)
@@ -62,7 +63,7 @@ def test_nullable_column_bounds_hold(kind: str, neighbor: str, values: list[int 
 
 @pytest.mark.parametrize("kind", ["sum", "median"])
 @given(st.lists(st.sampled_from([LOW, 7, HIGH]), min_size=1, max_size=5))
-@settings(max_examples=40)
+@settings(max_examples=scaled_examples(40))
 def test_not_null_column_keeps_the_tight_rules(kind: str, values: list[int | None]) -> None:
     a = analyze(f"SELECT {kind.upper()}(t.w) FROM T t", schema=SCHEMA, neighbor="substitute",
                 prove_lower=False, rows=len(values))

@@ -17,6 +17,7 @@ from hypothesis import given, settings
 
 import cqsens
 from cqsens.errors import UnsupportedQueryError
+from tests.conftest import scaled_examples
 from tests.oracle import Rows, released, sql_sensitivity
 from tests.test_union import CANDIDATES, CDS, DDL, _ok, databases
 
@@ -41,7 +42,7 @@ CASES = [
 
 @pytest.mark.parametrize("sql", CASES)
 @pytest.mark.parametrize("neighbor", ["add-remove", "substitute"])
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=scaled_examples(12), deadline=None)
 @given(db=databases)
 def test_outer_joins_are_sound(sql: str, neighbor: str, db: Rows) -> None:
     a = cqsens.analyze(sql, schema=DDL, cds=CDS, neighbor=neighbor, prove_lower=False)

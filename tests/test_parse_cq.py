@@ -38,6 +38,7 @@ def test_invalid(text: str) -> None:
 _FUZZ = Lark(grammar_text(), start="query", parser="lalr")
 
 
+@pytest.mark.slow
 @given(from_lark(_FUZZ, start="query"))
 def test_fuzzed_text_parses_or_raises_input_error(text: str) -> None:
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 
+import pytest
 from hypothesis import assume, given, note, settings
 from hypothesis import strategies as st
 
@@ -161,6 +162,7 @@ def joined_queries(draw: st.DrawFn) -> CQ:
     return CQ.of(head, atoms)
 
 
+@pytest.mark.slow
 @settings(max_examples=monotone_examples())
 @given(data=st.data())
 def test_more_knowledge_never_gives_a_worse_bound(data: st.DataObject) -> None:

@@ -120,6 +120,7 @@ def _databases(rng: random.Random, world: World) -> list[DB]:
 # person level
 
 
+@pytest.mark.slow
 @settings(max_examples=EXAMPLES)
 @given(data=st.data())
 def test_person_add_remove_is_sound(data: st.DataObject) -> None:
@@ -134,6 +135,7 @@ def test_person_add_remove_is_sound(data: st.DataObject) -> None:
             assert a.upper == a.l1 or a.aggregates[0].kind != "count"
 
 
+@pytest.mark.slow
 @settings(max_examples=EXAMPLES)
 @given(data=st.data())
 def test_person_substitute_is_sound(data: st.DataObject) -> None:
@@ -150,6 +152,7 @@ def test_person_substitute_is_sound(data: st.DataObject) -> None:
 # row level, with foreign keys
 
 
+@pytest.mark.slow
 @settings(max_examples=EXAMPLES)
 @given(data=st.data())
 def test_row_add_remove_with_foreign_keys_is_sound(data: st.DataObject) -> None:
@@ -162,6 +165,7 @@ def test_row_add_remove_with_foreign_keys_is_sound(data: st.DataObject) -> None:
         _check_moves(world, query, db, moves, a.l1, a.l2, "row add/remove")
 
 
+@pytest.mark.slow
 @settings(max_examples=EXAMPLES)
 @given(data=st.data())
 def test_row_substitute_with_foreign_keys_is_sound(data: st.DataObject) -> None:

@@ -32,7 +32,7 @@ from cqsens.frontend.ddl import schema_from_ddl
 from cqsens.frontend.parse_cq import ROWS, parse_dependency
 from cqsens.ir.dependencies import AnyDependency, Dependency, MultiDependency
 from cqsens.ir.schema import Schema
-from tests.test_database import PgServer, pg_server  # noqa: F401 - fixture
+from tests.postgres import PgServer
 
 SCHEMA_DDL = """
 CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT);
@@ -94,7 +94,7 @@ def sqlite_db(tmp_path_factory: pytest.TempPathFactory) -> MakeDb:
 
 
 @pytest.fixture(scope="module")
-def pg_db(pg_server: PgServer) -> MakeDb:  # noqa: F811
+def pg_db(pg_server: PgServer) -> MakeDb:
     import sqlalchemy as sa
 
     counter = itertools.count()
@@ -383,6 +383,7 @@ def python_check(rows: Sequence[tuple[object, ...]], d: AnyDependency
     return len(counts), max(counts.values(), default=0), len(bad), shown
 
 
+@pytest.mark.slow
 @given(TABLES)
 def test_checks_agree_with_python(tables: tuple[list[tuple[int | None, ...]],
                                                 list[tuple[int, int]]]) -> None:

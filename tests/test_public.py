@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from cqsens.cli import cli
 from cqsens.errors import InputError
 from cqsens.pipeline import analyze
+from tests.conftest import scaled_examples
 
 DDL = ("CREATE TABLE products (id INTEGER PRIMARY KEY, cat INTEGER); "
        "CREATE TABLE categories (id INTEGER PRIMARY KEY, name TEXT);")
@@ -32,7 +33,7 @@ def _count(products: list[tuple[int, int]], categories: list[int]) -> int:
 
 @given(st.dictionaries(st.integers(1, 6), st.sampled_from(CATS), max_size=5),
        st.lists(st.sampled_from(CATS), unique=True))
-@settings(max_examples=40)
+@settings(max_examples=scaled_examples(40))
 def test_only_private_rows_move(products: dict[int, int], categories: list[int]) -> None:
     rows = sorted(products.items())
     base = _count(rows, categories)

@@ -23,6 +23,7 @@ from cqsens.frontend.parse_sql import parse_sql
 from cqsens.ir.expr import Arith, Kind, Literal, Slot
 from cqsens.release.intervals import Interval, Unbounded, expression_range
 from cqsens.release.values import aggregate_bound, expression_bound, expression_nullable
+from tests.conftest import scaled_examples
 
 DDL = """
 CREATE TABLE r (k INTEGER PRIMARY KEY, a INTEGER NOT NULL CHECK (a BETWEEN 0 AND 3),
@@ -144,8 +145,9 @@ CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("sql", "count_sql"), CASES)
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=scaled_examples(15), deadline=None)
 @given(db=databases)
 def test_expression_aggregates_are_sound(sql: str, count_sql: str,
                                          db: dict[str, set[tuple[int, ...]]]) -> None:
@@ -282,7 +284,7 @@ def test_or_with_a_common_conjunct_joins() -> None:
      "SELECT s.c AS g, SUM(r.a), COUNT(*) FROM r JOIN s ON s.r = r.k GROUP BY s.c"),
     ("SELECT 2 * COUNT(*) FROM r", "SELECT COUNT(*) FROM r"),
 ])
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=scaled_examples(10), deadline=None)
 @given(db=databases)
 def test_arithmetic_over_aggregates_releases_each(combined: str, released: str,
                                                   db: dict[str, set[tuple[int, ...]]]) -> None:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 import sqlite3
+from fractions import Fraction
 
 import pytest
 from hypothesis import given, note, settings
@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from cqsens.errors import InputError
 from cqsens.pipeline import analyze
+from tests.conftest import scaled_examples
 
 SCHEMA = "examples/hospital/schema.sql"
 
@@ -81,7 +82,7 @@ def test_contributions_multiply() -> None:
     assert analyze("SELECT COUNT(*) FROM Pat", schema=SCHEMA, contributions=3).l1 == 3
 
 
-@settings(max_examples=80)
+@settings(max_examples=scaled_examples(80))
 @given(data=st.data())
 def test_join_sum_brute_force(data: st.DataObject) -> None:
     """SUM(R.v) over R(a, v) ⋈ S(a, b) with S[1->2]<=d: no move exceeds the reported ℓ1."""
@@ -166,7 +167,7 @@ def test_count_star_of_one_table_under_substitution_is_zero() -> None:
                 min_size=1, max_size=4),
        st.tuples(st.sampled_from([None, 1, 2]), st.sampled_from([None, 1, 2])),
        st.integers(0, 3))
-@settings(max_examples=40)
+@settings(max_examples=scaled_examples(40))
 def test_count_star_substitution_brute_force(rows: list[tuple[int | None, int | None]],
                                              new: tuple[int | None, int | None],
                                              index: int) -> None:

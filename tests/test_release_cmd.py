@@ -22,7 +22,7 @@ from cqsens.db import load_sql_file
 from cqsens.release import noise
 from cqsens.release.keys import key_text, read_keys
 from cqsens.release.ledger import Entry, read_ledger, spent, zcdp_dp_epsilon
-from tests.test_database import PgServer, pg_server  # noqa: F401 - the PostgreSQL fixture
+from tests.postgres import PgServer
 
 ROOT = Path(__file__).resolve().parents[1]
 HOSPITAL = ROOT / "examples" / "hospital"

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from cqsens.cli.main import cli
-from tests.test_database import PgServer, pg_server, pg_urls  # noqa: F401 - fixtures
+from tests.postgres import PgServer
 
 HOSPITAL = Path(__file__).resolve().parents[1] / "examples" / "hospital"
 ONCOLOGY = HOSPITAL / "oncology.sql"
@@ -22,7 +22,7 @@ MARK = "PW9"
 
 
 @pytest.fixture(scope="module")
-def hostile_url(pg_server: PgServer, pg_urls: tuple[str, str]) -> str:  # noqa: F811
+def hostile_url(pg_server: PgServer, pg_urls: tuple[str, str]) -> str:
     import sqlalchemy as sa
 
     engine = sa.create_engine(pg_server.url("hospital", scheme="postgresql+psycopg"),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
@@ -33,6 +34,7 @@ def _check(cq, sigma, db, upper):  # type: ignore[no-untyped-def]
     assert observed <= upper
 
 
+@pytest.mark.slow
 @settings(max_examples=soundness_examples())
 @given(data=st.data())
 def test_delta_str_is_sound(data: st.DataObject) -> None:
@@ -45,6 +47,7 @@ def test_delta_str_is_sound(data: st.DataObject) -> None:
     assert a.delta_str == a.upper
 
 
+@pytest.mark.slow
 @settings(max_examples=soundness_examples())
 @given(data=st.data())
 def test_upper_bound_with_dependencies_is_sound(data: st.DataObject) -> None:
@@ -60,6 +63,7 @@ def test_upper_bound_with_dependencies_is_sound(data: st.DataObject) -> None:
     assert a.upper <= a.delta_str
 
 
+@pytest.mark.slow
 @settings(max_examples=soundness_examples())
 @given(data=st.data())
 def test_self_join_heavy_queries_are_sound(data: st.DataObject) -> None:
@@ -108,6 +112,7 @@ def composite_dependencies(draw: st.DrawFn, cq: CQ) -> Sigma:
     return Sigma.of([*base, *multi])
 
 
+@pytest.mark.slow
 @settings(max_examples=soundness_examples() // 2)
 @given(data=st.data())
 def test_composite_dependencies_are_sound(data: st.DataObject) -> None:
@@ -134,6 +139,7 @@ def rows_and_keys(draw: st.DrawFn, cq: CQ) -> Sigma:
     return Sigma.of(base)
 
 
+@pytest.mark.slow
 @settings(max_examples=soundness_examples() // 2)
 @given(data=st.data())
 def test_cheapest_derivation_is_sound(data: st.DataObject) -> None:

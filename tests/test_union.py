@@ -19,6 +19,7 @@ from cqsens.engine.rules import Rule
 from cqsens.errors import UnsupportedQueryError
 from cqsens.frontend.parse_sql import parse_query, parse_sql
 from cqsens.ir.compound import CompoundQuery
+from tests.conftest import scaled_examples
 from tests.oracle import Rows, released, sql_sensitivity
 
 DDL = """
@@ -96,7 +97,7 @@ CASES = [
 
 @pytest.mark.parametrize(("sql", "sides"), CASES)
 @pytest.mark.parametrize("neighbor", ["add-remove", "substitute"])
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=scaled_examples(12), deadline=None)
 @given(db=databases)
 def test_set_operations_are_sound(sql: str, sides: list[str], neighbor: str, db: Rows) -> None:
     a = cqsens.analyze(sql, schema=DDL, cds=CDS, neighbor=neighbor, prove_lower=False)

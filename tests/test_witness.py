@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from cqsens.cli.main import cli
 from cqsens.pipeline import analyze
 from cqsens.witness import is_witness, to_sql_script
+from tests.conftest import scaled_examples
 from tests.strategies import cqs, dependencies_for
 
 ONCOLOGY = "Q(xdoc) :- Doc(xdoc, 'O', xhos), Pat(xpat, 'F', xhos), PatDoc(xpat, xdoc)."
@@ -107,7 +108,7 @@ def test_witness_command_usage() -> None:
     assert result.exit_code == 2
 
 
-@settings(max_examples=40)
+@settings(max_examples=scaled_examples(40))
 @given(data=st.data())
 def test_every_witness_checks_out(data: st.DataObject) -> None:
     cq = data.draw(cqs(max_atoms=4))

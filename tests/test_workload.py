@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 import cqsens.pipeline
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -16,6 +18,7 @@ QUERIES = ROOT / "examples" / "tpch" / "queries"
 EXPRESSIONS = {"q01.sql", "q03.sql", "q05.sql", "q06.sql", "q10.sql", "q12.sql", "q19.sql"}
 
 
+@pytest.mark.slow
 def test_tpch_coverage() -> None:
     outcomes = {o.query: o for o in run_workload(QUERIES)}
     assert sorted(outcomes) == [f"q{i:02d}.sql" for i in range(1, 23)]
@@ -36,6 +39,7 @@ def test_tpch_coverage() -> None:
     assert "| q04.sql | analysed | 1 |" in table and "of 22 analysed" in table
 
 
+@pytest.mark.slow
 def test_tpch_under_its_standard_privacy_configuration() -> None:
     """One person is a customer (examples/tpch/standard/cqsens.toml): 14 of 22 analysed, each one
     bounded; q16's NOT IN reads only public tables, so it changes by nothing; q21's NOT EXISTS
