@@ -19,7 +19,8 @@ from contextvars import ContextVar
 
 from cqsens.errors import TimeLimitError
 
-__all__ = ["checkpoint", "deadline", "remaining", "search_stop", "work_units"]
+__all__ = ["HARD_STOP", "HARD_STOP_MARGIN", "checkpoint", "deadline", "remaining", "search_stop",
+           "work_units"]
 
 _DEADLINE: ContextVar[tuple[float, float]] = ContextVar("cqsens_deadline",
                                                         default=(math.inf, math.inf))
@@ -58,10 +59,11 @@ def checkpoint(stage: str) -> None:
 
 
 #: A search given ``seconds`` is stopped by the clock only past ``HARD_STOP * seconds + 1``
-#: seconds: its own work budget (:func:`work_units`) ends it first on any machine that is
-#: not several times slower or busier than a typical core, so its result is the same
-#: from run to run.
+#: seconds (and never more than ``HARD_STOP_MARGIN`` seconds past its budget): its own work
+#: budget (:func:`work_units`) ends it first on any machine that is not several times
+#: slower or busier than a typical core, so its result is the same from run to run.
 HARD_STOP = 4
+HARD_STOP_MARGIN = 5.0
 
 
 def work_units(seconds: float, per_second: int) -> int:
@@ -77,6 +79,8 @@ def work_units(seconds: float, per_second: int) -> int:
 
 def search_stop(seconds: float) -> float:
     """The monotonic time at which a search given ``seconds`` is stopped by the clock
-    whatever its work budget: ``HARD_STOP * seconds + 1`` from now, or the analysis's
-    deadline if sooner."""
-    return time.monotonic() + min(HARD_STOP * max(seconds, 0.0) + 1.0, max(remaining(), 0.0))
+    whatever its work budget: ``HARD_STOP * seconds + 1`` from now but at most
+    ``seconds + HARD_STOP_MARGIN``, or the analysis's deadline if sooner."""
+    seconds = max(seconds, 0.0)
+    late = min(HARD_STOP * seconds + 1.0, seconds + HARD_STOP_MARGIN)
+    return time.monotonic() + min(late, max(remaining(), 0.0))

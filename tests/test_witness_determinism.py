@@ -12,7 +12,7 @@ import pytest
 import cqsens
 import cqsens.witness.aggregate_search as aggregate_search
 import cqsens.witness.search as search
-from cqsens.budget import HARD_STOP, search_stop, work_units
+from cqsens.budget import HARD_STOP, HARD_STOP_MARGIN, search_stop, work_units
 
 SCHEMA = str(Path(__file__).resolve().parents[1] / "examples/hospital/schema.sql")
 QUERIES = [
@@ -63,5 +63,7 @@ def test_the_work_follows_the_budget_and_the_clock_stops_only_far_past_it() -> N
     before = time.monotonic()
     stop = search_stop(0.5)
     assert HARD_STOP * 0.5 + 1.0 <= stop - before <= HARD_STOP * 0.5 + 1.0 + 0.5
+    before = time.monotonic()
+    assert 30 + HARD_STOP_MARGIN <= search_stop(30) - before <= 30 + HARD_STOP_MARGIN + 0.5
     with cqsens.budget.deadline(0.2):  # an analysis's own deadline still comes first
         assert search_stop(0.5) - time.monotonic() <= 0.2

@@ -265,7 +265,7 @@ def witness_time_option(default: float) -> _Decorator:
                         help="Budget of the witness search, as the work a typical core "
                              "does in that many seconds (the same seed and budget give "
                              "the same witness on any machine; the clock stops it only at "
-                             "4 x the budget + 1 s).")
+                             "4 x the budget + 1 s, at most 5 s past it).")
 
 
 def ledger_option(help: str) -> _Decorator:
