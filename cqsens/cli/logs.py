@@ -13,6 +13,7 @@ import click
 
 from cqsens.cli.exits import EXIT_INPUT, EXIT_OK, fail
 from cqsens.cli.output import write_output
+from cqsens.cli.rendering import render_batch
 from cqsens.errors import InputError
 from cqsens.files import write_atomically, write_text_atomically
 from cqsens.report.common import json_default
@@ -115,9 +116,7 @@ def run_log(inputs: tuple[str, ...], *, target: Path, chosen: str, jobs: int, ti
                      "options": {k: str(v) if isinstance(v, Path) else v
                                  for k, v in settings.reported().items() if k != "schema"},
                      "summary": summary, "skipped": [], "rows": shown}
-            from cqsens.cli.report import _render
-
-            text = _render(batch, chosen)
+            text = render_batch(batch, chosen)
             write_output(output, lambda: write_text_atomically(target, text))
     except InputError as err:
         fail(err)
