@@ -4,7 +4,9 @@
 data scripts are skipped), analyses each with a per-query time limit, and
 returns a :class:`BatchResult` whose rows keep the input order whatever the
 number of worker processes.  A file that fails to parse or is unsupported is a
-row with its error; the batch goes on.  Nothing is rendered here.
+row with its error; the batch goes on.  The runs are :mod:`cqsens.runner`'s (the
+one runner of folders and query logs) and each row is a :class:`cqsens.rows.Row`,
+kept as its JSON object.  Nothing is rendered here.
 """
 
 from __future__ import annotations

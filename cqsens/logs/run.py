@@ -8,7 +8,9 @@ cache key is stored is instantiated from its row template in this process, and
 only a new shape is analysed, in a worker process (``jobs`` > 1) or here.
 Records of a shape already being analysed wait for that analysis instead of
 repeating it.  A record that fails is an error row with its id (``file:line``);
-the run goes on.
+the run goes on.  The time limits, the workers and the ordered streaming are
+:mod:`cqsens.runner`'s, shared with the batch of query files; the rows are
+:class:`cqsens.rows.Row` values until they are yielded as JSON objects.
 """
 
 from __future__ import annotations
