@@ -4,33 +4,33 @@
 data scripts are skipped), analyses each with a per-query time limit, and
 returns a :class:`BatchResult` whose rows keep the input order whatever the
 number of worker processes.  A file that fails to parse or is unsupported is a
-row with its error; the batch goes on.  Nothing is rendered here.
+row with its error; the batch goes on.  The runs are :mod:`cqsens.runner`'s (the
+one runner of folders and query logs) and each row is a :class:`cqsens.rows.Row`,
+kept as its JSON object.  Nothing is rendered here.
 """
 
 from __future__ import annotations
 
 import math
-import multiprocessing
 import os
 import re
-import signal
 import stat
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from cqsens.errors import InputError, TimeLimitError
-from cqsens.ir.exact import exact
+from cqsens.errors import InputError
 from cqsens.ir.schema import Schema
 from cqsens.pipeline import Analysis, analyze_with
+from cqsens.rows import Inputs, Row, no_inputs, summarise
+from cqsens.runner import NO_LIMIT_SECONDS, Ordered, executor, failure, limited
 from cqsens.settings import Settings
 
-__all__ = ["BatchResult", "collect_files", "analyze_paths", "inputs_for", "row_for", "summarise"]
+__all__ = ["NO_LIMIT_SECONDS", "BatchResult", "collect_files", "analyze_paths", "inputs_for",
+           "row_for", "summarise"]
 
-#: A per-query limit above this many seconds (about 31 years) is no limit at all.
-NO_LIMIT_SECONDS = 1e9
 _NOT_A_QUERY = re.compile(r"^\s*(--[^\n]*\n\s*)*(create|insert|drop|alter|copy|begin)\b", re.I)
 
 
@@ -70,38 +70,6 @@ class BatchResult:
         return any(r["status"] == "ok" and r["upper"] == "inf" for r in self.rows)
 
 
-def _bucket(upper: Any) -> str:
-    if upper == "inf" or upper == float("inf"):
-        return "inf"
-    value = exact(upper)  # a number, or its exact JSON string ("0.1", "20/3")
-    if value <= 0:
-        return "0"
-    if value <= 1:
-        return "1"
-    if value <= 10:
-        return "2-10"
-    if value <= 1000:
-        return "11-1000"
-    return ">1000"
-
-
-def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Counts and the distribution of upper bounds."""
-    ok = [r for r in rows if r["status"] == "ok" and r.get("upper") is not None]
-    bounds = {k: 0 for k in ("0", "1", "2-10", "11-1000", ">1000", "inf")}
-    for r in ok:
-        bounds[_bucket(r["upper"])] += 1
-    return {
-        "total": len(rows),
-        "bounded": sum(1 for r in ok if _bucket(r["upper"]) != "inf"),
-        "unbounded": sum(1 for r in ok if _bucket(r["upper"]) == "inf"),
-        "errors": sum(1 for r in rows if r["status"] == "error"),
-        "timed_out": sum(1 for r in rows if r["status"] == "timeout"),
-        "tight": sum(1 for r in ok if r["tight"]),
-        "bounds": bounds,
-    }
-
-
 def collect_files(
     inputs: Iterable[str | Path], *, exclude: Iterable[str | Path] = ()
 ) -> tuple[list[Path], list[str]]:
@@ -136,18 +104,6 @@ def _head(path: Path) -> str:
         return ""
 
 
-class _Timeout(BaseException):
-    """Raised by the alarm; a BaseException so no library's ``except Exception`` swallows it."""
-
-
-def _alarm(signum: int, frame: Any) -> None:  # pragma: no cover - signal handler
-    raise _Timeout
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
 def _source_name(value: Any) -> str | None:
     """Where a schema or constraints option came from: a file name, a database, or inline text."""
     if value is None:
@@ -160,7 +116,7 @@ def _source_name(value: Any) -> str | None:
     return text if "\n" not in text and Path(text).is_file() else "(inline text)"
 
 
-def inputs_for(path: Path, settings: Settings) -> dict[str, Any]:
+def inputs_for(path: Path, settings: Settings) -> Inputs:
     """The schema and constraints a query file is analysed with, as the report names them.
 
     Parameters
@@ -182,38 +138,18 @@ def inputs_for(path: Path, settings: Settings) -> dict[str, Any]:
             "dependencies": [str(d) for d in (*own.fds, *own.cds)]}
 
 
-_NO_INPUTS: dict[str, Any] = {"schema": None, "constraints": None, "dependencies": []}
-
-
-def row_for(path: Path, analysis: Analysis,
-            inputs: dict[str, Any] | None = None) -> dict[str, Any]:
-    """A report row for an analysed file (``inputs``: see :func:`inputs_for`)."""
+def analysed_row(file: str, analysis: Analysis, inputs: Inputs | None = None) -> Row:
+    """The typed report row of an analysed query (``inputs``: see :func:`inputs_for`)."""
     d = analysis.to_dict()
     s = d["sensitivity"]
-    return {
-        "file": str(path),
-        "status": "ok",
-        "error": None,
-        "query": d.get("query"),
-        "inputs": dict(inputs if inputs is not None else _NO_INPUTS),
-        "aggregate": d["aggregate"],
-        "upper": s["upper"],
-        "lower": s["lower"],
-        "tight": s["tight"],
-        "reason": analysis.reason(),
-        "suggestion": d["suggestion"][0] if d["suggestion"] else None,
-        "noise": d.get("noise"),
-        "analysis": d,
-    }
+    return Row(file, "ok", None, d.get("query"), Inputs(**inputs) if inputs else no_inputs(),
+               d["aggregate"], s["upper"], s["lower"], s["tight"], analysis.reason(),
+               d["suggestion"][0] if d["suggestion"] else None, d.get("noise"), d)
 
 
-def _error_row(path: Path, status: str, message: str,
-               inputs: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {"file": str(path), "status": status, "error": message,
-            "query": _head(path) or None,
-            "inputs": dict(inputs if inputs is not None else _NO_INPUTS), "aggregate": None,
-            "upper": None, "lower": None, "tight": False, "reason": message, "suggestion": None,
-            "noise": None, "analysis": None}
+def row_for(path: Path, analysis: Analysis, inputs: Inputs | None = None) -> dict[str, Any]:
+    """The JSON report row of an analysed file (``inputs``: see :func:`inputs_for`)."""
+    return analysed_row(str(path), analysis, inputs).to_dict()
 
 
 def _settings_for(path: Path, settings: Settings) -> Settings:
@@ -226,46 +162,18 @@ def _settings_for(path: Path, settings: Settings) -> Settings:
     return settings
 
 
-def _alarm_seconds(timeout: float | None) -> float | None:
-    """The SIGALRM backstop for ``timeout`` (None: no alarm, for no limit or a huge one)."""
-    if timeout is None or not hasattr(signal, "setitimer"):
-        return None
-    if not 0 < timeout < NO_LIMIT_SECONDS:
-        return None
-    return max(timeout, 1e-6)  # setitimer rounds below a microsecond to "no timer"
-
-
 def _run_one(task: tuple[str, Settings, float | None]) -> dict[str, Any]:
-    """Analyse one file under a time limit: the analysis's deadline, and SIGALRM behind it."""
+    """Analyse one file under a time limit (:func:`cqsens.runner.limited`): its JSON row."""
     name, settings, timeout = task
     path = Path(name)
-    alarm = _alarm_seconds(timeout)
     inputs = inputs_for(path, settings)
-    previous = signal.signal(signal.SIGALRM, _alarm) if alarm is not None else None
     try:
-        try:
-            if alarm is not None:
-                signal.setitimer(signal.ITIMER_REAL, alarm)
-            analysis = analyze_with(path, replace(_settings_for(path, settings),
-                                                  timeout=timeout))
-        finally:  # an alarm due before this line is a _Timeout caught below
-            if alarm is not None:
-                signal.setitimer(signal.ITIMER_REAL, 0)
+        analysis = limited(lambda: analyze_with(path, replace(_settings_for(path, settings),
+                                                              timeout=timeout)), timeout)
         return row_for(path, analysis, inputs)
-    except (_Timeout, TimeLimitError):
-        limit = "its limit" if timeout is None else f"{timeout:g} s"
-        return _error_row(path, "timeout", f"{path}: timed out after {limit}", inputs)
-    except InputError as err:
-        return _error_row(path, "error", _one_line(str(err)), inputs)
-    except RecursionError:
-        return _error_row(path, "error", f"{path}: the query is too deeply nested to analyse",
-                          inputs)
     except Exception as exc:  # noqa: BLE001 - a bug must not stop the batch; it is shown, not hidden
-        return _error_row(path, "error", f"{path}: internal error ({type(exc).__name__}: {exc}); "
-                                         "please report it", inputs)
-    finally:
-        if alarm is not None:
-            signal.signal(signal.SIGALRM, previous)
+        status, message = failure(exc, str(path), timeout)
+        return Row.failed(str(path), status, message, _head(path) or None, inputs).to_dict()
 
 
 def _shown(value: Any) -> Any:
@@ -334,21 +242,32 @@ def analyze_paths(
     paths = [p for p in (settings.schema, settings.constraints) if isinstance(p, str | Path)]
     files, skipped = collect_files(inputs, exclude=paths)
     tasks = [(str(f), settings, limit) for f in files]
-    rows: list[dict[str, Any]] = []
-    if jobs <= 1 or len(tasks) <= 1:
-        for n, task in enumerate(tasks, start=1):
-            rows.append(_run_one(task))
-            if progress:
-                progress(n, len(tasks))
-    else:
-        ctx = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
-        with ctx.Pool(processes=jobs) as pool:
-            for n, row in enumerate(pool.imap(_run_one, tasks, chunksize=4), start=1):
-                rows.append(row)
-                if progress:
-                    progress(n, len(tasks))
+    rows = list(_ordered(tasks, jobs, progress))
     shown = {k: _shown(v) for k, v in settings.reported().items()}
     shown["timeout"] = "inf" if limit is None else limit
     return BatchResult(rows, shown, command, skipped)
 
 
+
+
+def _ordered(tasks: list[tuple[str, Settings, float | None]], jobs: int,
+             progress: Callable[[int, int], None] | None) -> Iterator[dict[str, Any]]:
+    """The rows of ``tasks`` in their order (:class:`cqsens.runner.Ordered`)."""
+    stream: Ordered[dict[str, Any]] = Ordered(executor(jobs if len(tasks) > 1 else 1),
+                                              64 * max(jobs, 1))
+    done = 0
+    try:
+        for task in tasks:
+            stream.submit(stream.add(task), stream.fill, _run_one, task)
+            for row in stream.throttle():
+                done += 1
+                if progress:
+                    progress(done, len(tasks))
+                yield row
+        for row in stream.drain():
+            done += 1
+            if progress:
+                progress(done, len(tasks))
+            yield row
+    finally:
+        stream.close()

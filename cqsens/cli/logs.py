@@ -7,16 +7,21 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from cqsens.cli.exits import EXIT_INPUT, EXIT_OK, fail
 from cqsens.cli.output import write_output
+from cqsens.cli.rendering import render_batch
 from cqsens.errors import InputError
 from cqsens.files import write_atomically, write_text_atomically
 from cqsens.report.common import json_default
 from cqsens.settings import Settings
+
+if TYPE_CHECKING:
+    from cqsens.logs.cache import ShapeCache
+    from cqsens.logs.records import Record
 
 __all__ = ["compact", "run_log"]
 
@@ -34,30 +39,11 @@ def run_log(inputs: tuple[str, ...], *, target: Path, chosen: str, jobs: int, ti
             cache_file: str | None, share: bool, strict: bool, output: str,
             total_timeout: float | None = None) -> None:
     """Analyse query logs (and query files) and write the report; exits."""
-    from cqsens.batch import collect_files, summarise
-    from cqsens.logs.cache import ShapeCache
-    from cqsens.logs.records import Record, is_log, read_records
+    from cqsens.batch import summarise
     from cqsens.logs.run import analyse_log
 
-    def records() -> Iterator[Record]:
-        for item in inputs:
-            if is_log(item):
-                yield from read_records(item, query_column=query_column)
-                continue
-            files, _ = collect_files([item])
-            for f in files:
-                text = f.read_text(encoding="utf-8", errors="replace")
-                yield Record(str(f), str(f), text)
-
-    scratch: tempfile.TemporaryDirectory[str] | None = None
     try:
-        if cache_file:
-            cache: ShapeCache | None = ShapeCache(cache_file)
-        elif share and jobs > 1:  # a file for this run, so that the workers read it too
-            scratch = tempfile.TemporaryDirectory(prefix="cqsens-shapes-")
-            cache = ShapeCache(Path(scratch.name) / "shapes.sqlite")
-        else:
-            cache = ShapeCache() if share else None
+        cache, scratch = _open_cache(cache_file, share, jobs)
     except InputError as err:
         fail(err)
     counts: dict[str, int] = {"total": 0, "errors": 0, "timed_out": 0}
@@ -76,8 +62,9 @@ def run_log(inputs: tuple[str, ...], *, target: Path, chosen: str, jobs: int, ti
         if row["status"] != "ok":
             click.echo(f"  {row['status']}: {row['error']}", err=True)
 
-    rows = analyse_log(records(), jobs=jobs, timeout=timeout, total_timeout=total_timeout,
-                       cache=cache, full=chosen != "jsonl", settings=settings)
+    rows = analyse_log(_records(inputs, query_column), jobs=jobs, timeout=timeout,
+                       total_timeout=total_timeout, cache=cache, full=chosen != "jsonl",
+                       settings=settings)
     try:
         if chosen == "jsonl":
             def write(temporary: Path) -> None:
@@ -115,9 +102,7 @@ def run_log(inputs: tuple[str, ...], *, target: Path, chosen: str, jobs: int, ti
                      "options": {k: str(v) if isinstance(v, Path) else v
                                  for k, v in settings.reported().items() if k != "schema"},
                      "summary": summary, "skipped": [], "rows": shown}
-            from cqsens.cli.report import _render
-
-            text = _render(batch, chosen)
+            text = render_batch(batch, chosen)
             write_output(output, lambda: write_text_atomically(target, text))
     except InputError as err:
         fail(err)
@@ -134,6 +119,35 @@ def run_log(inputs: tuple[str, ...], *, target: Path, chosen: str, jobs: int, ti
                f"{s['tight']} tight; lower bounds: {proofs['searched']} proven, "
                f"{proofs['reused']} reused, {proofs['skipped']} skipped{hits}")
     sys.exit(EXIT_INPUT if strict and (failed or unbounded) else EXIT_OK)
+
+
+def _records(inputs: tuple[str, ...], query_column: str | None) -> Iterator[Record]:
+    """The records of the logs among ``inputs``, and one per query file of the others."""
+    from cqsens.batch import collect_files
+    from cqsens.logs.records import Record, is_log, read_records
+
+    for item in inputs:
+        if is_log(item):
+            yield from read_records(item, query_column=query_column)
+            continue
+        files, _ = collect_files([item])
+        for f in files:
+            text = f.read_text(encoding="utf-8", errors="replace")
+            yield Record(str(f), str(f), text)
+
+
+def _open_cache(cache_file: str | None, share: bool, jobs: int
+                ) -> tuple[ShapeCache | None, tempfile.TemporaryDirectory[str] | None]:
+    """The shape cache of a run (None with ``--no-cache``), and the folder to remove after
+    it (a file cache for this run only, so that the workers read it too)."""
+    from cqsens.logs.cache import ShapeCache
+
+    if cache_file:
+        return ShapeCache(cache_file), None
+    if share and jobs > 1:
+        scratch = tempfile.TemporaryDirectory(prefix="cqsens-shapes-")
+        return ShapeCache(Path(scratch.name) / "shapes.sqlite"), scratch
+    return (ShapeCache() if share else None), None
 
 
 def _fold(tally: list[dict[str, Any]]) -> None:

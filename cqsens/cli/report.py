@@ -6,7 +6,7 @@ import math
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -29,6 +29,7 @@ from cqsens.cli.options import (
 )
 from cqsens.cli.output import check_output, force_option, write_output
 from cqsens.cli.params import TIMEOUT
+from cqsens.cli.rendering import render_batch
 from cqsens.cli.validate import check_shared_options
 from cqsens.errors import InputError
 from cqsens.files import write_text_atomically
@@ -132,7 +133,7 @@ def report_cmd(
     except InputError as err:
         fail(err)
     batch = result.as_dict()
-    text = _render(batch, chosen)
+    text = render_batch(batch, chosen)
     write_output(output, lambda: write_text_atomically(target, text))
     s = batch["summary"]
     click.echo(f"{output}: {s['total']} queries: {s['bounded']} bounded, "
@@ -168,20 +169,6 @@ def _inputs(inputs: tuple[str, ...], schema: str | None, constraints: str | None
     return found + [("the --schema file", None if schema is None else Path(schema)),
                     ("the --constraints file", None if constraints is None else Path(constraints)),
                     ("the --db database", db_file(db_url))]
-
-
-def _render(batch: dict[str, Any], chosen: str) -> str:
-    """The batch as JSON, HTML or Markdown text."""
-    if chosen == "json":
-        import json
-
-        from cqsens.report.common import json_default
-        from cqsens.schemas import versioned
-
-        return json.dumps(versioned(batch), indent=2, ensure_ascii=False, default=json_default)
-    from cqsens.report import html as report_html
-
-    return report_html.to_html(batch) if chosen == "html" else report_html.to_markdown(batch)
 
 
 def _run_batch(inputs: tuple[str, ...], jobs: int, timeout: float, command: str,

@@ -36,6 +36,7 @@ __all__ = [
     "Aggregate",
     "AggregateQuery",
     "format_term",
+    "normalised",
 ]
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -67,7 +68,7 @@ class Const:
         >>> Const(5).definitely_differs(Const("5")), Const("F").definitely_differs(Const("M"))
         (False, True)
         """
-        return _normalised(self.value) != _normalised(other.value)
+        return normalised(self.value) != normalised(other.value)
 
     def sort_key(self) -> tuple[int, str]:
         """A total order over constants of mixed types."""
@@ -77,7 +78,15 @@ class Const:
 Term = Var | Const
 
 
-def _normalised(value: str | int | float) -> str:
+def normalised(value: object) -> str:
+    """A constant's form for comparison across database typings and collations.
+
+    Numbers by value (``5``, ``'5'`` and ``5.0`` give ``"5"``), texts trimmed and in
+    lower case; any other value by its text (a ``Fraction`` as ``"1/2"``).
+
+    >>> normalised(" 5.0"), normalised("F"), normalised(0.5)
+    ('5', 'f', '0.5')
+    """
     text = str(value).strip().lower()
     try:
         number = float(text)

@@ -40,7 +40,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 
-from cqsens.ir.cq import AggregateQuery, Atom, Const, Var
+from cqsens.ir.cq import AggregateQuery, Atom, Const, Var, normalised
 from cqsens.ir.expr import (
     And,
     Between,
@@ -83,15 +83,6 @@ def _key(value: object) -> _ValueKey:
     if isinstance(value, int | Fraction | float):
         return ("number", str(Fraction(value)))
     return ("text", str(value))
-
-
-def _normal(value: object) -> str:
-    text = str(value).strip().lower()
-    try:
-        number = float(text)
-    except ValueError:
-        return text
-    return repr(number) if not number.is_integer() else str(int(number))
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,14 +247,14 @@ def abstract_literals(query: AggregateQuery, lexed: Lexed,
     # a number and a text that a database may take as equal ('5' and 5) stay as written
     kinds_of: dict[str, set[str]] = {}
     for written in lexed.literals:
-        kinds_of.setdefault(_normal(literal_value(written)), set()).add(written.kind)
+        kinds_of.setdefault(normalised(literal_value(written)), set()).add(written.kind)
     abstract: set[int] = set()
     ordered: set[int] = set()
     for i, written in enumerate(lexed.literals):
         value = literal_value(written)
         key = keys[i]
         if isinstance(value, Fraction) or key in pinned or key not in eligible \
-                or len(kinds_of[_normal(value)]) > 1 or root_of[key] in valued_roots:
+                or len(kinds_of[normalised(value)]) > 1 or root_of[key] in valued_roots:
             continue
         group = members[root_of[key]]
         if group & like and (len(group) > 1 or key in order):

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import dataclasses
 import io
-import math
 import pickle
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -32,7 +31,6 @@ from fractions import Fraction
 from typing import Any
 
 from cqsens.errors import InputError
-from cqsens.explain import jsonable
 from cqsens.frontend.load import load_statement
 from cqsens.frontend.sqlgen import sqlite_query
 from cqsens.ir.cq import AggregateQuery
@@ -45,7 +43,7 @@ from cqsens.witness.evaluate import Database, Value
 from cqsens.witness.model import Witness
 from cqsens.witness.person import PersonWitness
 
-__all__ = ["Proof", "check", "fill_lower", "instances", "pack", "unpack"]
+__all__ = ["Proof", "check", "instances", "pack", "unpack"]
 
 #: How far (in units) from a numeric constant a witness value is taken to be placed
 #: relative to it (the witness search tries values up to 200 past a filter's literal).
@@ -266,20 +264,3 @@ def check(query: AggregateQuery, sigma: Sigma, witness: Witness, *, schema: Sche
         return is_witness(query, sigma, witness, schema=schema, value_bounds=value_bounds)
     except (ValueError, ArithmeticError, OverflowError):
         return False
-
-
-def fill_lower(row: dict[str, Any], lower: Any, note: str | None, proof: str | None) -> None:
-    """Set a row's lower bound (``lower`` as :func:`cqsens.explain.jsonable` gives it),
-    ``tight``, the analysis's ``lower_note`` and where the lower bound came from."""
-    shown = lower if lower is None or isinstance(lower, str) else jsonable(lower)
-    if isinstance(lower, float) and math.isinf(lower):
-        shown = "inf"
-    tight = shown is not None and shown == row.get("upper")
-    row["lower"] = shown
-    row["tight"] = tight
-    analysis = row.get("analysis")
-    if isinstance(analysis, dict):
-        analysis["sensitivity"]["lower"] = shown
-        analysis["sensitivity"]["tight"] = tight
-        analysis["lower_note"] = note or None
-    row["proof"] = proof

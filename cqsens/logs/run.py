@@ -8,36 +8,31 @@ cache key is stored is instantiated from its row template in this process, and
 only a new shape is analysed, in a worker process (``jobs`` > 1) or here.
 Records of a shape already being analysed wait for that analysis instead of
 repeating it.  A record that fails is an error row with its id (``file:line``);
-the run goes on.
+the run goes on.  The time limits, the workers and the ordered streaming are
+:mod:`cqsens.runner`'s, shared with the batch of query files; the rows are
+:class:`cqsens.rows.Row` values until they are yielded as JSON objects.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import multiprocessing
-import os
-import signal
-import threading
-import time
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from functools import lru_cache
+from functools import lru_cache, partial
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from cqsens.batch import NO_LIMIT_SECONDS, row_for
-from cqsens.errors import InputError, TimeLimitError
+from cqsens.batch import analysed_row
+from cqsens.errors import InputError
 from cqsens.frontend.ddl import load_schema
 from cqsens.ir.cq import AggregateQuery
 from cqsens.ir.schema import Schema
 from cqsens.logs.cache import ShapeCache
 from cqsens.logs.plan import Plan, abstract_literals
-from cqsens.logs.proofs import Proof, check, fill_lower, instances, own_query
+from cqsens.logs.proofs import Proof, check, instances, own_query
 from cqsens.logs.records import Record
 from cqsens.logs.shape import Lexed, lex, literal_value, shape_key
 from cqsens.logs.template import (
@@ -51,12 +46,13 @@ from cqsens.logs.template import (
 from cqsens.logs.transpiled import record_sqlite
 from cqsens.pipeline import Analysis, analyze_with
 from cqsens.release.values import parse_value_bounds
+from cqsens.rows import Inputs, LogPart, Row
+from cqsens.runner import Clock, Ordered, Slot, executor, failure, limited
 from cqsens.settings import Settings
 from cqsens.witness.model import Witness
 from cqsens.witness.schema_checks import column_checks
 
 __all__ = ["analyse_log", "fingerprint"]
-
 
 
 def _version() -> str:
@@ -115,7 +111,7 @@ def _parsed_schema(settings: Settings) -> Schema | None:
     return _schema(str(value), settings.dialect)
 
 
-def _inputs(settings: Settings) -> dict[str, Any]:
+def _inputs(settings: Settings) -> Inputs:
     schema = settings.schema
     shown = schema.source if isinstance(schema, Schema) else schema
     if isinstance(shown, str) and "\n" in shown:
@@ -127,55 +123,19 @@ def _inputs(settings: Settings) -> dict[str, Any]:
             "dependencies": [str(d) for d in declared]}
 
 
-class _Timeout(BaseException):
-    """Raised by the alarm; a BaseException so no library's ``except Exception`` swallows it."""
-
-
-def _alarm(signum: int, frame: Any) -> None:  # pragma: no cover - signal handler
-    raise _Timeout
-
-
-def _limited(run: Callable[[], Analysis], timeout: float | None) -> Analysis:
-    """``run()`` under the analysis's own deadline and, in the main thread, SIGALRM behind it."""
-    use_alarm = (timeout is not None and 0 < timeout < NO_LIMIT_SECONDS
-                 and hasattr(signal, "setitimer")
-                 and threading.current_thread() is threading.main_thread())
-    if not use_alarm:
-        return run()
-    assert timeout is not None
-    previous = signal.signal(signal.SIGALRM, _alarm)
-    try:
-        signal.setitimer(signal.ITIMER_REAL, max(timeout * 1.2, 1e-3))
-        try:
-            return run()
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-    except _Timeout:
-        raise TimeLimitError("analysis", timeout) from None
-    finally:
-        signal.signal(signal.SIGALRM, previous)
-
-
 def _error_row(record: Record, status: str, message: str,
-               inputs: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {"id": record.id, "file": record.where, "status": status, "error": message,
-            "query": record.sql or None,
-            "inputs": inputs or {"schema": None, "constraints": None, "dependencies": []},
-            "aggregate": None, "upper": None, "lower": None, "tight": False, "reason": message,
-            "suggestion": None, "noise": None, "analysis": None, "shape": None, "cached": False,
-            "proof": None}
+               inputs: Inputs | None = None) -> Row:
+    return Row.failed(record.where, status, message, record.sql or None, inputs,
+                      LogPart(record.id))
 
 
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _analyse_row(sql: str, settings: Settings, timeout: float | None) -> dict[str, Any]:
-    """The report row of one query text, analysed under the name :data:`SOURCE`."""
+def _analyse(sql: str, settings: Settings, timeout: float | None) -> tuple[Row, Analysis]:
+    """The row of one query text, analysed under the name :data:`SOURCE`, and its analysis."""
     # the schema is parsed once per run, not once per record
     own = replace(settings, schema=_parsed_schema(settings), timeout=timeout)
-    analysis = _limited(lambda: analyze_with(sql, own, kind="sql", name=SOURCE), timeout)
-    return row_for(Path(SOURCE), analysis, _inputs(settings)) | {"_analysis": analysis}
+    analysis = limited(lambda: analyze_with(sql, own, kind="sql", name=SOURCE), timeout,
+                       slack=1.2, floor=1e-3)
+    return analysed_row(SOURCE, analysis, _inputs(settings)), analysis
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,7 +169,7 @@ class _Check:
 
 @dataclass
 class _Done:
-    row: dict[str, Any]
+    row: Row
     shape: str = ""
     plan: Plan | None = None
     key: str = ""
@@ -226,11 +186,12 @@ def _literal_key(lexed: Lexed) -> str:
     return json.dumps([lit.text for lit in lexed.literals])
 
 
-def _proven(row: dict[str, Any], lexed: Lexed) -> tuple[str, str] | None:
+def _proven(row: Row, lexed: Lexed) -> tuple[str, str] | None:
     """What the cache keeps of a row whose lower bound a checked witness proved."""
-    if row.get("proof") not in ("searched", "reused") or row.get("lower") is None:
+    proof = row.log.proof if row.log is not None else None
+    if proof not in ("searched", "reused") or row.lower is None:
         return None
-    return _literal_key(lexed), json.dumps(row["lower"])
+    return _literal_key(lexed), json.dumps(row.lower)
 
 
 def _shape_id(fp: str, lexed: Lexed) -> str:
@@ -241,51 +202,44 @@ def _shape_id(fp: str, lexed: Lexed) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
-def _finish(row: dict[str, Any], record: Record, key: str, cached: bool) -> dict[str, Any]:
-    row["id"] = record.id
-    row["file"] = record.where
-    row["query"] = record.sql
-    if isinstance(row.get("analysis"), dict):
-        row["analysis"]["query"] = record.sql.strip()
-        row["analysis"]["source"] = record.where
-    row["shape"] = key[:16]
-    row["cached"] = cached
-    row.setdefault("proof", None)
-    return {"id": row.pop("id"), **row}
+def _finish(row: Row, record: Record, key: str, cached: bool) -> Row:
+    """``row`` as the record's own: its id, name and text, its key and whether it was
+    served from the cache."""
+    analysis = row.analysis
+    if analysis is not None:
+        analysis = dict(analysis, query=record.sql.strip(), source=record.where)
+    proof = row.log.proof if row.log is not None else None
+    return replace(row, file=record.where, query=record.sql, analysis=analysis,
+                   log=LogPart(record.id, key[:16], cached, proof))
 
 
 def _fresh(record: Record, opts: Settings, timeout: float | None
-           ) -> tuple[dict[str, Any], Analysis | None]:
+           ) -> tuple[Row, Analysis | None]:
     """The row of one record analysed on its own (an error row when it fails)."""
     try:
-        first = _analyse_row(record.sql, opts, timeout)
-    except TimeLimitError:
-        limit = "its limit" if timeout is None else f"{timeout:g} s"
-        return _error_row(record, "timeout", f"{record.where}: timed out after {limit}",
-                          _inputs(opts)), None
-    except InputError as err:
-        text = _one_line(str(err)).replace(SOURCE, record.where)
-        if not text.startswith(record.where):
-            text = f"{record.where}: {text}"
-        return _error_row(record, "error", text, _inputs(opts)), None
-    except RecursionError:
-        return _error_row(record, "error", f"{record.where}: the query is too deeply "
-                                           "nested to analyse", _inputs(opts)), None
+        first, analysis = _analyse(record.sql, opts, timeout)
     except Exception as exc:  # noqa: BLE001 - a bug must not stop the run; it is shown
-        return _error_row(record, "error", f"{record.where}: internal error "
-                                           f"({type(exc).__name__}: {exc}); please report it",
-                          _inputs(opts)), None
-    analysis: Analysis = first.pop("_analysis")
-    first["proof"] = "searched" if analysis.lower is not None and analysis.witness is not None \
-        else None
-    return first, analysis
+        status, text = failure(exc, record.where, timeout)
+        if isinstance(exc, InputError):
+            text = text.replace(SOURCE, record.where)
+            if not text.startswith(record.where):
+                text = f"{record.where}: {text}"
+        return _error_row(record, status, text, _inputs(opts)), None
+    searched = analysis.lower is not None and analysis.witness is not None
+    return replace(first, log=LogPart(record.id, proof="searched" if searched else None)), \
+        analysis
 
 
-def _named(row: dict[str, Any], record: Record) -> dict[str, Any]:
+def _named(row: Row, record: Record) -> Row:
     """A row analysed under :data:`SOURCE`, with the record's own name."""
-    loaded: dict[str, Any] = json.loads(json.dumps(row).replace(
-        json.dumps(SOURCE)[1:-1], json.dumps(record.where)[1:-1]))
-    return loaded
+    return Row.from_dict(json.loads(json.dumps(row.to_dict()).replace(
+        json.dumps(SOURCE)[1:-1], json.dumps(record.where)[1:-1])))
+
+
+def _stored(row: Row) -> dict[str, Any]:
+    """A row analysed under :data:`SOURCE` as a row template stores it (no id, no key)."""
+    return {**replace(row, log=None).to_dict(),
+            "proof": row.log.proof if row.log is not None else None}
 
 
 def _values(lexed: Lexed) -> tuple[int | Fraction | str, ...]:
@@ -324,34 +278,17 @@ def _work(task: _Task) -> _Done:
 
     def rerun(sql: str) -> dict[str, Any] | None:
         try:
-            other = _analyse_row(sql, without, task.timeout)
+            return _analyse(sql, without, task.timeout)[0].to_dict()
         except Exception:  # noqa: BLE001 - any failure only keeps the constants in the key
             return None
-        other.pop("_analysis")
-        return other
 
-    template = derive_template(first, sql=record.sql, lexed=lexed,
+    template = derive_template(_stored(first), sql=record.sql, lexed=lexed,
                                fingerprint=task.fingerprint, plan=plan, rerun=rerun)
     plan = template.plan
     key = shape_key(task.fingerprint, lexed, plan.abstract, plan.groups)
     row = _finish(_named(first, record), record, key, False)
     return _Done(row, shape, plan, key, template, [lit.text for lit in lexed.literals],
                  _proof_of(analysis, lexed), searched=True, checked=_proven(row, lexed))
-
-
-class _Inline(Executor):
-    """Runs each task at once, in this process (``jobs`` = 1)."""
-
-    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
-        future: Future[Any] = Future()
-        future.set_result(fn(*args, **kwargs))
-        return future
-
-
-@dataclass
-class _Slot:
-    record: Record
-    row: dict[str, Any] | None = None
 
 
 @lru_cache(maxsize=4096)
@@ -403,48 +340,63 @@ def _serve(cache: ShapeCache, task: _Check, lexed: Lexed | None = None) -> _Done
     lexed = lexed or lex(record.sql)
     got = cache.result(task.key)
     if got is None:  # not visible here (it cannot happen: the writer commits first)
-        first, analysis = _fresh(record, opts, task.timeout)
+        first, _ = _fresh(record, opts, task.timeout)
         return _Done(_finish(_named(first, record), record, task.key, False))
-    row = _finish(instantiate(_compiled(got.row, not task.full), lexed, source=record.where),
-                  record, task.key, True)
+    row = _finish(Row.from_dict(instantiate(_compiled(got.row, not task.full), lexed,
+                                            source=record.where)), record, task.key, True)
     if not opts.prove_lower:
-        fill_lower(row, None, "not searched (--no-lower)", None)
-        return _Done(row, key=task.key)
+        return _Done(row.with_lower(None, "not searched (--no-lower)", None), key=task.key)
     seen = cache.checked(task.key, _literal_key(lexed))
     if seen is not None:  # this very record was proven before (the log is run again)
-        fill_lower(row, json.loads(seen), None, "reused")
-        return _Done(row, key=task.key)
+        return _Done(row.with_lower(json.loads(seen), None, "reused"), key=task.key)
     proof = cache.proof(task.key)
-    if proof is not None and not proof.witnesses and proof.reusable and proof.lower == 0:
-        fill_lower(row, 0, None, "reused")  # nothing changes the released value: upper 0
-        return _Done(row, key=task.key)
-    if proof is not None and proof.witnesses:
-        try:
-            instance = _reuse(proof, task.key, lexed, record, opts, task.plan)
-        except Exception:  # noqa: BLE001 - a failed check only means a fresh search
-            instance = None
-        if instance is not None:
-            fill_lower(row, instance.lower, None, "reused")
-            return _Done(row, key=task.key, checked=_proven(row, lexed))
+    known = _reused(proof, task, lexed, row, opts)
+    if known is not None:
+        return known
     if not task.search:
         why = ("the run's --total-timeout has passed" if task.timeout is not None
                and task.timeout <= 0 else
                f"its shape's {SEARCHES} fresh searches are spent"
                + (f" (its first record: {proof.note})" if proof is not None and proof.note
                   and not proof.witnesses else ""))
-        fill_lower(row, None, _NOT_CHECKED.format(why=why), None)
-        return _Done(row, key=task.key)
+        return _Done(row.with_lower(None, _NOT_CHECKED.format(why=why), None), key=task.key)
+    return _search(row, task, lexed, opts)
+
+
+def _reused(proof: Proof | None, task: _Check, lexed: Lexed, row: Row,
+            opts: Settings) -> _Done | None:
+    """The row with a lower bound its key's proof gives this record without a search: 0
+    for a key whose upper bound is 0, or a witness of the key that checks for it; None
+    when there is none."""
+    if proof is not None and not proof.witnesses and proof.reusable and proof.lower == 0:
+        # nothing changes the released value: upper 0
+        return _Done(row.with_lower(0, None, "reused"), key=task.key)
+    if proof is not None and proof.witnesses:
+        try:
+            instance = _reuse(proof, task.key, lexed, task.record, opts, task.plan)
+        except Exception:  # noqa: BLE001 - a failed check only means a fresh search
+            instance = None
+        if instance is not None:
+            done = row.with_lower(instance.lower, None, "reused")
+            return _Done(done, key=task.key, checked=_proven(done, lexed))
+    return None
+
+
+def _search(row: Row, task: _Check, lexed: Lexed, opts: Settings) -> _Done:
+    """The row of a stored key's record with the lower bound of a fresh analysis (the fresh
+    row itself when its upper bound differs, or it fails)."""
+    record = task.record
     fresh, analysis = _fresh(record, opts, task.timeout)
     found = None
     if analysis is not None and analysis.witness is not None and analysis.lower is not None:
         found = (_values(lexed), analysis.witness)
-    if analysis is None or fresh["upper"] != row["upper"]:
+    if analysis is None or fresh.upper != row.upper:
         # a fresh analysis is the record's own: it stands (and a timeout is reported)
         return _Done(_finish(_named(fresh, record), record, task.key, False), key=task.key,
                      found=found, searched=True)
-    fill_lower(row, fresh["lower"], (fresh["analysis"] or {}).get("lower_note"),
-               fresh.get("proof"))
-    return _Done(row, key=task.key, found=found, searched=True, checked=_proven(row, lexed))
+    note = (fresh.analysis or {}).get("lower_note")
+    done = row.with_lower(fresh.lower, note, fresh.log.proof if fresh.log else None)
+    return _Done(done, key=task.key, found=found, searched=True, checked=_proven(done, lexed))
 
 
 _READERS: dict[str, ShapeCache] = {}
@@ -462,6 +414,117 @@ def _check_in_worker(task: _Check) -> _Done:
 #: over to their constants (a search costs up to --witness-time; a check, milliseconds);
 #: past them, such a record reports no lower bound.
 SEARCHES = 3
+
+
+class _LogRun:
+    """The state of one :func:`analyse_log` run: the records in flight, the shapes being
+    analysed and the records waiting for them, the fresh searches per key."""
+
+    def __init__(self, options: Settings, cache: ShapeCache | None, clock: Clock,
+                 stream: Ordered[Row], *, in_workers: bool, full: bool) -> None:
+        self.options = options
+        self.cache = cache
+        self.clock = clock
+        self.stream = stream
+        self.in_workers = in_workers
+        self.full = full
+        self.waiting: dict[str, list[Slot[Row]]] = {}
+        self.fingerprints: dict[tuple[str | None, str | None], str] = {}
+        self.searches: dict[str, int] = {}  # fresh witness searches per key
+
+    def _fingerprint(self, record: Record) -> str:
+        fp_key = (record.dialect, record.schema)
+        fp = self.fingerprints.get(fp_key)
+        if fp is None:
+            fp = self.fingerprints[fp_key] = fingerprint(self.options, record)
+        return fp
+
+    def start(self, slot: Slot[Row]) -> None:
+        """Fill the slot of a record, or submit its analysis or check."""
+        record: Record = slot.item
+        if record.error is not None:
+            self.stream.fill(slot, _error_row(record, "error", record.error))
+            return
+        fp = self._fingerprint(record)
+        seconds = self.clock.budget()
+        cache = self.cache
+        if cache is None:
+            if seconds is not None and seconds <= 0:
+                self.stream.fill(slot, _past_total(record, self.clock.total))
+                return
+            task = _Task(record, self.options, seconds, fp, None, False)
+            self.stream.submit(slot, self.settled, _work, task)
+            return
+        lexed = lex(record.sql)
+        shape = _shape_id(fp, lexed)
+        if shape in self.waiting:
+            self.waiting[shape].append(slot)
+            return
+        plan = cache.plan(shape)
+        if plan is not None:
+            key = shape_key(fp, lexed, plan.abstract, plan.groups)
+            if cache.result(key) is not None:
+                cache.hits += 1
+                self.serve(slot, fp, key, plan, seconds, lexed)
+                return
+        if seconds is not None and seconds <= 0:
+            self.stream.fill(slot, _past_total(record, self.clock.total))
+            return
+        cache.misses += 1
+        self.waiting[shape] = []
+        self.stream.submit(slot, partial(self.shaped, shape), _work,
+                           _Task(record, self.options, seconds, fp, plan, True))
+
+    def serve(self, slot: Slot[Row], fp: str, key: str, plan: Plan, seconds: float | None,
+              lexed: Lexed) -> None:
+        """The row of a record whose key is stored: here, or in a worker when its witness
+        must be checked or searched."""
+        cache = self.cache
+        assert cache is not None
+        search = self.searches.get(key, 0) < SEARCHES and (seconds is None or seconds > 0)
+        task = _Check(slot.item, self.options, seconds, fp, key, plan, self.full, search,
+                      cache.path)
+        proof = cache.proof(key) if self.options.prove_lower else None
+        light = proof is None or not (proof.witnesses or search) \
+            or cache.checked(key, _literal_key(lexed)) is not None
+        if self.in_workers and not light:
+            self.stream.submit(slot, self.settled, _check_in_worker, task)
+            return
+        self.settled(slot, _serve(cache, task, lexed))
+
+    def settled(self, slot: Slot[Row], done: _Done) -> None:
+        """A record's row is known: keep what it proved."""
+        self.stream.fill(slot, done.row)
+        cache = self.cache
+        if cache is not None and done.key and done.checked is not None:
+            cache.store_checked(done.key, *done.checked)
+        if cache is None or not done.key or not done.searched:
+            return
+        self.searches[done.key] = self.searches.get(done.key, 0) + 1
+        if done.found is not None:
+            proof = cache.proof(done.key)
+            if proof is not None and proof.reusable:
+                cache.store_proof(done.key, Proof(
+                    proof.query, proof.sigma, (done.found, *proof.witnesses), None, "", True))
+                if self.in_workers:
+                    cache.commit()
+
+    def shaped(self, shape: str, slot: Slot[Row], done: _Done) -> None:
+        """A new shape's first record is analysed: store its template, start the records
+        that waited for it."""
+        self.stream.fill(slot, done.row)
+        cache = self.cache
+        assert cache is not None
+        if done.template is not None and done.plan is not None:
+            cache.store(done.shape, done.plan, done.key, done.template.row, done.literals,
+                        done.proof)
+            if done.checked is not None:
+                cache.store_checked(done.key, *done.checked)
+            self.searches[done.key] = 0
+            if self.in_workers:
+                cache.commit()  # the workers read the file: the key must be there first
+        for other in self.waiting.pop(shape, []):
+            self.start(other)
 
 
 def analyse_log(
@@ -508,151 +571,27 @@ def analyse_log(
     Yields
     ------
     dict
-        One report row per record: ``id``, ``file`` (``file:line``), ``status``,
-        ``upper``, ``lower``, ``tight``, ``reason``, ..., ``shape`` (the first 16
-        hex digits of the cache key), ``cached`` and ``proof`` (``"searched"``: the
-        lower bound was found for this record; ``"reused"``: a witness of its key,
-        instantiated for it and checked; null: no lower bound).
+        One report row per record (:meth:`cqsens.rows.Row.to_dict`): ``id``, ``file``
+        (``file:line``), ``status``, ``upper``, ``lower``, ``tight``, ``reason``, ...,
+        ``shape`` (the first 16 hex digits of the cache key), ``cached`` and ``proof``
+        (``"searched"``: the lower bound was found for this record; ``"reused"``: a
+        witness of its key, instantiated for it and checked; null: no lower bound).
     """
     options = Settings.from_mapping(keywords, base=settings)
-    limit = window or 64 * max(jobs, 1)
-    end = None if total_timeout is None else time.monotonic() + total_timeout
-    executor: Executor
-    if jobs <= 1:
-        executor = _Inline()
-    else:
-        ctx = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
-        executor = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx)
-    in_workers = jobs > 1 and cache is not None and cache.shared
-    order: deque[_Slot] = deque()
-    running: dict[Future[_Done], tuple[_Slot, str]] = {}
-    waiting: dict[str, list[_Slot]] = {}
-    fingerprints: dict[tuple[str | None, str | None], str] = {}
-    searches: dict[str, int] = {}  # fresh witness searches per key
-
-    def budget() -> float | None:
-        """The time a record may take: its own limit within what is left of the run's."""
-        if end is None:
-            return timeout
-        left = end - time.monotonic()
-        return left if timeout is None else min(timeout, left)
-
-    def start(slot: _Slot) -> None:
-        record = slot.record
-        if record.error is not None:
-            slot.row = _error_row(record, "error", record.error)
-            return
-        fp_key = (record.dialect, record.schema)
-        fp = fingerprints.get(fp_key)
-        if fp is None:
-            fp = fingerprints[fp_key] = fingerprint(options, record)
-        seconds = budget()
-        if cache is None:
-            if seconds is not None and seconds <= 0:
-                slot.row = _past_total(record, total_timeout)
-                return
-            future = executor.submit(_work, _Task(record, options, seconds, fp, None, False))
-            running[future] = (slot, "")
-            return
-        lexed = lex(record.sql)
-        shape = _shape_id(fp, lexed)
-        if shape in waiting:
-            waiting[shape].append(slot)
-            return
-        plan = cache.plan(shape)
-        if plan is not None:
-            key = shape_key(fp, lexed, plan.abstract, plan.groups)
-            if cache.result(key) is not None:
-                cache.hits += 1
-                serve(slot, fp, key, plan, seconds, lexed)
-                return
-        if seconds is not None and seconds <= 0:
-            slot.row = _past_total(record, total_timeout)
-            return
-        cache.misses += 1
-        waiting[shape] = []
-        future = executor.submit(_work, _Task(record, options, seconds, fp, plan, True))
-        running[future] = (slot, shape)
-
-    def serve(slot: _Slot, fp: str, key: str, plan: Plan, seconds: float | None,
-              lexed: Lexed) -> None:
-        assert cache is not None
-        search = searches.get(key, 0) < SEARCHES and (seconds is None or seconds > 0)
-        task = _Check(slot.record, options, seconds, fp, key, plan, full, search, cache.path)
-        proof = cache.proof(key) if options.prove_lower else None
-        light = proof is None or not (proof.witnesses or search) \
-            or cache.checked(key, _literal_key(lexed)) is not None
-        if in_workers and not light:
-            future = executor.submit(_check_in_worker, task)
-            running[future] = (slot, "")
-            return
-        settled(_serve(cache, task, lexed), slot)
-
-    def settled(done: _Done, slot: _Slot) -> None:
-        slot.row = done.row
-        if cache is not None and done.key and done.checked is not None:
-            cache.store_checked(done.key, *done.checked)
-        if cache is None or not done.key or not done.searched:
-            return
-        searches[done.key] = searches.get(done.key, 0) + 1
-        if done.found is not None:
-            proof = cache.proof(done.key)
-            if proof is not None and proof.reusable:
-                cache.store_proof(done.key, Proof(
-                    proof.query, proof.sigma, (done.found, *proof.witnesses), None, "", True))
-                if in_workers:
-                    cache.commit()
-
-    def settle(future: Future[_Done]) -> None:
-        slot, shape = running.pop(future)
-        done = future.result()
-        if not shape:
-            settled(done, slot)
-            return
-        slot.row = done.row
-        assert cache is not None
-        if done.template is not None and done.plan is not None:
-            cache.store(done.shape, done.plan, done.key, done.template.row, done.literals,
-                        done.proof)
-            if done.checked is not None:
-                cache.store_checked(done.key, *done.checked)
-            searches[done.key] = 0
-            if in_workers:
-                cache.commit()  # the workers read the file: the key must be there first
-        for other in waiting.pop(shape, []):
-            start(other)
-
-    def ready() -> Iterator[dict[str, Any]]:
-        while order and order[0].row is not None:
-            row = order.popleft().row
-            assert row is not None
-            yield row
-
+    stream: Ordered[Row] = Ordered(executor(jobs), window or 64 * max(jobs, 1))
+    run = _LogRun(options, cache, Clock.started(timeout, total_timeout), stream,
+                  in_workers=jobs > 1 and cache is not None and cache.shared, full=full)
     try:
         for record in records:
-            slot = _Slot(record)
-            order.append(slot)
-            start(slot)
-            for future in [f for f in running if f.done()]:
-                settle(future)
-            yield from ready()
-            while len(order) >= limit and running:
-                finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
-                for future in finished:
-                    settle(future)
-                yield from ready()
-        while running:
-            finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
-            for future in finished:
-                settle(future)
-            yield from ready()
-        yield from ready()
+            run.start(stream.add(record))
+            yield from (row.to_dict() for row in stream.throttle())
+        yield from (row.to_dict() for row in stream.drain())
     finally:
-        executor.shutdown(wait=False, cancel_futures=True)
+        stream.close()
         if cache is not None:
             cache.commit()
 
 
-def _past_total(record: Record, total: float | None) -> dict[str, Any]:
+def _past_total(record: Record, total: float | None) -> Row:
     return _error_row(record, "timeout", f"{record.where}: not analysed: the run's "
                                          f"--total-timeout ({total:g} s) had passed")

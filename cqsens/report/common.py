@@ -22,6 +22,7 @@ from pathlib import PurePath
 from typing import Any
 
 from cqsens.ir.exact import Exact, exact, json_number, text
+from cqsens.rows import summarise
 
 __all__ = [
     "BOUND_BUCKETS",
@@ -139,8 +140,6 @@ def row_verdict(row: Mapping[str, Any]) -> str:
 
 def batch_summary(batch: Mapping[str, Any]) -> dict[str, Any]:
     """The batch's summary, with any missing count taken from its rows."""
-    from cqsens.batch import summarise
-
     derived = summarise([{"status": "ok", "tight": False, **r} for r in batch.get("rows") or []])
     given = dict(batch.get("summary") or {})
     out = {**derived, **{k: v for k, v in given.items() if v is not None}}

@@ -1,6 +1,6 @@
 """Rendering of analyses: text for people, JSON for programs.
 
-The library returns :class:`~cqsens.pipeline.Analysis` values; this module turns
+The library returns :class:`~cqsens.analysis.Analysis` values; this module turns
 them into output.  JSON is the object docs/json.md describes under "Output" (∞ as ``"inf"``).
 """
 
@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any
 
+from cqsens.analysis import Analysis
 from cqsens.ir.exact import text
-from cqsens.pipeline import Analysis
 from cqsens.report.common import json_default, number_of
 from cqsens.schemas import versioned
 
