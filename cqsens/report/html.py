@@ -603,7 +603,8 @@ def _overview_html(batch: Mapping[str, Any]) -> str:
     top = top_advice(rows)
     queries = ""
     if top is not None:
-        queries = ('<span class="meta"> Queries: ' + ", ".join(
+        named = "Records" if is_log(batch) else "Queries"
+        queries = (f'<span class="meta"> {named}: ' + ", ".join(
             f'<a href="#q-{i}">{_e(row_label(rows[i - 1])[0])}</a>' for i in top[2])
             + ".</span>")
     return f'<p class="overview" id="overview">{_e(overview(batch))}{queries}</p>'
