@@ -147,35 +147,11 @@ def row_verdict(row: Mapping[str, Any]) -> str:
     return "unbounded" if is_inf(row.get("upper")) else "bounded"
 
 
-def _bucket(upper: Any) -> str:
-    """The bucket of :data:`BOUND_BUCKETS` an upper bound falls in."""
-    if is_inf(upper):
-        return "inf"
-    value = exact(upper)  # a number, or its exact JSON string ("0.1", "20/3")
-    if value <= 0:
-        return "0"
-    if value <= 1:
-        return "1"
-    return "2-10" if value <= 10 else "11-1000" if value <= 1000 else ">1000"
-
-
-def _counts(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The summary of rows (status ``ok`` when missing), counted here so that the renderers
-    do not import the batch runner (which imports the analysis, which renders its card)."""
-    statuses = [str(r.get("status", "ok")) for r in rows]
-    ok = [r for r, s in zip(rows, statuses, strict=True)
-          if s == "ok" and r.get("upper") is not None]
-    bounds = dict.fromkeys(BOUND_BUCKETS, 0)
-    for r in ok:
-        bounds[_bucket(r["upper"])] += 1
-    return {"total": len(rows), "bounded": len(ok) - bounds["inf"], "unbounded": bounds["inf"],
-            "errors": statuses.count("error"), "timed_out": statuses.count("timeout"),
-            "tight": sum(1 for r in ok if r.get("tight")), "bounds": bounds}
-
-
 def batch_summary(batch: Mapping[str, Any]) -> dict[str, Any]:
     """The batch's summary, with any missing count taken from its rows."""
-    derived = _counts(batch.get("rows") or [])
+    from cqsens.batch import summarise
+
+    derived = summarise([{"status": "ok", "tight": False, **r} for r in batch.get("rows") or []])
     given = dict(batch.get("summary") or {})
     out = {**derived, **{k: v for k, v in given.items() if v is not None}}
     bounds = dict(derived["bounds"])
