@@ -157,6 +157,24 @@ class Analysis:
         """The core's canonical structure and the steps behind the bound, for drawings."""
         return structure(self.core, self.bound)
 
+    def report_row(self) -> dict[str, Any]:
+        """The row of ``cqsens report`` for this analysis (status ``ok``; the JSON rows'
+        keys, see docs/guide/reports.md), named by :attr:`source`."""
+        d = self.to_dict()
+        s = d["sensitivity"]
+        return {"file": self.source, "status": "ok", "error": None, "query": self.query,
+                "aggregate": d["aggregate"], "upper": s["upper"], "lower": s["lower"],
+                "tight": s["tight"], "reason": self.reason(),
+                "suggestion": d["suggestion"][0] if d["suggestion"] else None,
+                "noise": d.get("noise"), "analysis": d}
+
+    def _repr_html_(self) -> str:
+        """The card of this query in the HTML report, for Jupyter
+        (:func:`cqsens.report.html.card_html`)."""
+        from cqsens.report.html import card_html
+
+        return card_html(self.report_row())
+
     def to_dict(self, *, witness: bool = False) -> dict[str, Any]:
         """The JSON object of the analysis (∞ as ``"inf"``); ``witness`` adds the databases."""
         out: dict[str, Any] = {

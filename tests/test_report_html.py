@@ -26,6 +26,7 @@ import pytest
 import cqsens
 from cqsens.batch import row_for
 from cqsens.pipeline import Analysis
+from cqsens.report.common import split_reason
 from cqsens.report.drawing import draw_structure
 from cqsens.report.html import to_html
 from cqsens.report.markdown import to_markdown
@@ -261,7 +262,8 @@ def test_html_shows_summary_reasons_and_errors(batch: dict[str, Any], page: str)
     assert text.count(ERROR_TEXT) == 2  # in the table and in its section
     assert "timed out after 10 s" in text
     for row in _ok_rows(batch):
-        assert row["reason"] in text
+        headline, steps = split_reason(row["reason"])  # the reason, its steps folded under it
+        assert headline in text and all(step in text for step in steps)
         assert row["analysis"]["cq"] in text
         for sentence in row["analysis"]["explanation"]:
             assert sentence in text

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from fractions import Fraction
@@ -29,20 +30,29 @@ __all__ = [
     "COLUMNS",
     "COUNTS",
     "VERDICT_TEXT",
+    "advice_of",
     "batch_summary",
     "folder_inputs",
     "format_number",
     "input_phrases",
     "is_inf",
+    "is_log",
     "json_default",
     "number_of",
     "noise_parts",
     "noise_text",
     "option_text",
     "option_pairs",
+    "overview",
     "query_language",
+    "row_label",
+    "row_notes",
     "row_text",
     "row_verdict",
+    "row_weight",
+    "shared_notes",
+    "split_reason",
+    "top_advice",
 ]
 
 #: Buckets of the distribution of upper bounds, in display order.
@@ -257,3 +267,208 @@ def option_pairs(batch: Mapping[str, Any]) -> list[tuple[str, str]]:
 def query_language(row: Mapping[str, Any]) -> str:
     """``cq`` for a ``.cq`` file, else ``sql``."""
     return "cq" if str(row.get("file", "")).lower().endswith(".cq") else "sql"
+
+
+# ----------------------------------------------------------------------------- reading aids
+
+
+def row_label(row: Mapping[str, Any]) -> tuple[str, str]:
+    """What names a row for people: the record's own id, and where it was read.
+
+    Returns
+    -------
+    (label, where)
+        ``label`` is the ``id`` of a query-log record (JSONL/CSV) when the row
+        has one, else its file; ``where`` is the file (``queries.jsonl:7``) when
+        it says more than the label, else ``""``.
+
+    >>> row_label({"id": "q7", "file": "queries.jsonl:7"})
+    ('q7', 'queries.jsonl:7')
+    >>> row_label({"file": "a/b.sql"}), row_label({"id": "q1", "file": "q1 (+2 of its shape)"})
+    (('a/b.sql', ''), ('q1', '(+2 of its shape)'))
+    """
+    file = str(row.get("file") or "")
+    ident = row.get("id")
+    if ident is None or str(ident) == "":
+        return file, ""
+    label = str(ident)
+    if file == label:
+        return label, ""
+    if file.startswith(label + " "):
+        return label, file[len(label):].strip()
+    return label, file
+
+
+def is_log(batch: Mapping[str, Any]) -> bool:
+    """Whether the batch's rows are records of a query log (they carry an ``id``)."""
+    return any(isinstance(r, Mapping) and "id" in r for r in batch.get("rows") or [])
+
+
+def _top_level(text: str, separators: tuple[str, ...]) -> list[tuple[int, str]]:
+    """Positions of the separators outside brackets, parentheses and quotes."""
+    found: list[tuple[int, str]] = []
+    depth = 0
+    quote = ""
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth = max(depth - 1, 0)
+        elif depth == 0:
+            sep = next((s for s in separators if text.startswith(s, i)), None)
+            if sep is not None:
+                found.append((i, sep))
+                i += len(sep)
+                continue
+        i += 1
+    return found
+
+
+_ROUTE = re.compile(r"\S+ -> \S+ via ")
+
+
+def split_reason(reason: str) -> tuple[str, list[str]]:
+    """A one-line reason as its first sentence and the steps under it.
+
+    The reasons of :func:`cqsens.report.words.reason` are clauses joined by
+    ``"; "``, the first naming the bound (``one Pat row changes the count by at
+    most 3``) and ending in ``": "`` before its details.  The headline is the
+    first clause up to that colon (the whole clause when what precedes the
+    colon is under four words, such as ``unsatisfiable``); the steps are the
+    rest, one per clause.  Nothing is dropped: the headline and the steps are
+    the reason's text in order, without the separators between them (a
+    route list ``x -> y via R[1->2] (×3); y -> z via …`` stays in one step).
+
+    >>> split_reason("changes AVG(age) by at most 60; Pat.age in [0, 120]; "
+    ...              "one Pat row adds or removes at most 1 joined rows: Pat(a, b) holds (1)")
+    ('changes AVG(age) by at most 60', ['Pat.age in [0, 120]', \
+'one Pat row adds or removes at most 1 joined rows: Pat(a, b) holds (1)'])
+    >>> split_reason("unsatisfiable: the count is always 0")
+    ('unsatisfiable: the count is always 0', [])
+    """
+    text = reason.strip()
+    clauses: list[str] = []
+    start = 0
+    for at, sep in _top_level(text, ("; ",)):
+        clauses.append(text[start:at])
+        start = at + len(sep)
+    clauses.append(text[start:])
+    first, steps = clauses[0], list[str]()
+    for clause in clauses[1:]:
+        if steps and _ROUTE.match(clause):  # one more route of the step before
+            steps[-1] += "; " + clause
+        elif clause:
+            steps.append(clause)
+    colons = _top_level(first, (": ",))
+    if colons and len(first[:colons[0][0]].split()) >= 4:
+        at = colons[0][0]
+        steps.insert(0, first[at + 2:])
+        first = first[:at]
+    return first, [s for s in steps if s]
+
+
+def row_notes(row: Mapping[str, Any]) -> list[str]:
+    """The notes of a row's analysis, in order, each once."""
+    analysis = row.get("analysis")
+    notes = analysis.get("notes") if isinstance(analysis, Mapping) else None
+    return list(dict.fromkeys(str(n) for n in notes or []))
+
+
+def shared_notes(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[int]]:
+    """Notes that several rows carry, each with the (1-based) rows it concerns.
+
+    A report says such a note once, in its Notes section, instead of on every
+    row; a note of one row stays with that row.
+    """
+    where: dict[str, list[int]] = {}
+    for i, row in enumerate(rows, start=1):
+        for note in row_notes(row):
+            where.setdefault(note, []).append(i)
+    return {note: found for note, found in where.items() if len(found) > 1}
+
+
+_ADVICE = re.compile(r"(?:To bound it|Or instead), (declare .*?) \((?:FD:|with )")
+
+
+def advice_of(row: Mapping[str, Any]) -> list[str]:
+    """The declarations a row's advice proposes, each of which would bound it.
+
+    Every suggestion of the analysis counts (``To bound it, declare …`` and each
+    ``Or instead, declare …``), else the row's one ``suggestion``; the
+    declaration is the text after the comma up to the bound it gives
+    (``declare Doc[hos->id]``).  Suggestions that bound nothing ("No dependency
+    helps") give none.
+
+    >>> advice_of({"suggestion": "To bound it, declare R[a->b] (FD: the upper bound becomes 2)"})
+    ['declare R[a->b]']
+    """
+    analysis = row.get("analysis")
+    texts: list[Any] = []
+    if isinstance(analysis, Mapping) and analysis.get("suggestion"):
+        texts = list(analysis["suggestion"])
+    elif row.get("suggestion"):
+        texts = [row["suggestion"]]
+    found = [m.group(1) for t in texts for m in _ADVICE.finditer(str(t))]
+    return list(dict.fromkeys(found))
+
+
+def row_weight(row: Mapping[str, Any]) -> int:
+    """How many records a row stands for (a query log's rows are grouped by shape)."""
+    records = row.get("records")
+    return int(records) if isinstance(records, int) and records > 0 else 1
+
+
+def top_advice(rows: Sequence[Mapping[str, Any]]) -> tuple[str, int, list[int]] | None:
+    """The declaration proposed for the most unbounded queries.
+
+    Returns
+    -------
+    (advice, count, rows) or None
+        The declaration (:func:`advice_of`), how many unbounded queries it
+        would bound (records, for a log grouped by shape), and the 1-based
+        rows that propose it; ties go to the first proposed.  None when no
+        unbounded row has advice.
+    """
+    counts: dict[str, int] = {}
+    where: dict[str, list[int]] = {}
+    for i, row in enumerate(rows, start=1):
+        if row_verdict(row) != "unbounded":
+            continue
+        for advice in advice_of(row):
+            counts[advice] = counts.get(advice, 0) + row_weight(row)
+            where.setdefault(advice, []).append(i)
+    if not counts:
+        return None
+    best = max(counts, key=lambda a: counts[a])  # the first of the largest
+    return best, counts[best], where[best]
+
+
+def overview(batch: Mapping[str, Any]) -> str:
+    """The report's first sentence: bounded, unbounded and refused counts, and the top advice.
+
+    >>> overview({"rows": [{"file": "a.sql", "status": "ok", "upper": "inf",
+    ...     "suggestion": "To bound it, declare R[a->b] (FD: the upper bound becomes 2)"},
+    ...     {"file": "b.sql", "status": "error", "error": "x"}]})
+    '2 queries: 0 bounded, 1 unbounded, 1 refused (error). Top advice: declare R[a->b], \
+proposed for 1 of the 1 unbounded queries.'
+    """
+    summary = batch_summary(batch)
+    rows: Sequence[Mapping[str, Any]] = batch.get("rows") or []
+    noun = "records" if is_log(batch) else "queries"
+    text = (f"{summary.get('total', 0)} {noun}: {summary.get('bounded', 0)} bounded, "
+            f"{summary.get('unbounded', 0)} unbounded, {summary.get('errors', 0)} refused "
+            "(error)")
+    if summary.get("timed_out"):
+        text += f", {summary['timed_out']} timed out"
+    top = top_advice(rows)
+    if top is not None:
+        advice, count, _ = top
+        text += (f". Top advice: {advice}, proposed for {count} of the "
+                 f"{summary.get('unbounded', 0)} unbounded {noun}")
+    return text + "."

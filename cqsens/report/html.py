@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from cqsens.report.common import (
@@ -25,18 +25,27 @@ from cqsens.report.common import (
     format_number,
     input_phrases,
     is_inf,
+    is_log,
     noise_parts,
     noise_text,
     number_of,
     option_pairs,
+    overview,
     query_language,
+    row_label,
+    row_notes,
     row_text,
     row_verdict,
+    row_weight,
+    shared_notes,
+    split_reason,
+    top_advice,
 )
 from cqsens.report.drawing import COLORS, draw_structure
 from cqsens.report.markdown import to_markdown
 
-__all__ = ["to_html", "to_markdown", "highlight_sql", "BOUND_BUCKETS"]
+__all__ = ["BOUND_BUCKETS", "CARD_CSS", "card_html", "highlight_sql", "query_card", "to_html",
+           "to_markdown"]
 
 _SQL_KEYWORDS = frozenset("""
     all and as asc avg between by case cast coalesce count cross desc distinct else end
@@ -110,22 +119,16 @@ def _sort_value(value: Any) -> str:
     return "" if number is None else repr(float(number))
 
 
-_CSS = """
-:root { --fg: #0f172a; --muted: #475569; --line: #e2e8f0; --bg: #f8fafc;
-  --ok: #047857; --bad: #dc2626; --err: #9a3412; --late: #a16207; --accent: #1d4ed8; }
+_VARS = ("--fg: #0f172a; --muted: #475569; --line: #e2e8f0; --bg: #f8fafc; --ok: #047857; "
+         "--bad: #dc2626; --err: #9a3412; --late: #a16207; --accent: #1d4ed8;")
+
+_CSS = ":root { " + _VARS + """ }
 * { box-sizing: border-box; }
 body { margin: 0; background: var(--bg); color: var(--fg); line-height: 1.45;
   font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; }
 main { max-width: 1320px; margin: 0 auto; padding: 24px 28px 48px; }
 h1 { font-size: 26px; margin: 0 0 4px; }
 h2 { font-size: 19px; margin: 32px 0 12px; }
-h3 { font-size: 15px; margin: 16px 0 6px; }
-code, pre, .mono { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace;
-  font-size: 12.5px; }
-pre { background: #fff; border: 1px solid var(--line); border-radius: 6px; padding: 8px 10px;
-  white-space: pre-wrap; word-break: break-word; margin: 4px 0 10px; }
-.meta { color: var(--muted); margin: 0 0 4px; }
-.meta code { color: var(--fg); }
 .options { display: flex; flex-wrap: wrap; gap: 6px; margin: 8px 0 0; padding: 0;
   list-style: none; }
 .options li { background: #fff; border: 1px solid var(--line); border-radius: 4px; padding: 1px 8px;
@@ -162,6 +165,17 @@ td.noise { min-width: 130px; font-size: 12px; }
 .nw { white-space: nowrap; }
 .error-text { color: var(--err); font-family: ui-monospace, Menlo, Consolas, monospace;
   font-size: 12px; word-break: break-word; }
+"""
+
+#: The style of one query's card (:func:`query_card`), shared by the page and the notebook.
+CARD_CSS = """
+h3 { font-size: 15px; margin: 16px 0 6px; }
+code, pre, .mono { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace;
+  font-size: 12.5px; }
+pre { background: #fff; border: 1px solid var(--line); border-radius: 6px; padding: 8px 10px;
+  white-space: pre-wrap; word-break: break-word; margin: 4px 0 10px; }
+.meta { color: var(--muted); margin: 0 0 4px; }
+.meta code { color: var(--fg); }
 .badge { display: inline-block; border-radius: 999px; padding: 0 8px; font-size: 12px;
   font-weight: 600; white-space: nowrap; border: 1px solid currentColor; }
 .badge.bounded { color: var(--ok); background: #ecfdf5; }
@@ -191,9 +205,21 @@ ul.explanation li { margin: 2px 0; }
 .back { font-size: 12px; }
 pre.sql .kw { color: #1d4ed8; font-weight: 600; } pre.sql .str { color: #047857; }
 pre.sql .num { color: #9a3412; } pre.sql .com { color: #64748b; font-style: italic; }
+details.steps { margin: 2px 0 0; font-size: 12.5px; color: var(--muted); }
+details.steps > summary { cursor: pointer; }
+details.steps ol { margin: 2px 0 4px; padding-left: 20px; color: var(--fg); }
+p.reason .headline, td.reason .headline { font-weight: 600; }
+.where { display: block; color: var(--muted); font-size: 11.5px; overflow-wrap: anywhere; }
+summary .where { display: inline; margin-left: 8px; font-weight: 400; }
+"""
+
+_PAGE_END_CSS = """
 table.inputs { border-collapse: collapse; font-size: 12.5px; margin: 8px 0 0; background: #fff; }
 table.inputs td, table.inputs th { border: 1px solid var(--line); padding: 3px 8px;
   text-align: left; }
+.overview { background: #fff; border: 1px solid var(--line); border-left: 4px solid var(--accent);
+  border-radius: 6px; padding: 8px 12px; margin: 10px 0 4px; font-size: 15px; }
+ul.notes li { margin: 4px 0; }
 footer { color: var(--muted); font-size: 12px; margin-top: 30px; }
 """
 
@@ -290,15 +316,43 @@ def _summary_html(summary: Mapping[str, Any]) -> str:
     )
 
 
+def _label_html(row: Mapping[str, Any], link: str = "") -> str:
+    """A row's label (a log record's id, else its file), the file:line as title and second line."""
+    label, where = row_label(row)
+    title = f' title="{_e(row.get("file", ""))}"' if where else ""
+    name = (f'<a href="{link}"{title}>{_e(label)}</a>' if link
+            else f'<span class="mono"{title}>{_e(label)}</span>')
+    return name + (f'<span class="where">{_e(where)}</span>' if where else "")
+
+
+def _steps_html(steps: Sequence[str]) -> str:
+    """The steps under a reason, folded (``<details class="steps">``); empty without steps."""
+    if not steps:
+        return ""
+    what = "1 step" if len(steps) == 1 else f"{len(steps)} steps"
+    return (f'<details class="steps"><summary>{what}</summary><ol>'
+            + "".join(f"<li>{_e(step)}</li>" for step in steps) + "</ol></details>")
+
+
+def _reason_html(row: Mapping[str, Any]) -> str:
+    """The reason's first sentence, its steps folded under it; an error's text as it is."""
+    if row_verdict(row) in ("error", "timeout"):
+        return f'<span class="error-text">{_e(row_text(row))}</span>'
+    headline, steps = split_reason(row_text(row))
+    return f'<span class="headline">{_e(headline)}</span>' + _steps_html(steps)
+
+
 def _row_html(i: int, row: Mapping[str, Any]) -> str:
     verdict = row_verdict(row)
     status = str(row.get("status", "ok"))
     ok = status == "ok"
     file = str(row.get("file", ""))
+    label, _ = row_label(row)
+    ident = f' data-id="{_e(row["id"])}"' if row.get("id") is not None else ""
     noise = row.get("noise") if ok else None
     cells = [
         f'<td class="num" data-sort="{i}">{i}</td>',
-        f'<td class="file" data-sort="{_e(file)}"><a href="#q-{i}">{_e(file)}</a></td>',
+        f'<td class="file" data-sort="{_e(label)}">{_label_html(row, f"#q-{i}")}</td>',
         f'<td class="aggregate">{_e(row.get("aggregate") or "")}</td>',
         f'<td class="verdict" data-sort="{_e(verdict)}">'
         f'<span class="badge {verdict}">{_e(VERDICT_TEXT[verdict])}</span></td>',
@@ -308,12 +362,7 @@ def _row_html(i: int, row: Mapping[str, Any]) -> str:
         f'{_e(format_number(row.get("lower")) if ok else "")}</td>',
         f'<td class="tight">{_e(("yes" if row.get("tight") else "no") if ok else "")}</td>',
     ]
-    if ok:
-        cells.append(f'<td class="reason">{_e(row_text(row))}</td>')
-    else:
-        cells.append(
-            f'<td class="reason"><span class="error-text">{_e(row_text(row))}</span></td>'
-        )
+    cells.append(f'<td class="reason">{_reason_html(row)}</td>')
     cells.append(f'<td class="suggestion">{_e(row.get("suggestion") or "")}</td>')
     scale = noise.get("laplace_scale") if isinstance(noise, Mapping) else None
     cells.append(
@@ -324,13 +373,14 @@ def _row_html(i: int, row: Mapping[str, Any]) -> str:
     )
     return (
         f'<tr class="row {verdict}" id="row-{i}" data-index="{i}" data-status="{_e(status)}" '
-        f'data-verdict="{verdict}" data-file="{_e(file)}">' + "".join(cells) + "</tr>"
+        f'data-verdict="{verdict}" data-file="{_e(file)}"{ident}>' + "".join(cells) + "</tr>"
     )
 
 
-def _table_html(rows: Sequence[Mapping[str, Any]]) -> str:
+def _table_html(rows: Sequence[Mapping[str, Any]], *, log: bool = False) -> str:
     head = "".join(
-        f'<th data-type="{kind}" scope="col"><button type="button">{_e(name)}</button></th>'
+        f'<th data-type="{kind}" scope="col"><button type="button">'
+        f'{_e("Record" if log and name == "File" else name)}</button></th>'
         for name, kind, _ in COLUMNS
     )
     body = "\n".join(_row_html(i, row) for i, row in enumerate(rows, start=1))
@@ -346,7 +396,8 @@ def _kv(pairs: Sequence[tuple[str, str]]) -> str:
     ) + "</dl>"
 
 
-def _analysis_html(row: Mapping[str, Any], analysis: Mapping[str, Any]) -> str:
+def _analysis_html(row: Mapping[str, Any], analysis: Mapping[str, Any],
+                   shared: Collection[str] = ()) -> str:
     sens = analysis.get("sensitivity") or {}
     facts: list[str] = _query_html(row)
     facts.append("<h3>Conjunctive query</h3>")
@@ -390,11 +441,14 @@ def _analysis_html(row: Mapping[str, Any], analysis: Mapping[str, Any]) -> str:
         facts.append("<h3>To bound it</h3>")
         facts.append('<ul class="explanation suggest">' + "".join(
             f"<li>{_e(s)}</li>" for s in suggestions) + "</ul>")
-    notes = analysis.get("notes") or []
+    notes = [n for n in row_notes(row) if n not in shared]
     if notes:
         facts.append("<h3>Notes</h3>")
         facts.append('<ul class="explanation">' + "".join(f"<li>{_e(s)}</li>" for s in notes)
                      + "</ul>")
+    if any(n in shared for n in row_notes(row)):
+        facts.append('<p class="meta">Further notes of this query are in '
+                     '<a href="#notes">Notes</a>, said once for every query they concern.</p>')
     paper = analysis.get("paper") or {}
     if paper:
         notes_by_key = analysis.get("paper_notes") or {}
@@ -459,26 +513,102 @@ def _shape_html(row: Mapping[str, Any]) -> str:
             f'(the query shown is the first): <span class="mono">{_e(shown)}</span></p>')
 
 
-def _section_html(i: int, row: Mapping[str, Any]) -> str:
+def query_card(i: int, row: Mapping[str, Any], *, shared: Collection[str] = (),
+               back: bool = True) -> str:
+    """The card of one query: its label, verdict, reason with its steps, drawing and facts.
+
+    Parameters
+    ----------
+    i : int
+        The row's number: the card is ``<section class="query" id="q-i">``.
+    row : mapping
+        A report row (see :mod:`cqsens.report.common`).
+    shared : collection of str
+        Notes said once in the report's Notes section, left out of the card.
+    back : bool
+        Whether to link back to the report's table (not in a notebook).
+
+    Returns
+    -------
+    str
+        One HTML ``<section>`` element, all text escaped.
+    """
     verdict = row_verdict(row)
-    file = str(row.get("file", ""))
     head = (
-        f'<summary><span class="mono">{_e(file)}</span>'
+        f"<summary>{_label_html(row)}"
         f'<span class="badge {verdict}">{_e(VERDICT_TEXT[verdict])}</span></summary>'
     )
     analysis = row.get("analysis")
     body = _shape_html(row)
     if verdict in ("error", "timeout"):
         body += f'<pre class="error-text">{_e(row_text(row))}</pre>' + "".join(_query_html(row))
-    elif isinstance(analysis, Mapping):
-        body += f'<p class="reason">{_e(row_text(row))}</p>' + _analysis_html(row, analysis)
     else:
-        body += f'<p class="reason">{_e(row_text(row))}</p>' + "".join(_query_html(row))
+        headline, steps = split_reason(row_text(row))
+        body += (f'<p class="reason"><span class="headline">{_e(headline)}</span></p>'
+                 + _steps_html(steps))
+        body += (_analysis_html(row, analysis, shared) if isinstance(analysis, Mapping)
+                 else "".join(_query_html(row)))
+    link = f'<p class="back"><a href="#row-{i}">back to the table</a></p>' if back else ""
     return (
         f'<section class="query {verdict}" id="q-{i}" data-index="{i}" '
         f'data-status="{_e(row.get("status", "ok"))}"><details open>{head}{body}'
-        f'<p class="back"><a href="#row-{i}">back to the table</a></p></details></section>'
+        f"{link}</details></section>"
     )
+
+
+def _scoped(css: str, scope: str) -> str:
+    """CSS rules with every selector put under ``scope`` (for a card inside another page)."""
+    out: list[str] = []
+    for rule in css.split("}"):
+        if "{" not in rule:
+            continue
+        selectors, body = rule.split("{", 1)
+        scoped = ", ".join(f"{scope} {sel.strip()}" for sel in selectors.split(",")
+                           if sel.strip())
+        out.append(f"{scoped} {{{body}}}")
+    return "\n".join(out)
+
+
+def card_html(row: Mapping[str, Any]) -> str:
+    """One query's card (:func:`query_card`) standing alone, with its style scoped to it.
+
+    This is what ``Analysis._repr_html_`` shows in Jupyter: the card of the
+    HTML report, inside ``<div class="cqsens-card">`` whose ``<style>`` applies
+    to nothing outside it.
+    """
+    style = (f".cqsens-card {{ {_VARS} color: var(--fg); font: 14px/1.45 system-ui, "
+             "-apple-system, \"Segoe UI\", Helvetica, Arial, sans-serif; }\n"
+             + _scoped(CARD_CSS, ".cqsens-card"))
+    return (f'<div class="cqsens-card"><style>{style}</style>'
+            f"{query_card(1, row, back=False)}</div>")
+
+
+def _notes_html(rows: Sequence[Mapping[str, Any]], shared: Mapping[str, list[int]],
+                noun: str = "queries") -> str:
+    """The Notes section: each note several queries share, once, with the queries it concerns."""
+    if not shared:
+        return ""
+    items = []
+    for note, found in shared.items():
+        links = ", ".join(f'<a href="#q-{i}">{_e(row_label(rows[i - 1])[0])}</a>' for i in found)
+        many = sum(row_weight(rows[i - 1]) for i in found)
+        items.append(f'<li>{_e(note)} <span class="meta">({many} {noun}: {links})</span></li>')
+    return ('<h2 id="notes">Notes</h2><p class="meta">Notes that several queries share, said '
+            f'once.</p><ul class="notes">{"".join(items)}</ul>')
+
+
+def _overview_html(batch: Mapping[str, Any]) -> str:
+    """The first lines of the page: the counts and the top advice, with its queries."""
+    rows: Sequence[Mapping[str, Any]] = batch.get("rows") or []
+    top = top_advice(rows)
+    queries = ""
+    if top is not None:
+        named = "Records" if is_log(batch) else "Queries"
+        queries = (f'<span class="meta"> {named}: ' + ", ".join(
+            f'<a href="#q-{i}">{_e(row_label(rows[i - 1])[0])}</a>' for i in top[2])
+            + ".</span>")
+    return f'<p class="overview" id="overview">{_e(overview(batch))}{queries}</p>'
+
 
 
 def to_html(batch: Mapping[str, Any]) -> str:
@@ -520,7 +650,8 @@ def to_html(batch: Mapping[str, Any]) -> str:
     option_items = "".join(
         f"<li><b>{_e(k)}</b>: {_e(v)}</li>" for k, v in option_pairs(batch)
     )
-    sections = "\n".join(_section_html(i, row) for i, row in enumerate(rows, start=1))
+    shared = shared_notes(rows)
+    sections = "\n".join(query_card(i, row, shared=shared) for i, row in enumerate(rows, start=1))
     return "\n".join([
         "<!DOCTYPE html>",
         '<html lang="en">',
@@ -529,11 +660,12 @@ def to_html(batch: Mapping[str, Any]) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         '<meta name="generator" content="cqsens">',
         f"<title>{_e(title)}</title>",
-        f"<style>{_CSS}</style>",
+        f"<style>{_CSS}{CARD_CSS}{_PAGE_END_CSS}</style>",
         "</head>",
         "<body>",
         "<main>",
         f"<h1>{_e(title)}</h1>",
+        _overview_html(batch),
         f'<p class="meta">{" ".join(meta)}</p>' if meta else "",
         f'<ul class="options">{option_items}</ul>' if option_items else "",
         _inputs_html(rows),
@@ -542,7 +674,8 @@ def to_html(batch: Mapping[str, Any]) -> str:
         "<h2>Queries</h2>",
         '<p class="meta">Click a column header to sort. Bounds sort numerically, ∞ last; '
         "a file name leads to its drawing and explanation.</p>",
-        _table_html(rows),
+        _table_html(rows, log=is_log(batch)),
+        _notes_html(rows, shared, "records" if is_log(batch) else "queries"),
         "<h2>Details</h2>",
         '<p class="meta">Each drawing is the core\'s canonical structure: free variables as '
         "squares, constants as diamonds, existential variables as circles; binary atoms are "

@@ -8,7 +8,7 @@ drawings.  Infinity is ``"inf"`` in the batch and ∞ in the text.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from cqsens.report.common import (
@@ -20,11 +20,18 @@ from cqsens.report.common import (
     folder_inputs,
     format_number,
     input_phrases,
+    is_log,
     noise_text,
     option_pairs,
+    overview,
     query_language,
+    row_label,
+    row_notes,
     row_text,
     row_verdict,
+    row_weight,
+    shared_notes,
+    split_reason,
 )
 
 __all__ = ["to_markdown"]
@@ -91,18 +98,21 @@ def to_markdown(batch: Mapping[str, Any]) -> str:
     True
     """
     rows: Sequence[Mapping[str, Any]] = batch.get("rows") or []
+    shared = shared_notes(rows)
     out = _md_heading(batch)
     out += _md_summary(batch_summary(batch))
-    out += _md_table(rows)
+    out += _md_table(rows, log=is_log(batch))
+    out += _md_notes(rows, shared, "records" if is_log(batch) else "queries")
     out += ["", "## Details", ""]
     for i, row in enumerate(rows, start=1):
-        out += _md_details(i, row)
+        out += _md_details(i, row, shared)
     return "\n".join(out).rstrip("\n") + "\n"
 
 
 def _md_heading(batch: Mapping[str, Any]) -> list[str]:
     """Title, generation line and options of the batch."""
-    out: list[str] = [f"# {_md_text(batch.get('title') or 'cqsens report')}", ""]
+    out: list[str] = [f"# {_md_text(batch.get('title') or 'cqsens report')}", "",
+                      f"**{_md_text(overview(batch))}**", ""]
     meta = []
     if batch.get("generated"):
         meta.append(f"Generated {_md_text(batch['generated'])}")
@@ -151,19 +161,25 @@ def _md_summary(summary: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def _md_table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The table of queries, one line per row, with the columns of the HTML table."""
+def _md_table(rows: Sequence[Mapping[str, Any]], *, log: bool = False) -> list[str]:
+    """The table of queries, one line per row, with the columns of the HTML table.
+
+    A query log's rows are named by their record's id (header ``Record``); the
+    reason column holds the reason's first sentence, its steps are in the
+    query's section.
+    """
     out = ["", "## Queries", ""]
-    out.append("| " + " | ".join(name for name, _, _ in COLUMNS) + " |")
+    out.append("| " + " | ".join("Record" if log and name == "File" else name
+                                 for name, _, _ in COLUMNS) + " |")
     out.append("|" + "|".join("---:" if kind == "num" and name != "Noise" else "---"
                               for name, kind, _ in COLUMNS) + "|")
     for i, row in enumerate(rows, start=1):
         verdict = row_verdict(row)
         ok = verdict in ("bounded", "unbounded")
-        text = _md_text(row_text(row))
+        text = _md_text(split_reason(row_text(row))[0] if ok else row_text(row))
         cells = [
             str(i),
-            _md_code(row.get("file", ""), in_table=True),
+            _md_code(row_label(row)[0], in_table=True),
             _md_text(row.get("aggregate") or ""),
             VERDICT_TEXT[verdict],
             format_number(row.get("upper")) if ok else "",
@@ -177,10 +193,28 @@ def _md_table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     return out
 
 
-def _md_details(i: int, row: Mapping[str, Any]) -> list[str]:
-    """The section of query ``i``: its verdict, bounds, reason, suggestion, noise and core."""
+def _md_notes(rows: Sequence[Mapping[str, Any]], shared: Mapping[str, list[int]],
+              noun: str) -> list[str]:
+    """The Notes section: each note several queries share, once, with the queries it concerns."""
+    if not shared:
+        return []
+    out = ["", "## Notes", "", "Notes that several queries share, said once.", ""]
+    for note, found in shared.items():
+        many = sum(row_weight(rows[i - 1]) for i in found)
+        named = ", ".join(f"{i}. {_md_code(row_label(rows[i - 1])[0])}" for i in found)
+        out.append(f"* {_md_text(note)} ({many} {noun}: {named})")
+    return out
+
+
+def _md_details(i: int, row: Mapping[str, Any],
+                shared: Collection[str] = ()) -> list[str]:
+    """The section of query ``i``: its verdict, bounds, reason with its steps, suggestion,
+    noise, notes and core."""
     verdict = row_verdict(row)
-    out = [f"### {i}. {_md_code(row.get('file', ''))} ({VERDICT_TEXT[verdict]})", ""]
+    label, where = row_label(row)
+    out = [f"### {i}. {_md_code(label)} ({VERDICT_TEXT[verdict]})", ""]
+    if where:
+        out += [f"Read from {_md_code(where)}.", ""]
     if "records" in row:  # a query log grouped by shape
         ids = [str(x) for x in row.get("ids") or []]
         more = int(row["records"]) - len(ids)
@@ -188,17 +222,24 @@ def _md_details(i: int, row: Mapping[str, Any]) -> list[str]:
                 + _md_code(", ".join(ids) + (f" and {more} more" if more > 0 else "")), ""]
     if verdict in ("error", "timeout"):
         return out + [_md_block(row_text(row)), ""] + _md_query(row)
+    headline, steps = split_reason(row_text(row))
     out.append(
         f"Upper bound {format_number(row.get('upper'))}, "
         f"lower bound {format_number(row.get('lower'))}"
-        f"{' (tight)' if row.get('tight') else ''}. {_md_text(row_text(row))}"
+        f"{' (tight)' if row.get('tight') else ''}. {_md_text(headline)}"
     )
     out.append("")
+    if steps:
+        out += ["Steps:", ""] + [f"{n}. {_md_text(step)}" for n, step in
+                                 enumerate(steps, start=1)] + [""]
     out += _md_query(row)
     if row.get("suggestion"):
         out += [f"Suggestion: {_md_text(row['suggestion'])}", ""]
     if row.get("noise"):
         out += [f"Noise: {_md_text(noise_text(row['noise']))}.", ""]
+    notes = [n for n in row_notes(row) if n not in shared]
+    if notes:
+        out += ["Notes:", ""] + [f"* {_md_text(n)}" for n in notes] + [""]
     analysis = row.get("analysis")
     if isinstance(analysis, Mapping) and analysis.get("cq"):
         out += ["Conjunctive query:", "", _md_block(analysis["cq"]), ""]
