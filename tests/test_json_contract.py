@@ -108,6 +108,23 @@ def test_report_json_of_a_folder_and_of_a_log(tmp_path: Path) -> None:
     assert {r["status"] for r in log["rows"]} >= {"ok", "error"}
 
 
+def test_every_jsonl_report_line_validates(tmp_path: Path) -> None:
+    out = tmp_path / "log.jsonl"
+    log = str(ROOT / "examples" / "logs" / "tpch.jsonl")
+    result = CliRunner().invoke(cli, ["report", log, "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    lines = out.read_text(encoding="utf-8").splitlines()
+    whole = _valid_report(tmp_path / "log.json", log)
+    grouped = {row["id"]: row for row in whole["rows"]}  # one row per shape there
+    assert len(lines) == sum(row["records"] for row in whole["rows"]) >= 5
+    for text in lines:
+        line = _valid("report-line", text)
+        row = grouped.get(line["id"])
+        if row is not None:  # the first record of its shape: the same row, and the version
+            assert {k: v for k, v in line.items() if k != "schema_version"} == \
+                {k: v for k, v in row.items() if k not in ("analysis", "records", "ids")}
+
+
 def _valid_report(out: Path, *inputs: str) -> Any:
     result = CliRunner().invoke(cli, ["report", *inputs, "-o", str(out)])
     assert result.exit_code == 0, result.output

@@ -17,6 +17,7 @@ from cqsens.cli.rendering import render_batch
 from cqsens.errors import InputError
 from cqsens.files import write_atomically, write_text_atomically
 from cqsens.report.common import json_default
+from cqsens.schemas import SCHEMA_VERSION
 from cqsens.settings import Settings
 
 if TYPE_CHECKING:
@@ -30,8 +31,9 @@ IDS_SHOWN = 50
 
 
 def compact(row: dict[str, Any]) -> dict[str, Any]:
-    """The JSON Lines row: everything but the full analysis object."""
-    return {k: v for k, v in row.items() if k != "analysis"}
+    """The JSON Lines row: the contract's version, then everything but the full analysis
+    object (``cqsens/schemas/report-line.schema.json``)."""
+    return {"schema_version": SCHEMA_VERSION, **{k: v for k, v in row.items() if k != "analysis"}}
 
 
 def run_log(inputs: tuple[str, ...], *, target: Path, chosen: str, jobs: int, timeout: float,

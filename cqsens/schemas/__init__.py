@@ -17,10 +17,10 @@ from typing import Any
 __all__ = ["KINDS", "SCHEMA_VERSION", "load_schema", "versioned"]
 
 #: The version every JSON document carries under ``schema_version``: MAJOR.MINOR.
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "1.2"
 
 #: The commands whose JSON output has a schema.
-KINDS = ("analyze", "report", "witness", "release", "budget")
+KINDS = ("analyze", "report", "report-line", "witness", "release", "budget")
 
 
 def load_schema(kind: str) -> dict[str, Any]:
