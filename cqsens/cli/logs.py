@@ -17,7 +17,7 @@ from cqsens.cli.rendering import render_batch
 from cqsens.errors import InputError
 from cqsens.files import write_atomically, write_text_atomically
 from cqsens.report.common import json_default
-from cqsens.schemas import SCHEMA_VERSION
+from cqsens.schemas import versioned
 from cqsens.settings import Settings
 
 if TYPE_CHECKING:
@@ -31,9 +31,9 @@ IDS_SHOWN = 50
 
 
 def compact(row: dict[str, Any]) -> dict[str, Any]:
-    """The JSON Lines row: the contract's version, then everything but the full analysis
-    object (``cqsens/schemas/report-line.schema.json``)."""
-    return {"schema_version": SCHEMA_VERSION, **{k: v for k, v in row.items() if k != "analysis"}}
+    """A row without its full analysis object (what a JSON Lines line holds besides its
+    ``schema_version``, ``cqsens/schemas/report-line.schema.json``)."""
+    return {k: v for k, v in row.items() if k != "analysis"}
 
 
 def run_log(inputs: tuple[str, ...], *, target: Path, chosen: str, jobs: int, timeout: float,
@@ -76,7 +76,7 @@ def run_log(inputs: tuple[str, ...], *, target: Path, chosen: str, jobs: int, ti
                         tally.append({k: row[k] for k in ("status", "upper", "tight")})
                         if len(tally) > 10_000:  # summarise in bounded memory
                             _fold(tally)
-                        handle.write(json.dumps(compact(row), ensure_ascii=False,
+                        handle.write(json.dumps(versioned(compact(row)), ensure_ascii=False,
                                        default=json_default) + "\n")
 
             write_output(output, lambda: write_atomically(target, write))

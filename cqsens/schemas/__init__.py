@@ -56,7 +56,9 @@ def load_schema(kind: str) -> dict[str, Any]:
 def versioned(document: dict[str, Any]) -> dict[str, Any]:
     """``document`` with ``schema_version`` as its first key.
 
-    >>> versioned({"a": 1})
-    {'schema_version': '1.1', 'a': 1}
+    >>> versioned({"a": 1}) == {"schema_version": SCHEMA_VERSION, "a": 1}
+    True
+    >>> list(versioned({"a": 1}))
+    ['schema_version', 'a']
     """
     return {"schema_version": SCHEMA_VERSION, **document}
