@@ -165,6 +165,7 @@ class _Check:
     full: bool
     search: bool
     cache_path: str
+    seen: str | None = None  # the lower bound proven before for this very record (JSON)
 
 
 @dataclass
@@ -346,9 +347,8 @@ def _serve(cache: ShapeCache, task: _Check, lexed: Lexed | None = None) -> _Done
                                             source=record.where)), record, task.key, True)
     if not opts.prove_lower:
         return _Done(row.with_lower(None, "not searched (--no-lower)", None), key=task.key)
-    seen = cache.checked(task.key, _literal_key(lexed))
-    if seen is not None:  # this very record was proven before (the log is run again)
-        return _Done(row.with_lower(json.loads(seen), None, "reused"), key=task.key)
+    if task.seen is not None:  # this very record was proven before (the log is run again)
+        return _Done(row.with_lower(json.loads(task.seen), None, "reused"), key=task.key)
     proof = cache.proof(task.key)
     known = _reused(proof, task, lexed, row, opts)
     if known is not None:
@@ -482,11 +482,12 @@ class _LogRun:
         cache = self.cache
         assert cache is not None
         search = self.searches.get(key, 0) < SEARCHES and (seconds is None or seconds > 0)
+        lower = self.options.prove_lower
+        seen = cache.checked(key, _literal_key(lexed)) if lower else None
         task = _Check(slot.item, self.options, seconds, fp, key, plan, self.full, search,
-                      cache.path)
-        proof = cache.proof(key) if self.options.prove_lower else None
-        light = proof is None or not (proof.witnesses or search) \
-            or cache.checked(key, _literal_key(lexed)) is not None
+                      cache.path, seen)
+        proof = cache.proof(key) if lower else None
+        light = proof is None or not (proof.witnesses or search) or seen is not None
         if self.in_workers and not light:
             self.stream.submit(slot, self.settled, _check_in_worker, task)
             return
