@@ -25,6 +25,7 @@ from cqsens.errors import UnsupportedQueryError
 from cqsens.frontend.ddl import schema_from_ddl
 from cqsens.frontend.parse_sql import parse_query
 from cqsens.ir.compound import CompoundQuery
+from tests.conftest import scaled_examples
 from tests.oracle import Rows, released, sql_sensitivity
 from tests.test_union import CANDIDATES, CDS, DDL, _ok, databases
 
@@ -96,6 +97,7 @@ def test_nested_statement_is_a_nested_compound(sql: str, sides: list[str]) -> No
 
 @pytest.mark.parametrize(("sql", "sides"), CASES)
 @pytest.mark.parametrize("neighbor", ["add-remove", "substitute"])
+@settings(max_examples=scaled_examples(20))  # 20 cases x 2 models: 800 databases under ci
 @given(db=databases)
 def test_nested_rewrites_are_sound(sql: str, sides: list[str], neighbor: str, db: Rows) -> None:
     a = _analysis(sql, neighbor)
