@@ -398,3 +398,31 @@ def test_pg_unreachable_and_missing_database(pg_server: PgServer) -> None:
     with pytest.raises(SchemaError):
         check_constraints(pg_server.url("hospital"), load_schema(
             "CREATE TABLE Nurse (id INT PRIMARY KEY, ward INT)"), [Dependency("Nurse", 0, 1)])
+
+
+def test_folded_dates_agree_with_postgresql(pg_server: PgServer) -> None:
+    """Month and year arithmetic as PostgreSQL computes it (the day clamped to the month's
+    end), on end-of-month days, leap days and random days, forwards and backwards."""
+    import datetime
+    import random
+
+    import sqlalchemy as sa
+
+    from cqsens.frontend.dates import shift_date
+
+    rnd = random.Random(11)
+    days = [datetime.date(2000, 2, 29), datetime.date(1993, 1, 31), datetime.date(1999, 12, 31),
+            datetime.date(1996, 3, 30)] + [datetime.date(1990, 1, 1) + datetime.timedelta(
+                rnd.randrange(12_000)) for _ in range(150)]
+    cases = [(d, rnd.randrange(-40, 41), rnd.choice(["DAY", "WEEK", "MONTH", "YEAR"]))
+             for d in days]
+    engine = sa.create_engine(pg_server.url(scheme="postgresql+psycopg"))
+    try:
+        with engine.connect() as conn:
+            for day, amount, unit in cases:
+                got = conn.execute(sa.text("SELECT CAST(CAST(:d AS DATE) + CAST(:i AS INTERVAL) "
+                                           "AS DATE)"),
+                                   {"d": day.isoformat(), "i": f"{amount} {unit}"}).scalar_one()
+                assert shift_date(day, amount, unit) == got, (day, amount, unit)
+    finally:
+        engine.dispose()

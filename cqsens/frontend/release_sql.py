@@ -24,6 +24,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from cqsens.errors import InputError, UnsupportedQueryError
+from cqsens.frontend.dates import fold_date_arithmetic
 from cqsens.frontend.post_processing import split_post_processing
 from cqsens.frontend.select_items import aggregates_in, is_aggregate
 
@@ -332,7 +333,7 @@ def release_plan(sql: str, dialect: str | None, *, source: str = "<sql>") -> Rel
     'SELECT sex, SUM(age), COUNT(*) FROM Pat GROUP BY sex'
     """
     try:
-        tree = sqlglot.parse_one(sql, read=dialect)
+        tree = fold_date_arithmetic(sqlglot.parse_one(sql, read=dialect))
     except SqlglotError as exc:
         raise InputError(f"the query does not parse: {exc}", source=source,
                          construct="SQL") from None

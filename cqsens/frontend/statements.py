@@ -16,6 +16,7 @@ from sqlglot.errors import TokenError
 from sqlglot.tokenizer_core import Token
 
 from cqsens.errors import ParseError
+from cqsens.frontend.dates import fold_date_arithmetic
 from cqsens.frontend.limits import check_expression_tree, check_sql_tokens
 from cqsens.frontend.sql_expr import node_position, text_start
 
@@ -107,7 +108,7 @@ def parse_statements(
     found = [s for s in statements if s is not None]
     for statement in found:
         check_expression_tree(statement, source=source, position=start)
-    return found
+    return [fold_date_arithmetic(statement) for statement in found]
 
 
 def parse_statement(sql: str, dialect: str | None, source: str) -> exp.Expr:

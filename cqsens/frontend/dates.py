@@ -1,0 +1,148 @@
+"""Constant date arithmetic, folded into date literals.
+
+``DATE '1998-12-01' - INTERVAL '90' DAY`` is a constant: every SQL engine that
+accepts it computes ``DATE '1998-09-02'``.  SQLite, which evaluates witnesses and
+may be the database a release reads, has no INTERVAL type and refuses the
+expression, so :func:`fold_date_arithmetic` replaces such sums by the date they
+denote before anything else reads the statement.  The meaning is the SQL
+standard's (and PostgreSQL's): days are added on the calendar, months and years
+keep the day of the month and clamp it to the month's last day
+(``DATE '1993-01-31' + INTERVAL '1' MONTH`` is ``DATE '1993-02-28'``).
+
+Only a DATE literal (``DATE 'YYYY-MM-DD'`` or ``CAST('YYYY-MM-DD' AS DATE)``)
+plus or minus an INTERVAL literal of whole days, weeks, months or years is
+folded, repeatedly (``DATE 'x' + INTERVAL '1' YEAR - INTERVAL '1' DAY``).  A
+timestamp, a time unit below a day, a column or a text that is not a date is
+left as written.
+"""
+
+from __future__ import annotations
+
+import calendar
+import datetime
+import re
+
+from sqlglot import exp
+
+__all__ = ["fold_date_arithmetic", "shift_date"]
+
+_UNITS = {"DAY": "DAY", "DAYS": "DAY", "WEEK": "WEEK", "WEEKS": "WEEK", "MONTH": "MONTH",
+          "MONTHS": "MONTH", "YEAR": "YEAR", "YEARS": "YEAR"}
+_AMOUNT = re.compile(r"\s*([+-]?\d{1,6})\s*([A-Za-z]*)\s*")
+
+
+def shift_date(day: datetime.date, amount: int, unit: str) -> datetime.date:
+    """``day`` plus ``amount`` units (DAY, WEEK, MONTH or YEAR), as SQL adds an interval.
+
+    Parameters
+    ----------
+    day : datetime.date
+        The date.
+    amount : int
+        How many units (negative to subtract).
+    unit : str
+        ``"DAY"``, ``"WEEK"``, ``"MONTH"`` or ``"YEAR"``.
+
+    Returns
+    -------
+    datetime.date
+        The shifted date; months and years clamp the day to the month's length.
+
+    Raises
+    ------
+    OverflowError
+        When the result is outside years 1 to 9999.
+
+    Examples
+    --------
+    >>> shift_date(datetime.date(1998, 12, 1), -90, "DAY")
+    datetime.date(1998, 9, 2)
+    >>> shift_date(datetime.date(1993, 1, 31), 1, "MONTH")
+    datetime.date(1993, 2, 28)
+    """
+    if unit in ("DAY", "WEEK"):
+        return day + datetime.timedelta(days=amount * (7 if unit == "WEEK" else 1))
+    months = day.year * 12 + day.month - 1 + amount * (12 if unit == "YEAR" else 1)
+    year, month = divmod(months, 12)
+    if not 1 <= year <= 9999:
+        raise OverflowError(f"year {year} is out of range")
+    last = calendar.monthrange(year, month + 1)[1]
+    return datetime.date(year, month + 1, min(day.day, last))
+
+
+def _date(node: exp.Expr) -> datetime.date | None:
+    """The date of a DATE literal (``DATE 'x'``, ``CAST('x' AS DATE)``), else None."""
+    if isinstance(node, exp.Paren):
+        return _date(node.this)
+    literal: exp.Expr | None = None
+    if isinstance(node, exp.Cast) and node.to.is_type(exp.DataType.Type.DATE):
+        literal = node.this
+    elif isinstance(node, (exp.Date, exp.DateStrToDate, exp.TsOrDsToDate)) \
+            and not node.args.get("expressions") and not node.args.get("format"):
+        literal = node.this
+    if not isinstance(literal, exp.Literal) or not literal.is_string:
+        return None
+    try:
+        return datetime.date.fromisoformat(literal.this.strip())
+    except ValueError:
+        return None
+
+
+def _interval(node: exp.Expr) -> tuple[int, str] | None:
+    """``(amount, unit)`` of an INTERVAL literal of days, weeks, months or years, else None."""
+    if not isinstance(node, exp.Interval) or not isinstance(node.this, exp.Literal):
+        return None
+    match = _AMOUNT.fullmatch(str(node.this.this))
+    if match is None:
+        return None
+    unit_node = node.args.get("unit")
+    written = match.group(2) or (unit_node.name if unit_node is not None else "")
+    if match.group(2) and unit_node is not None:
+        return None  # INTERVAL '3 day' MONTH: not a form to guess at
+    unit = _UNITS.get(written.upper())
+    return (int(match.group(1)), unit) if unit is not None else None
+
+
+def _fold(node: exp.Expr) -> exp.Expr:
+    if not isinstance(node, (exp.Add, exp.Sub)):
+        return node
+    day, shift = _date(node.this), _interval(node.expression)
+    if isinstance(node, exp.Add) and (day is None or shift is None):
+        day, shift = _date(node.expression), _interval(node.this)  # INTERVAL + DATE
+    if day is None or shift is None:
+        return node
+    amount, unit = shift
+    try:
+        result = shift_date(day, -amount if isinstance(node, exp.Sub) else amount, unit)
+    except OverflowError:
+        return node
+    return exp.cast(exp.Literal.string(result.isoformat()), exp.DataType.Type.DATE)
+
+
+def fold_date_arithmetic(tree: exp.Expr) -> exp.Expr:
+    """``tree`` with every constant DATE ± INTERVAL replaced by its date literal.
+
+    Parameters
+    ----------
+    tree : sqlglot expression
+        A statement; it is changed in place (and returned).
+
+    Returns
+    -------
+    sqlglot expression
+        The same tree (a new root only when the root itself was folded).
+
+    Examples
+    --------
+    >>> import sqlglot
+    >>> q = sqlglot.parse_one("SELECT 1 FROM t WHERE d < DATE '1994-01-01' + INTERVAL '1' YEAR")
+    >>> fold_date_arithmetic(q).sql()
+    "SELECT 1 FROM t WHERE d < CAST('1995-01-01' AS DATE)"
+    """
+    for node in reversed(list(tree.find_all(exp.Add, exp.Sub, bfs=False))):
+        folded = _fold(node)  # children first, so chains of intervals fold from the date
+        if folded is not node:
+            if node is tree:
+                return folded
+            node.replace(folded)
+    return tree
