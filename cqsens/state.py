@@ -101,6 +101,7 @@ class State:
 
 
 def analysis_of(state: State) -> Analysis:
+    """The :class:`~cqsens.analysis.Analysis` read off the state after the last stage."""
     query, counted, release = state.query, state.count, state.release
     assert release is not None
     return Analysis(
