@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import math
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from fractions import Fraction
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from cqsens.analysis import AggregateRecord, Analysis
 from cqsens.engine.paper import PaperValue
@@ -38,7 +38,10 @@ from cqsens.witness.aggregate import (
 )
 from cqsens.witness.evaluate import Database
 
-__all__ = ["combine_analyses", "part_items"]
+if TYPE_CHECKING:
+    from cqsens.state import Options
+
+__all__ = ["analyze_compound", "combine_analyses", "part_items"]
 
 T = TypeVar("T")
 
@@ -298,3 +301,29 @@ def part_items(items: Sequence[T], relations: Iterable[str],
         if relation in names or (first and relation not in used):
             out.append(item)
     return out
+
+
+def analyze_compound(compound: CompoundQuery, options: Options,
+                     analyze_one: Callable[[AggregateQuery, Options], Analysis]) -> Analysis:
+    """Each part analysed on its own by ``analyze_one`` (a nested part recursively), then
+    combined (docs/rules.md, rule set-operations)."""
+    settings = options.settings
+    used = [tuple(q.relations() if isinstance(q, CompoundQuery) else q.cq.relations())
+            for q in compound.parts]
+    everywhere = [r for rels in used for r in rels]
+    tables = list(settings.public_tables())
+    parts: list[Analysis] = []
+    for index, part in enumerate(compound.parts):
+        names, first = used[index], index == 0
+        share = replace(settings, witness_time=settings.witness_time / len(compound.parts),
+                        epsilon=None, delta=None,
+                        fds=tuple(part_items(settings.fds, names, everywhere, first=first)),
+                        cds=tuple(part_items(settings.cds, names, everywhere, first=first)),
+                        public=tuple(part_items(tables, names, everywhere, first=first)))
+        if isinstance(part, CompoundQuery):
+            parts.append(analyze_compound(part, replace(options, settings=share),
+                                           analyze_one))
+        else:
+            parts.append(analyze_one(part, replace(options, settings=share)))
+    return combine_analyses(compound, parts, schema=options.schema, epsilon=options.epsilon,
+                            delta=options.delta, prove_lower=options.prove_lower)

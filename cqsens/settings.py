@@ -25,8 +25,10 @@ from cqsens.errors import InputError, read_text
 from cqsens.ir.dependencies import Dependency
 from cqsens.ir.schema import Schema
 from cqsens.release.aggregates import NEIGHBORS
+from cqsens.release.noise import check_privacy
 
-__all__ = ["ALIASES", "NEIGHBOR_MODELS", "Settings", "TomlSettings", "load_toml"]
+__all__ = ["ALIASES", "NEIGHBOR_MODELS", "Settings", "TomlSettings", "check_settings",
+           "load_toml"]
 
 #: The neighbour models (docs/rules.md): one row added or removed, or one row changed.
 NEIGHBOR_MODELS: tuple[str, ...] = NEIGHBORS
@@ -265,3 +267,35 @@ def load_toml(path: str | Path) -> TomlSettings:
             checked = str((target.parent / checked).resolve())
         values[name] = checked
     return TomlSettings(target, values)
+
+
+def check_settings(settings: Settings) -> None:
+    """Refuse settings that no analysis can take, before any work.
+
+    Raises
+    ------
+    InputError
+        An unknown neighbour model, fewer than one contribution, ``owner`` without
+        ``unit``, ``contributions`` with ``unit``, a timeout that is not > 0, or ε/δ
+        beyond cqsens's limits (docs/model.md, Limits and safety).
+    """
+    neighbor, contributions = settings.neighbor, settings.contributions
+    if neighbor not in NEIGHBOR_MODELS:
+        raise InputError(f"unknown neighbour model {neighbor!r} (choose add-remove or substitute)",
+                         construct="--neighbor")
+    if contributions < 1:
+        raise InputError(f"--contributions must be at least 1, got {contributions}",
+                         construct="--contributions")
+    if settings.owner and settings.unit is None:
+        raise InputError("--owner names the foreign keys that carry ownership to the privacy "
+                         "unit; give the unit too (--unit TABLE)", construct="--owner")
+    if settings.unit is not None and contributions != 1:
+        raise InputError("--contributions counts rows per person at row level; with --unit the "
+                         "unit's foreign keys say which rows one person has: use one or the "
+                         "other", construct="--contributions")
+    timeout = settings.timeout
+    if timeout is not None and not timeout > 0:  # also NaN
+        raise InputError(f"--timeout must be a number of seconds > 0 (inf for no limit), "
+                         f"got {timeout}", construct="--timeout")
+    if settings.epsilon is not None or settings.delta is not None:
+        check_privacy(1.0 if settings.epsilon is None else settings.epsilon, settings.delta)

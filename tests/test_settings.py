@@ -30,6 +30,7 @@ from cqsens.cli.options import (
 )
 from cqsens.engine.neighbourhood import Neighbourhood
 from cqsens.errors import InputError
+from cqsens.prepare import references
 from cqsens.settings import Settings, load_toml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -274,7 +275,7 @@ def test_analyze_keywords_and_settings_give_the_same_analysis() -> None:
 
 def test_the_neighbourhood_keeps_foreign_keys_only_for_one_added_row() -> None:
     schema = cqsens.schema_from_ddl((SHOP / "schema.sql").read_text())
-    refs = pipeline._references(schema)
+    refs = references(schema)
     assert refs  # the shop's orders reference its users
     assert Neighbourhood(references=refs).kept_references == refs
     assert Neighbourhood("substitute", references=refs).kept_references == ()

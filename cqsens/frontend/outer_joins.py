@@ -196,10 +196,7 @@ def split_outer_joins(tree: exp.Select, reject: Reject, dialect: str | None,
     assert isinstance(from_, exp.From)
     left = from_.this
     right = tree.args["joins"][0].this
-    swapped = tree.copy()  # B LEFT JOIN A: the rows of B, for RIGHT and FULL
-    swapped.set("from_", exp.From(this=right.copy()))
-    swapped.set("joins", [exp.Join(this=left.copy(), side="LEFT",
-                                   on=tree.args["joins"][0].args.get("on"))])
+    swapped = _swapped(tree, left, right)  # B LEFT JOIN A: the rows of B, for RIGHT and FULL
     operator = found[2]
     if side == "RIGHT":
         tree = swapped.copy()
@@ -213,6 +210,49 @@ def split_outer_joins(tree: exp.Select, reject: Reject, dialect: str | None,
                                            is not None else [])]
     for j in inner:
         j.set("on", None)
+    _make_inner(tree, outer, pending, splitter)
+    padded = {o.alias for o in outer}
+    _check_where(pending, splitter, padded, reject, operator)
+    if not outer:
+        return _inner_only(whole, tree, pending, dialect, operator)
+    if len(outer) > MAX_OUTER_JOINS:
+        raise reject(outer[MAX_OUTER_JOINS].table, f"more than {MAX_OUTER_JOINS} outer joins",
+                     f"cqsens expands at most {MAX_OUTER_JOINS} LEFT JOINs")
+    _aggregates_read_core(tree, splitter, padded, reject, operator)
+    _check_on_chain(outer, splitter, reject, operator)
+    terms = _terms(outer, splitter)
+    parts = [_build(tree, pending, outer, present, semi) for present, semi, _ in terms]
+    if side == "FULL":  # the rows of the right table that match nothing
+        assert isinstance(left, exp.Table)
+        back = [_Outer(left.copy(), outer[0].on)]
+        parts += [_build(swapped, [], back, (), ()), _build(swapped, [], back, (), (0,))]
+    names = [_describe(outer, present, semi) for present, semi, _ in terms]
+    if side == "FULL":
+        names += [f"{right.alias_or_name} alone", f"{right.alias_or_name} ⋉ "
+                  f"{left.alias_or_name}"]
+    note = (f"{operator}: each preserved row counts max(1, m) = m + 1 − [m ≥ 1] times, m its "
+            f"matches, so the released values are a signed sum of {len(parts)} conjunctive "
+            "aggregates (inner join, preserved side, semi-join) and change by at most the sum "
+            "of their changes (docs/rules.md, rule outer-joins)")
+    split = SetSplit("sum", operator, parts, [False] * len(parts), whole.sql(dialect=dialect),
+                     [note])
+    split.names = names
+    return split
+
+
+def _swapped(tree: exp.Select, left: exp.Expr, right: exp.Expr) -> exp.Select:
+    """``right LEFT JOIN left`` with the first join's ON: the rows of the right table."""
+    swapped = tree.copy()
+    swapped.set("from_", exp.From(this=right.copy()))
+    swapped.set("joins", [exp.Join(this=left.copy(), side="LEFT",
+                                   on=tree.args["joins"][0].args.get("on"))])
+    return swapped
+
+
+def _make_inner(tree: exp.Select, outer: list[_Outer], pending: list[exp.Expr],
+                splitter: _Splitter) -> None:
+    """Turn into inner joins (in place) the outer joins whose null-supplying table a
+    condition rejects the NULLs of, and drop the outer joins left from ``tree``."""
     # a condition that rejects the NULLs of a null-supplying table makes its join inner
     changed = True
     while changed:
@@ -233,19 +273,22 @@ def split_outer_joins(tree: exp.Select, reject: Reject, dialect: str | None,
             if not j.args.get("side") and j.this.alias_or_name.lower()
             not in {o.alias for o in outer}]
     tree.set("joins", kept)
-    padded = {o.alias for o in outer}
+
+
+def _check_where(pending: list[exp.Expr], splitter: _Splitter, padded: set[str],
+                 reject: Reject, operator: str) -> None:
+    """Refuse a WHERE condition on a null-supplying table that stays outer."""
     for cond in pending:
         touched = splitter.owners(cond) & padded
         if touched:
             raise reject(cond, f"a WHERE condition on the null-supplying side of {operator}",
                          "it keeps the unmatched (NULL) rows, as an anti-join does (negation, "
                          "Thm 4); compare the column so that NULL fails, or use an inner join")
-    if not outer:
-        return _inner_only(whole, tree, pending, dialect, operator)
-    if len(outer) > MAX_OUTER_JOINS:
-        raise reject(outer[MAX_OUTER_JOINS].table, f"more than {MAX_OUTER_JOINS} outer joins",
-                     f"cqsens expands at most {MAX_OUTER_JOINS} LEFT JOINs")
-    _aggregates_read_core(tree, splitter, padded, reject, operator)
+
+
+def _check_on_chain(outer: list[_Outer], splitter: _Splitter, reject: Reject,
+                    operator: str) -> None:
+    """Refuse an ON condition that keeps the NULLs of an earlier outer-joined table."""
     for index, o in enumerate(outer):
         earlier = {p.alias for p in outer[:index]}
         for alias in {a for c in o.on for a in splitter.owners(c)} & earlier:
@@ -253,6 +296,12 @@ def split_outer_joins(tree: exp.Select, reject: Reject, dialect: str | None,
                 raise reject(o.table, f"{operator} whose ON keeps NULLs of {alias}",
                              "an ON condition on an earlier outer-joined table must reject its "
                              "NULLs (compare its column)")
+
+
+def _terms(outer: list[_Outer], splitter: _Splitter,
+           ) -> list[tuple[tuple[int, ...], tuple[int, ...], frozenset[int]]]:
+    """The terms of the signed sum: for each outer join, matched, NULL-padded or semi-join,
+    as (joined, semi-joined, padded) numbers of the outer joins."""
     terms: list[tuple[tuple[int, ...], tuple[int, ...], frozenset[int]]] = [((), (), frozenset())]
     for number, o in enumerate(outer):
         refs = {a for c in o.on for a in splitter.owners(c)}
@@ -264,23 +313,7 @@ def split_outer_joins(tree: exp.Select, reject: Reject, dialect: str | None,
             out += [((*present, number), semi, pad), (present, semi, pad | {number}),
                     (present, (*semi, number), pad | {number})]
         terms = out
-    parts = [_build(tree, pending, outer, present, semi) for present, semi, _ in terms]
-    if side == "FULL":  # the rows of the right table that match nothing
-        assert isinstance(left, exp.Table)
-        back = [_Outer(left.copy(), outer[0].on)]
-        parts += [_build(swapped, [], back, (), ()), _build(swapped, [], back, (), (0,))]
-    names = [_describe(outer, present, semi) for present, semi, _ in terms]
-    if side == "FULL":
-        names += [f"{right.alias_or_name} alone", f"{right.alias_or_name} ⋉ "
-                  f"{left.alias_or_name}"]
-    note = (f"{operator}: each preserved row counts max(1, m) = m + 1 − [m ≥ 1] times, m its "
-            f"matches, so the released values are a signed sum of {len(parts)} conjunctive "
-            "aggregates (inner join, preserved side, semi-join) and change by at most the sum "
-            "of their changes (docs/rules.md, rule outer-joins)")
-    split = SetSplit("sum", operator, parts, [False] * len(parts), whole.sql(dialect=dialect),
-                     [note])
-    split.names = names
-    return split
+    return terms
 
 
 def _describe(outer: list[_Outer], present: tuple[int, ...], semi: tuple[int, ...]) -> str:

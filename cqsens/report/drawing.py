@@ -13,8 +13,8 @@ free variables they cannot reach, are red.
 
 The input is the ``structure`` object of
 :meth:`cqsens.pipeline.Analysis.to_dict`.  Coordinates come from a networkx
-spring layout started from a fixed random state, so the same input always gives
-the same SVG text.
+spring layout started from a fixed random state (:mod:`cqsens.report.drawing_layout`),
+so the same input always gives the same SVG text.
 
 References
 ----------
@@ -27,12 +27,24 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-import networkx as nx
-
-from cqsens.ir.exact import exact, text
+from cqsens.report.drawing_layout import (
+    NODE_R,
+    Atom,
+    Step,
+    box_extra,
+    box_size,
+    clip,
+    curve,
+    fmt,
+    label_side,
+    pair,
+    place,
+    read_structure,
+    text_width,
+)
 
 __all__ = ["draw_structure"]
 
@@ -48,55 +60,7 @@ COLORS: dict[str, str] = {
 }
 
 _FONT = "system-ui, -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif"
-_NODE_R = 9.0  # half-size of an element's shape
-_CHAR_W = 6.6  # rough width of one character at 12px
 _LEGEND_H = 26.0
-_SEED = 7
-
-
-@dataclass
-class _Atom:
-    index: int
-    relation: str
-    text: str
-    terms: list[str]
-    filter: bool
-    bound: Any
-    unbounded: bool
-    missing: list[str] = field(default_factory=list)
-
-    @property
-    def as_arrow(self) -> bool:
-        """Binary atoms over two distinct elements are drawn as arrows."""
-        return not self.filter and len(self.terms) == 2 and self.terms[0] != self.terms[1]
-
-    @property
-    def label(self) -> str:
-        if self.filter:
-            inner = self.text.strip()
-            if inner.startswith("[") and inner.endswith("]"):
-                inner = inner[1:-1]
-            return inner
-        return self.relation
-
-
-@dataclass
-class _Step:
-    relation: str
-    source: str
-    target: str
-    weight: Any
-    atoms: list[str]
-
-
-def _fmt(value: Any) -> str:
-    if value is None:
-        return "?"
-    if value == "inf" or value == math.inf:
-        return "∞"
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return text(exact(value))
-    return str(value)
 
 
 def _e(text: object) -> str:
@@ -107,142 +71,6 @@ def _n(x: float) -> str:
     """A coordinate, rounded for stable text output."""
     out = f"{x:.1f}"
     return "0.0" if out == "-0.0" else out
-
-
-def _text_width(text: str, size: float = 12.0) -> float:
-    return len(text) * _CHAR_W * size / 12.0
-
-
-def _read(structure: Mapping[str, Any]) -> tuple[dict[str, str], list[_Atom], list[_Step]]:
-    """Elements (name -> kind), atoms and de-duplicated steps of ``structure``."""
-    kinds: dict[str, str] = {}
-    for el in structure.get("elements") or []:
-        kinds[str(el["name"])] = str(el.get("kind", "existential"))
-    unbounded: dict[str, list[str]] = {}
-    for entry in structure.get("unbounded") or []:
-        missing = [str(v) for v in entry.get("missing", [])]
-        unbounded.setdefault(str(entry["atom"]), []).extend(missing)
-    atoms: list[_Atom] = []
-    for i, a in enumerate(structure.get("atoms") or []):
-        terms = [str(t) for t in a.get("terms", [])]
-        for t in terms:
-            kinds.setdefault(t, "existential")
-        text = str(a.get("text", a.get("relation", "")))
-        atoms.append(_Atom(
-            index=i,
-            relation=str(a.get("relation", "")),
-            text=text,
-            terms=terms,
-            filter=bool(a.get("filter", False)),
-            bound=a.get("bound"),
-            unbounded=text in unbounded,
-            missing=unbounded.get(text, []),
-        ))
-    steps: dict[tuple[str, str, str, str], _Step] = {}
-    for s in structure.get("steps") or []:
-        source, target = str(s["from"]), str(s["to"])
-        if source == target or source not in kinds or target not in kinds:
-            continue
-        key = (str(s["relation"]), source, target, _fmt(s.get("weight")))
-        step = steps.setdefault(key, _Step(key[0], source, target, s.get("weight"), []))
-        if s.get("atom") is not None and str(s["atom"]) not in step.atoms:
-            step.atoms.append(str(s["atom"]))
-    return kinds, atoms, list(steps.values())
-
-
-def _layout(kinds: Mapping[str, str], atoms: Sequence[_Atom]) -> dict[str, tuple[float, float]]:
-    """Spring-layout coordinates in [0, 1]² for elements and atom boxes (``#i``)."""
-    graph = nx.Graph()
-    graph.add_nodes_from(kinds)
-    for atom in atoms:
-        if atom.as_arrow:
-            graph.add_edge(atom.terms[0], atom.terms[1])
-        else:
-            box = f"#{atom.index}"
-            graph.add_node(box)
-            graph.add_edges_from((box, t) for t in dict.fromkeys(atom.terms))
-    if graph.number_of_nodes() == 0:
-        return {}
-    if graph.number_of_nodes() == 1:
-        return {next(iter(graph.nodes)): (0.5, 0.5)}
-    k = 2.0 / math.sqrt(graph.number_of_nodes())
-    raw = nx.spring_layout(graph, seed=_SEED, k=k, iterations=200)
-    xs = [float(p[0]) for p in raw.values()]
-    ys = [float(p[1]) for p in raw.values()]
-
-    def unit(v: float, lo: float, hi: float) -> float:
-        return 0.5 if hi - lo < 1e-9 else (v - lo) / (hi - lo)
-
-    return {
-        str(node): (unit(float(p[0]), min(xs), max(xs)), unit(float(p[1]), min(ys), max(ys)))
-        for node, p in raw.items()
-    }
-
-
-def _box_extra(atom: _Atom) -> str:
-    """The small text after an atom's label: its bound (none for filters)."""
-    return "" if atom.filter else f"Δ{_fmt(atom.bound)}"
-
-
-def _box_size(atom: _Atom) -> tuple[float, float]:
-    """Half-width and half-height of an atom's box."""
-    extra = _box_extra(atom)
-    text_w = _text_width(atom.label, 11.0) + (_text_width(" " + extra, 9.0) if extra else 0.0)
-    return text_w / 2 + 6, 9.0
-
-
-def _separate(
-    pos: dict[str, tuple[float, float]],
-    min_dist: float,
-    box: tuple[float, float, float, float],
-    rounds: int = 40,
-) -> dict[str, tuple[float, float]]:
-    """Push apart nodes closer than ``min_dist`` pixels, keeping them inside ``box``.
-
-    A few deterministic relaxation rounds over the layout's coordinates, so that
-    labels of nearby nodes do not overlap.
-    """
-    x0, y0, x1, y1 = box
-    names = sorted(pos)
-    cur = {n: [pos[n][0], pos[n][1]] for n in names}
-    for _ in range(rounds):
-        moved = False
-        for i, a in enumerate(names):
-            for b in names[i + 1:]:
-                dx, dy = cur[b][0] - cur[a][0], cur[b][1] - cur[a][1]
-                dist = math.hypot(dx, dy)
-                if dist >= min_dist:
-                    continue
-                moved = True
-                if dist < 1e-6:
-                    dx, dy, dist = 1.0, 0.0, 1.0
-                push = (min_dist - dist) / 2
-                ux, uy = dx / dist, dy / dist
-                cur[a][0] -= ux * push
-                cur[a][1] -= uy * push
-                cur[b][0] += ux * push
-                cur[b][1] += uy * push
-        for p in cur.values():
-            p[0] = min(max(p[0], x0), x1)
-            p[1] = min(max(p[1], y0), y1)
-        if not moved:
-            break
-    return {n: (cur[n][0], cur[n][1]) for n in names}
-
-
-def _clip(
-    center: tuple[float, float], toward: tuple[float, float], half: tuple[float, float]
-) -> tuple[float, float]:
-    """Where the segment from ``center`` to ``toward`` leaves a box of half-size ``half``."""
-    dx, dy = toward[0] - center[0], toward[1] - center[1]
-    if abs(dx) < 1e-9 and abs(dy) < 1e-9:
-        return center
-    t = min(
-        half[0] / abs(dx) if abs(dx) > 1e-9 else math.inf,
-        half[1] / abs(dy) if abs(dy) > 1e-9 else math.inf,
-    )
-    t = min(t, 1.0)
-    return center[0] + dx * t, center[1] + dy * t
 
 
 def _arrowhead(tip: tuple[float, float], direction: tuple[float, float], color: str) -> str:
@@ -279,44 +107,10 @@ def _label(
 
 
 #: Where an element's name may go: offset from the element and text anchor.
-_LABEL_SIDES: tuple[tuple[tuple[float, float], tuple[float, float], str], ...] = (
-    ((0.0, 1.0), (0.0, _NODE_R + 10), "middle"),
-    ((0.0, -1.0), (0.0, -_NODE_R - 9), "middle"),
-    ((1.0, 0.0), (_NODE_R + 5, 0.0), "start"),
-    ((-1.0, 0.0), (-_NODE_R - 5, 0.0), "end"),
-)
-
-
-def _label_side(
-    at: tuple[float, float],
-    others: Sequence[tuple[float, float]],
-    text_w: float,
-    canvas: tuple[float, float],
-) -> tuple[tuple[float, float], str]:
-    """Offset and anchor of an element's name: the side most clear of its lines.
-
-    Sides where the name would leave the ``canvas`` (width, height) are skipped.
-    """
-    directions = []
-    for ox, oy in others:
-        d = math.hypot(ox - at[0], oy - at[1])
-        if d > 1e-6:
-            directions.append(((ox - at[0]) / d, (oy - at[1]) / d))
-    best = _LABEL_SIDES[0]
-    best_score = math.inf
-    for side in _LABEL_SIDES:
-        (sx, sy), (dx, dy), anchor = side
-        left = at[0] + dx - (text_w / 2 if anchor == "middle" else text_w if anchor == "end" else 0)
-        if left < 2 or left + text_w > canvas[0] - 2 or not 8 < at[1] + dy < canvas[1] - 8:
-            continue
-        score = max((sx * ux + sy * uy for ux, uy in directions), default=-1.0)
-        if score < best_score - 0.05:
-            best, best_score = side, score
-    return best[1], best[2]
 
 
 def _shape(kind: str, x: float, y: float, *, missing: bool, title: str) -> str:
-    r = _NODE_R
+    r = NODE_R
     stroke = COLORS["unbounded"] if missing else COLORS.get(kind, COLORS["existential"])
     width = "3" if missing else "1.6"
     tip = f"<title>{_e(title)}</title>"
@@ -355,19 +149,19 @@ class _Arrow:
     weight: str = "normal"
 
 
-def _atom_arrow(atom: _Atom) -> _Arrow:
+def _atom_arrow(atom: Atom) -> _Arrow:
     return _Arrow(
         source=atom.terms[0],
         target=atom.terms[1],
         color=COLORS["unbounded"] if atom.unbounded else COLORS["atom"],
         css="atom unbounded" if atom.unbounded else "atom",
-        tip=f"{atom.text}: one row changes the count by at most {_fmt(atom.bound)}",
+        tip=f"{atom.text}: one row changes the count by at most {fmt(atom.bound)}",
         label=atom.label,
-        extra=f"Δ{_fmt(atom.bound)}",
+        extra=f"Δ{fmt(atom.bound)}",
     )
 
 
-def _step_arrow(step: _Step) -> _Arrow:
+def _step_arrow(step: Step) -> _Arrow:
     behind = f" behind the bound of {', '.join(step.atoms)}" if step.atoms else ""
     return _Arrow(
         source=step.source,
@@ -375,45 +169,11 @@ def _step_arrow(step: _Step) -> _Arrow:
         color=COLORS["step"],
         css="step",
         tip=f"step {step.source} -> {step.target} via {step.relation} "
-            f"(×{_fmt(step.weight)}){behind}",
-        label=f"{step.relation} ×{_fmt(step.weight)}",
+            f"(×{fmt(step.weight)}){behind}",
+        label=f"{step.relation} ×{fmt(step.weight)}",
         stroke_width="2.6",
         weight="600",
     )
-
-
-def _pair(a: str, b: str) -> tuple[str, str]:
-    """The two ends of an arrow in a fixed order, whatever its direction."""
-    return (a, b) if a <= b else (b, a)
-
-
-def _curve(
-    a: tuple[float, float], b: tuple[float, float], offset: float
-) -> tuple[tuple[float, float], tuple[float, float], tuple[float, float], tuple[float, float]]:
-    """Start, control point, end and apex of a quadratic curve from a to b bent by ``offset``.
-
-    Endpoints are moved off the element shapes; ``offset`` is signed with
-    respect to the direction from ``a`` to ``b``.
-    """
-    dx, dy = b[0] - a[0], b[1] - a[1]
-    length = math.hypot(dx, dy) or 1.0
-    ux, uy = dx / length, dy / length
-    nx_, ny_ = -uy, ux
-    mid = ((a[0] + b[0]) / 2, (a[1] + b[1]) / 2)
-    control = (mid[0] + nx_ * offset * 2, mid[1] + ny_ * offset * 2)
-    gap = _NODE_R + 4
-
-    def moved(p: tuple[float, float]) -> tuple[float, float]:
-        vx, vy = control[0] - p[0], control[1] - p[1]
-        v = math.hypot(vx, vy) or 1.0
-        return p[0] + vx / v * gap, p[1] + vy / v * gap
-
-    start, end = moved(a), moved(b)
-    apex = (
-        0.25 * start[0] + 0.5 * control[0] + 0.25 * end[0],
-        0.25 * start[1] + 0.5 * control[1] + 0.25 * end[1],
-    )
-    return start, control, end, apex
 
 
 def draw_structure(
@@ -463,9 +223,9 @@ def draw_structure(
     """
     if width < 120 or height < 80:
         raise ValueError(f"drawing too small: {width}x{height} (need at least 120x80)")
-    kinds, atoms, steps = _read(structure)
+    kinds, atoms, steps = read_structure(structure)
     area_h = height - (_LEGEND_H if legend else 0.0)
-    pos = _place(kinds, atoms, width, area_h)
+    pos = place(kinds, atoms, width, area_h)
     heading = title if title is not None else "; ".join(a.text for a in atoms) or "empty structure"
     out = [
         f'<svg class="drawing" xmlns="http://www.w3.org/2000/svg" width="{width}" '
@@ -495,27 +255,8 @@ def draw_structure(
     return "\n".join(out)
 
 
-def _place(
-    kinds: Mapping[str, str], atoms: Sequence[_Atom], width: int, area_h: float
-) -> dict[str, tuple[float, float]]:
-    """Pixel coordinates of elements and atom boxes, with margins for their labels."""
-    label_room = max(
-        [_text_width(n) / 2 for n in kinds]
-        + [_box_size(a)[0] for a in atoms if not a.as_arrow]
-        + [20.0]
-    )
-    mx = min(max(label_room + 10, 36.0), width / 3)
-    my = 30.0
-    unit = _layout(kinds, atoms)
-    pos = {
-        node: (mx + u * (width - 2 * mx), my + v * (area_h - 2 * my))
-        for node, (u, v) in unit.items()
-    }
-    return _separate(pos, 88.0, (mx, my, width - mx, area_h - my))
-
-
 def _draw_arrows(
-    atoms: Sequence[_Atom], steps: Sequence[_Step], pos: Mapping[str, tuple[float, float]]
+    atoms: Sequence[Atom], steps: Sequence[Step], pos: Mapping[str, tuple[float, float]]
 ) -> tuple[list[str], list[str]]:
     """Arrows between two elements (binary atoms and steps), bent apart when parallel.
 
@@ -523,7 +264,7 @@ def _draw_arrows(
     """
     lanes: dict[tuple[str, str], list[_Arrow]] = {}
     for arrow in [_atom_arrow(a) for a in atoms if a.as_arrow] + [_step_arrow(t) for t in steps]:
-        lanes.setdefault(_pair(arrow.source, arrow.target), []).append(arrow)
+        lanes.setdefault(pair(arrow.source, arrow.target), []).append(arrow)
     edges: list[str] = []
     labels: list[str] = []
     for (first, _), arrows in lanes.items():
@@ -531,7 +272,7 @@ def _draw_arrows(
             offset = (i - (len(arrows) - 1) / 2) * 30.0
             # offsets are measured on the pair's fixed direction
             signed = offset if arrow.source == first else -offset
-            start, control, end, apex = _curve(pos[arrow.source], pos[arrow.target], signed)
+            start, control, end, apex = curve(pos[arrow.source], pos[arrow.target], signed)
             edges.append(
                 f'<g class="{arrow.css}"><title>{_e(arrow.tip)}</title>'
                 f'<path d="M {_n(start[0])} {_n(start[1])} Q {_n(control[0])} {_n(control[1])} '
@@ -545,10 +286,10 @@ def _draw_arrows(
     return edges, labels
 
 
-def _draw_box(atom: _Atom, pos: Mapping[str, tuple[float, float]]) -> tuple[str, list[str]]:
+def _draw_box(atom: Atom, pos: Mapping[str, tuple[float, float]]) -> tuple[str, list[str]]:
     """The box of a non-binary atom or filter, joined to its terms, and its labels."""
     bx, by = pos[f"#{atom.index}"]
-    half = _box_size(atom)
+    half = box_size(atom)
     color = (
         COLORS["unbounded"] if atom.unbounded else COLORS["filter"] if atom.filter
         else COLORS["atom"]
@@ -557,7 +298,7 @@ def _draw_box(atom: _Atom, pos: Mapping[str, tuple[float, float]]) -> tuple[str,
     css = "atom filter" if atom.filter else "atom unbounded" if atom.unbounded else "atom"
     tip = (
         f"filter {atom.text}" if atom.filter
-        else f"{atom.text}: one row changes the count by at most {_fmt(atom.bound)}"
+        else f"{atom.text}: one row changes the count by at most {fmt(atom.bound)}"
     )
     positions: dict[str, list[int]] = {}
     for i, term in enumerate(atom.terms, start=1):
@@ -566,9 +307,9 @@ def _draw_box(atom: _Atom, pos: Mapping[str, tuple[float, float]]) -> tuple[str,
     parts = [f'<g class="{css}"><title>{_e(tip)}</title>']
     for term, where in positions.items():
         tx, ty = pos[term]
-        start = _clip((bx, by), (tx, ty), half)
+        start = clip((bx, by), (tx, ty), half)
         dist = math.hypot(tx - bx, ty - by) or 1.0
-        end = (tx - (tx - bx) / dist * (_NODE_R + 3), ty - (ty - by) / dist * (_NODE_R + 3))
+        end = (tx - (tx - bx) / dist * (NODE_R + 3), ty - (ty - by) / dist * (NODE_R + 3))
         parts.append(
             f'<line x1="{_n(start[0])}" y1="{_n(start[1])}" x2="{_n(end[0])}" '
             f'y2="{_n(end[1])}" stroke="{color}" stroke-width="1.4"{dash}/>'
@@ -583,12 +324,12 @@ def _draw_box(atom: _Atom, pos: Mapping[str, tuple[float, float]]) -> tuple[str,
         f'stroke="{color}" stroke-width="1.4"{dash}/>'
     )
     parts.append("</g>")
-    labels.append(_label(bx, by, atom.label, color=color, size=11, extra=_box_extra(atom),
+    labels.append(_label(bx, by, atom.label, color=color, size=11, extra=box_extra(atom),
                          css="atom-label"))
     return "".join(parts), labels
 
 
-def _neighbours(atoms: Sequence[_Atom], steps: Sequence[_Step]) -> dict[str, list[str]]:
+def _neighbours(atoms: Sequence[Atom], steps: Sequence[Step]) -> dict[str, list[str]]:
     """For each element, the nodes it is drawn joined to (elements and atom boxes)."""
     neighbours: dict[str, list[str]] = {}
     for atom in atoms:
@@ -603,8 +344,8 @@ def _neighbours(atoms: Sequence[_Atom], steps: Sequence[_Step]) -> dict[str, lis
 
 def _draw_elements(
     kinds: Mapping[str, str],
-    atoms: Sequence[_Atom],
-    steps: Sequence[_Step],
+    atoms: Sequence[Atom],
+    steps: Sequence[Step],
     pos: Mapping[str, tuple[float, float]],
     canvas: tuple[float, float],
 ) -> tuple[list[str], list[str]]:
@@ -619,8 +360,8 @@ def _draw_elements(
         tip = f"{name}: {kind}" + (" (unreachable from an unbounded atom)" if is_missing else "")
         nodes.append(_shape(kind, x, y, missing=is_missing, title=tip))
         color = COLORS["unbounded"] if is_missing else "#0f172a"
-        (dx, dy), anchor = _label_side(
-            pos[name], [pos[m] for m in neighbours.get(name, [])], _text_width(name), canvas,
+        (dx, dy), anchor = label_side(
+            pos[name], [pos[m] for m in neighbours.get(name, [])], text_width(name), canvas,
         )
         labels.append(_label(x + dx, y + dy, name, color=color, anchor=anchor,
                              weight="600" if kind == "free" else "normal"))
@@ -641,7 +382,7 @@ def _legend(width: int, height: int) -> str:
     def text(label: str, at: float, color: str = "#334155") -> float:
         parts.append(f'<text x="{_n(at)}" y="{_n(y)}" dominant-baseline="central" '
                      f'fill="{color}">{_e(label)}</text>')
-        return at + _text_width(label, size) + 12
+        return at + text_width(label, size) + 12
 
     parts.append(f'<rect x="{_n(x)}" y="{_n(y - r)}" width="{_n(2 * r)}" height="{_n(2 * r)}" '
                  f'fill="#dbeafe" stroke="{COLORS["free"]}"/>')
@@ -660,7 +401,7 @@ def _legend(width: int, height: int) -> str:
         ("filter", COLORS["filter"], ' stroke-width="1.6" stroke-dasharray="4 3"'),
         ("Δ: atom bound", "#64748b", ""),
     ):
-        if x + 22 + _text_width(label, size) > width:
+        if x + 22 + text_width(label, size) > width:
             break
         if extra:
             parts.append(f'<line x1="{_n(x)}" y1="{_n(y)}" x2="{_n(x + 18)}" y2="{_n(y)}" '
