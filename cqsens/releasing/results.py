@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cqsens.errors import InputError
-from cqsens.release.ledger import Charge, Entry, PrivacyModel, now, query_hash
+from cqsens.release.ledger_values import Charge, Entry, PrivacyModel, now, query_hash
 
 __all__ = ["BrokenConstraint", "Number", "PartRelease", "Release", "ReleasedGroup",
            "ReleasedValue", "UnboundedRelease"]
