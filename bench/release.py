@@ -39,7 +39,7 @@ from cqsens.errors import InputError  # noqa: E402
 from cqsens.frontend.ddl import load_schema  # noqa: E402
 from cqsens.frontend.release_sql import NOISY_KINDS, release_plan  # noqa: E402
 from cqsens.pipeline import analyze  # noqa: E402
-from cqsens.release.execute import UnboundedRelease, release  # noqa: E402
+from cqsens.releasing import UnboundedRelease, release  # noqa: E402
 from cqsens.report.release import render_text  # noqa: E402
 
 SEGMENTS = ["AUTOMOBILE", "BUILDING", "FURNITURE", "HOUSEHOLD", "MACHINERY"]

@@ -22,7 +22,6 @@ from cqsens.ir.cq import CQ, AggregateQuery
 from cqsens.ir.dependencies import Sigma
 from cqsens.ir.exact import Exact
 from cqsens.release.noise import NoiseCalibration
-from cqsens.report import words
 from cqsens.witness.model import Witness
 
 __all__ = ["AggregateRecord", "Analysis", "noise_dict"]
@@ -47,6 +46,8 @@ class AggregateRecord:
     @property
     def rule(self) -> str:
         """The sentence of the rule applied, in the neighbourhood's words."""
+        from cqsens.report import words  # rendering is report's: no module-level import
+
         return words.render(self.derivation)
 
     def to_dict(self) -> dict[str, Any]:
@@ -146,11 +147,13 @@ class Analysis:
     @property
     def summary(self) -> str:
         """The reason of a combined statement, from its parts ("" for one query)."""
-        return words.reason(self) if self.combined else ""
+        return self.reason() if self.combined else ""
 
     def reason(self) -> str:
         """The one-line reason for the bound, in terms of the released statistic
         (:func:`cqsens.report.words.reason`)."""
+        from cqsens.report import words  # rendering is report's: no module-level import
+
         return words.reason(self)
 
     def structure(self) -> dict[str, Any]:

@@ -9,9 +9,9 @@ read by every later stage.  Each stage lives in its package; this module wires t
 1. ``engine.stage.stage_bound``: chase with the FDs of Σ, cores, the count bound;
 2. ``engine.stage.stage_paper``: the paper's literal Δ_STR, Thm 13 and Thm 17 values;
 3. ``report.stage.stage_explain``: the explanation and, when unbounded, the advice;
-4. ``release.stage.stage_release``: each aggregate's ℓ1/ℓ2 sensitivity and their combination;
+4. ``aggregate_stage.stage_release``: each aggregate's ℓ1/ℓ2 sensitivity and their combination;
 5. ``witness.stage.stage_witness``: two databases proving a lower bound;
-6. ``release.stage.stage_noise``: Laplace and Gaussian scales at (ε, δ).
+6. ``aggregate_stage.stage_noise``: Laplace and Gaussian scales at (ε, δ).
 
 References
 ----------
@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from cqsens.aggregate_stage import stage_noise, stage_release
 from cqsens.analysis import Analysis
 from cqsens.budget import deadline
 from cqsens.compound import analyze_compound
@@ -35,7 +36,6 @@ from cqsens.ir.cq import AggregateQuery
 from cqsens.ir.dependencies import Dependency
 from cqsens.ir.schema import Schema
 from cqsens.prepare import first_state, options_for
-from cqsens.release.stage import stage_noise, stage_release
 from cqsens.report.stage import stage_explain
 from cqsens.settings import Settings, check_settings
 from cqsens.state import Options, State, analysis_of

@@ -1,8 +1,10 @@
-"""No import cycle through the report runner's modules (issue #26).
+"""No import cycle between modules, nor between packages (issue #26).
 
 The import graph is read from the source (every ``import``, including those inside
 functions, which run as soon as the function does), and its strongly connected
-components are computed; a component of more than one module is a cycle.
+components are computed; a component of more than one module is a cycle.  The package
+graph collapses each module to its package (a top-level module such as ``analysis.py``
+is its own node) and counts the imports that run when a module is imported.
 """
 
 from __future__ import annotations
@@ -34,16 +36,27 @@ def _type_only(tree: ast.Module) -> set[int]:
     return out
 
 
-def import_graph() -> dict[str, set[str]]:
+def _in_functions(tree: ast.Module) -> set[int]:
+    """The ids of the nodes inside a function body: they run when the function does, not when
+    the module is imported."""
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            out |= {id(n) for n in ast.walk(node) if n is not node}
+    return out
+
+
+def import_graph(*, module_level: bool = False) -> dict[str, set[str]]:
     """Each module of cqsens and the cqsens modules it imports when it runs (anywhere in its
-    body, functions included; not the imports under ``if TYPE_CHECKING:``)."""
+    body, functions included; not the imports under ``if TYPE_CHECKING:``); with
+    ``module_level``, only the imports that run when the module is imported."""
     modules = {_module_of(p): p for p in PACKAGE.rglob("*.py")}
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         edges: set[str] = set()
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        typing_only = _type_only(tree)
+        typing_only = _type_only(tree) | (_in_functions(tree) if module_level else set())
         for node in ast.walk(tree):
             if id(node) in typing_only:
                 continue
@@ -112,17 +125,45 @@ def test_no_cycle_through_the_report_runner() -> None:
     assert cycles == []
 
 
+def _package(module: str) -> str:
+    """The node of ``module`` in the package graph: its package under cqsens
+    (``cqsens.logs.run`` -> ``cqsens.logs``); a top-level module is its own node."""
+    return ".".join(module.split(".")[:2])
+
+
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """``graph`` with its modules collapsed to their packages (:func:`_package`)."""
+    packages: dict[str, set[str]] = {}
+    for module, edges in graph.items():
+        packages.setdefault(_package(module), set()).update(
+            _package(e) for e in edges if _package(e) != _package(module))
+    return packages
+
+
 def test_no_package_cycle_through_the_report_runner() -> None:
     """Modules collapsed to their package (``cqsens.logs.run`` -> ``cqsens.logs``)."""
-    def package(module: str) -> str:
-        return ".".join(module.split(".")[:2])
-
-    packages: dict[str, set[str]] = {}
-    for module, edges in import_graph().items():
-        packages.setdefault(package(module), set()).update(
-            package(e) for e in edges if package(e) != package(module))
-    touched = {package(m) for m in RUNNER_MODULES} | {"cqsens.logs"}
+    packages = package_graph(import_graph())
+    touched = {_package(m) for m in RUNNER_MODULES} | {"cqsens.logs"}
     assert [sorted(c) for c in components(packages) if c & touched] == []
+
+
+def test_the_module_level_graph_leaves_out_function_imports() -> None:
+    """``Analysis._repr_html_`` imports ``report.html`` when it runs, not on import."""
+    assert "cqsens.report.html" in import_graph()["cqsens.analysis"]
+    assert "cqsens.report.html" not in import_graph(module_level=True)["cqsens.analysis"]
+    assert "cqsens.releasing.run" in import_graph(module_level=True)["cqsens.releasing"]
+
+
+def test_no_package_cycle() -> None:
+    """No cycle of packages through the imports that run on import (issue #26): ``release/``
+    holds the mechanisms and imports neither ``analysis`` nor ``report`` (the orchestration of
+    ``cqsens release`` is ``releasing/``), and ``analysis.py`` imports ``report`` only inside
+    the methods that render."""
+    packages = package_graph(import_graph(module_level=True))
+    assert [sorted(c) for c in components(packages)] == []
+    assert not packages["cqsens.release"] & {"cqsens.analysis", "cqsens.report",
+                                             "cqsens.releasing", "cqsens.pipeline"}
+    assert "cqsens.report" not in packages["cqsens.analysis"]
 
 
 def test_no_module_imports_itself_through_others() -> None:

@@ -20,17 +20,11 @@ MAX_FUNCTION_LINES = 100
 #: Modules still over MAX_MODULE_LINES (path relative to cqsens/).
 MODULES_OVER = frozenset({
     "frontend/parse_sql.py",
-    "release/aggregates.py",
-    "release/execute.py",
-    "release/ledger.py",
-    "release/noise.py",
 })
 
 #: Functions still over MAX_FUNCTION_LINES ("path:qualified name").
 FUNCTIONS_OVER = frozenset({
     "cli/release.py:release_cmd",  # 110 with its click option decorators
-    "release/execute.py:release",
-    "release/execute.py:_release",
 })
 
 

@@ -285,16 +285,16 @@ def test_a_budget_equal_to_the_decimal_sum_is_met_exactly(milli: list[int]) -> N
 def test_a_refused_release_runs_no_query(hospital: str, tmp_path: Path,
                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """Reproducer: the query ran before the budget check."""
-    import cqsens.release.execute as execute
+    import cqsens.releasing.run as running
 
     opened: list[str] = []
-    real = execute.connect
+    real = running.connect
 
     def spy(url: str, **kwargs: Any) -> Any:
         opened.append(url)
         return real(url, **kwargs)
 
-    monkeypatch.setattr(execute, "connect", spy)
+    monkeypatch.setattr(running, "connect", spy)
     ledger = tmp_path / "l.sqlite"
     assert release(hospital, ledger, "--epsilon", "1", "--budget", "1.5")[0] == 0
     assert len(opened) == 1

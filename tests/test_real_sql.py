@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cqsens
-import cqsens.release.stage
+import cqsens.aggregate_stage
 from cqsens.errors import InputError, UnsupportedQueryError
 from cqsens.frontend.ddl import schema_from_ddl
 from cqsens.frontend.parse_sql import parse_sql
@@ -90,7 +90,7 @@ def _brute_force(sql: str, db: dict[str, set[tuple[int, ...]]]) -> float:
 def _upper(sql: str, count_sql: str) -> Fraction | int | float:
     """ℓ1 of the query as the pipeline computes it, with the count bound of ``count_sql``."""
     query = parse_sql(sql, schema=SCHEMA)
-    if hasattr(cqsens.release.stage, "expression_bound") \
+    if hasattr(cqsens.aggregate_stage, "expression_bound") \
             or all(a.expression is None for a in query.aggregates):
         return cqsens.analyze(sql, schema=DDL, cds=CDS).l1
     count_delta = cqsens.analyze(count_sql, schema=DDL, cds=CDS).upper

@@ -422,7 +422,7 @@ def test_metadata_file_names_the_ledger_and_budget(hospital: str, tmp_path: Path
 
 def test_release_plan_formulas() -> None:
     from cqsens.frontend.release_sql import release_plan
-    from cqsens.release.execute import _evaluate
+    from cqsens.releasing.post import _evaluate
 
     plan = release_plan("SELECT g, ROUND(-SUM(v) / (COUNT(*) - 2), 1) AS r FROM T GROUP BY 1",
                         None)

@@ -432,14 +432,14 @@ def test_the_check_and_the_query_see_one_snapshot(tmp_path: Path, noiseless: Non
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """A row written after the constraint check (by another connection, WAL mode) is not
     read by the query of the same release: both run in one read transaction."""
-    from cqsens.release import execute
+    from cqsens.releasing import checks
 
     url, schema = _db(tmp_path, HOSPITAL, {"Pat": [(1, "F", 30), (2, "M", 40)], "PatDoc": []})
     path = url.removeprefix("sqlite:///")
     conn = sqlite3.connect(path)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.close()
-    checked = execute.broken_constraints
+    checked = checks.broken_constraints
 
     def check_then_write(*args: object, **kwargs: object) -> list[str]:
         out = checked(*args, **kwargs)  # type: ignore[arg-type]
@@ -449,7 +449,7 @@ def test_the_check_and_the_query_see_one_snapshot(tmp_path: Path, noiseless: Non
         writer.close()
         return out
 
-    monkeypatch.setattr(execute, "broken_constraints", check_then_write)
+    monkeypatch.setattr(checks, "broken_constraints", check_then_write)
     code, out, err = run("release", "--sql", "SELECT COUNT(*) FROM Pat", "--schema",
                          str(schema), "--db", url, "--epsilon", "1", "--format", "json")
     assert code == 0, err

@@ -39,9 +39,9 @@ from cqsens.db.connect import sqlite_file
 from cqsens.errors import CqsensError, InputError
 from cqsens.ir.schema import Schema
 from cqsens.pipeline import Analysis, analyze_with
-from cqsens.release.execute import release
 from cqsens.release.ledger import Charge, Ledger, Limits, PrivacyModel, precheck, record
 from cqsens.release.noise import EPSILON_MAX, EPSILON_MIN, check_privacy
+from cqsens.releasing import release
 from cqsens.report.release import ledger_json, render_csv, render_json, render_text, spent_line
 from cqsens.settings import Settings
 

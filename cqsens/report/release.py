@@ -1,4 +1,4 @@
-"""Text, JSON and CSV renderings of a :class:`~cqsens.release.execute.Release`.
+"""Text, JSON and CSV renderings of a :class:`~cqsens.releasing.results.Release`.
 
 Only noisy values are rendered (the release holds no other); the ledger line
 says what the budget has left.
@@ -12,8 +12,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from cqsens.release.execute import Release
 from cqsens.release.ledger import Ledger
+from cqsens.releasing.results import Release
 from cqsens.report.common import json_default
 from cqsens.schemas import versioned
 

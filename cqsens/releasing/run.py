@@ -1,0 +1,219 @@
+"""Run a query on a database and release its answer with differential privacy:
+:func:`release`, in named steps (:mod:`cqsens.releasing`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from cqsens.analysis import AggregateRecord, Analysis
+from cqsens.db.connect import connect, mask_url
+from cqsens.errors import InputError
+from cqsens.frontend.release_sql import NOISY_KINDS, QUANTILE_KINDS, ReleasePlan, release_plan
+from cqsens.ir.schema import Schema
+from cqsens.release import noise
+from cqsens.release.ledger import Charge, PrivacyModel
+from cqsens.releasing.budget import _Budget, _budget, _charge
+from cqsens.releasing.checks import _refuse_broken, _refuse_unbounded, _same_parts
+from cqsens.releasing.domain import _public_domain, _selects_keys
+from cqsens.releasing.measure import (
+    _add_noise,
+    _add_quantiles,
+    _clamp_text,
+    _part_values,
+    _select_partitions,
+    _value_range,
+)
+from cqsens.releasing.post import _released_groups
+from cqsens.releasing.results import Number, PartRelease, Release
+
+__all__ = ["release"]
+
+
+def _dialect(conn: Any) -> str:
+    name = str(conn.dialect.name)
+    return "postgres" if name == "postgresql" else name
+
+
+def _check_request(analysis: Analysis, mechanism: str, delta: float | None) -> None:
+    """Refuse a CQ (a release runs SQL), an unknown mechanism, a Gaussian without δ."""
+    if analysis.query_obj.sql is None:
+        raise InputError("a release runs SQL on the database: give the query as SQL, not as a "
+                         "conjunctive query", source=analysis.source, construct="release")
+    if mechanism not in ("laplace", "gaussian"):
+        raise InputError(f"unknown mechanism {mechanism!r}", construct="--mechanism")
+    if mechanism == "gaussian" and delta is None:
+        raise InputError("the Gaussian mechanism needs --delta", construct="--delta")
+
+
+def _parts(analysis: Analysis, reanalyse: Callable[[str], Analysis]
+           ) -> tuple[ReleasePlan, Analysis]:
+    """The parts the release measures and their analysis (the user's own when it covers
+    them, else the analysis of the parts' SQL)."""
+    query = analysis.query_obj
+    assert query.sql is not None  # _check_request refused a CQ
+    # the user's own statement: a derived UNION, an outer join or a subquery runs as written
+    # (a compound analysis keeps only its first part in query_obj)
+    plan = release_plan(analysis.query or query.text or query.sql, query.dialect,
+                        source=analysis.source)
+    parts_analysis = analysis if _same_parts(plan, analysis) else reanalyse(plan.analysed_sql)
+    _refuse_unbounded(parts_analysis)
+    if len(parts_analysis.aggregates) != len(plan.parts):
+        raise InputError("the released parts do not match the analysis", construct="release")
+    return plan, parts_analysis
+
+
+def release(
+    analysis: Analysis,
+    *,
+    url: str,
+    epsilon: float,
+    delta: float | None = None,
+    mechanism: str = "laplace",
+    reanalyse: Callable[[str], Analysis],
+    schema: Schema | None = None,
+    bounds: Sequence[str] = (),
+    keys_file: str | None = None,
+    public: Sequence[str] = (),
+    epsilon_parts: Mapping[str, float] | None = None,
+    before_query: Callable[[Charge, PrivacyModel], None] | None = None,
+) -> Release:
+    """Release the query of ``analysis`` from the database at ``url``.
+
+    Parameters
+    ----------
+    analysis : Analysis
+        The analysis of the user's SQL query.
+    url : str
+        ``sqlite:///file.db`` or ``postgresql://…``.
+    epsilon, delta : float
+        The privacy parameters of the whole release (δ for the Gaussian
+        mechanism and for partition selection).
+    mechanism : {"laplace", "gaussian"}
+        The noise added to counts and sums.
+    reanalyse : callable
+        Analyses another SQL text with the same schema, Σ and options (for
+        the parts of an AVG or of arithmetic, and the counts of partition selection).
+    schema : Schema, optional
+        For the value bounds of MEDIAN/MIN/MAX.
+    bounds : sequence of str
+        ``--bounds`` texts.
+    keys_file : str, optional
+        CSV of public group keys.
+    public : sequence of str
+        Public tables.
+    epsilon_parts : mapping, optional
+        ε of some parts, by label.
+    before_query : callable, optional
+        Called with what the release will spend and its neighbour model
+        before the database is opened (the ledger's budget check); raising
+        there stops the release before any query runs.
+
+    Returns
+    -------
+    Release
+
+    Raises
+    ------
+    UnboundedRelease
+        The sensitivity is unbounded.
+    InputError
+        A CQ, no δ where one is needed, a database error, a bad keys file.
+    """
+    _check_request(analysis, mechanism, delta)
+    eps = noise.check_privacy(epsilon, delta)
+    _refuse_unbounded(analysis)
+    plan, parts_analysis = _parts(analysis, reanalyse)
+    neighbor, contributions = parts_analysis.neighbor, parts_analysis.contributions
+    public_names = {n.strip().lower() for item in public for n in item.split(",") if n.strip()}
+    # a proven 0 over private rows still gets the noise of sensitivity 1 (a safeguard): only
+    # a query that reads nothing but public tables is released exactly
+    private = [t for t in plan.tables if t.lower() not in public_names]
+    records = [replace(r, l1=1, l2=1) if r.l1 == 0 and private else r
+               for r in parts_analysis.aggregates]
+    budget = _budget(plan, _selects_keys(plan, keys_file, public_names, schema),
+                     epsilon_parts or {},
+                     eps, delta, mechanism)
+    charge = _charge(plan, records, budget, eps, delta)
+    if before_query is not None:
+        before_query(charge, PrivacyModel(neighbor, contributions, analysis.unit))
+
+    with connect(url) as conn:
+        # one snapshot for the constraint check and the query: REPEATABLE READ on
+        # PostgreSQL; on SQLite an explicit BEGIN (its driver opens none before a SELECT)
+        # holds one read transaction until the rollback
+        if conn.dialect.name == "postgresql":
+            conn = conn.execution_options(isolation_level="REPEATABLE READ")
+        trans = conn.begin()
+        try:
+            target = _dialect(conn)
+            if target == "sqlite":
+                conn.exec_driver_sql("PRAGMA query_only = ON")
+                if not conn.connection.dbapi_connection.in_transaction:  # type: ignore[union-attr]
+                    conn.exec_driver_sql("BEGIN")
+            _refuse_broken(conn, analysis, parts_analysis, plan, url=url, schema=schema,
+                           bounds=bounds)
+            return _release(
+                conn, target, analysis, parts_analysis, plan, records, url=url, eps=eps,
+                delta=delta, mechanism=mechanism, reanalyse=reanalyse, schema=schema,
+                bounds=bounds, keys_file=keys_file, public_names=public_names,
+                budget=budget, charge=charge, neighbor=neighbor,
+                contributions=contributions)
+        finally:
+            trans.rollback()
+
+
+def _release(conn: Any, target: str, analysis: Analysis, parts_analysis: Analysis,
+             plan: ReleasePlan, records: Sequence[AggregateRecord], *, url: str, eps: float,
+             delta: float | None, mechanism: str, reanalyse: Callable[[str], Analysis],
+             schema: Schema | None, bounds: Sequence[str], keys_file: str | None,
+             public_names: set[str], budget: _Budget, charge: Charge, neighbor: str,
+             contributions: int) -> Release:
+    notes: list[str] = []
+    private = [t for t in plan.tables if t.lower() not in public_names]
+    # ---- the released keys: a public domain, none, or partition selection
+    domain, key_mode = _public_domain(conn, target, plan, keys_file=keys_file, schema=schema,
+                                      public_names=public_names, delta=delta,
+                                      source=analysis.source)
+
+    # ---- the parts' true values per group (kept in this function and the steps it calls
+    # only); every value a SUM or a quantile reads is clamped to the range its bound assumed
+    # (no change on data that obey it)
+    ranges = {i: _value_range(parts_analysis, i, schema, bounds)
+              for i, p in enumerate(plan.parts) if p.kind == "sum" or p.kind in QUANTILE_KINDS}
+    clamps = {i: c for i, r in ranges.items() if (c := _clamp_text(r)) is not None}
+    noisy = [i for i, p in enumerate(plan.parts) if p.kind in NOISY_KINDS]
+    data = _part_values(conn, target, plan, clamps, noisy)
+    column_of = {part: n for n, part in enumerate(noisy)}
+
+    # ---- the measurements, with their share of ε and δ (``budget``)
+    part_releases: dict[int, PartRelease] = {}
+    released: dict[int, dict[str, Number | None]] = {}
+    if domain is None:
+        domain, key_mode = _select_partitions(conn, target, plan, records, budget, data,
+                                              column_of, reanalyse, key_mode, part_releases,
+                                              released, notes)
+    if plan.keys:  # said whatever the data hold: its presence must not depend on them
+        notes.append("groups outside the released keys are never shown (whether the data "
+                     "hold any is not revealed)")
+    _add_noise(plan, records, parts_analysis, domain, data, column_of, noisy, budget, mechanism,
+               private, part_releases, released, notes)
+    _add_quantiles(conn, target, plan, records, parts_analysis, domain, clamps, budget.shares,
+                   schema=schema, bounds=bounds, neighbor=neighbor,
+                   contributions=contributions, part_releases=part_releases,
+                   released=released, notes=notes)
+    del data  # the true values end here
+
+    out_groups = _released_groups(plan, domain, released, part_releases, ranges, notes)
+    ordered = [part_releases[i] for i in sorted(part_releases) if i >= 0]
+    if -1 in part_releases:
+        ordered.append(part_releases[-1])
+    mechanisms = sorted({p.family for p in ordered})
+    return Release(
+        query=analysis.query, source=analysis.source, database=mask_url(url),
+        neighbor=neighbor, contributions=contributions, epsilon=eps, delta=charge.delta,
+        mechanism=" + ".join(mechanisms), split=budget.split, key_names=plan.keys,
+        key_mode=key_mode, parts=tuple(ordered), groups=tuple(out_groups),
+        rho=charge.rho if budget.gaussian else None, notes=tuple(notes),
+        unit=analysis.unit, charge=charge)
