@@ -63,6 +63,7 @@ from cqsens.ir.dependencies import Dependency, Sigma
 from cqsens.ir.exact import Exact, display, text
 from cqsens.ir.expr import Predicate
 from cqsens.ir.schema import Schema
+from cqsens.public_statement import find_public_statement, public_analysis, synthetic_sql
 from cqsens.release.aggregates import AggregateBound
 from cqsens.release.noise import NoiseCalibration, calibrate, check_privacy
 from cqsens.release.values import (
@@ -907,6 +908,11 @@ def _analyze(source: str | Path, settings: Settings, *, kind: str | None,
     check_value_bounds(cli_bounds, parsed_schema)
     unit = settings.unit
     resolved = resolve_unit(unit, parsed_schema, settings.owner) if unit is not None else None
+    public_source = find_public_statement(source, settings, kind=kind, name=name)
+    if public_source is not None:  # docs/rules.md, rule public-statement
+        text, origin, found = public_source
+        source, kind, name = synthetic_sql(found), "sql", origin
+        settings = replace(settings, prove_lower=False)
     query = load_statement(source, schema=parsed_schema, dialect=dialect, kind=kind, name=name,
                            public=frozenset(settings.public_tables()),
                            owner=owner_key(parsed_schema, resolved)
@@ -916,6 +922,8 @@ def _analyze(source: str | Path, settings: Settings, *, kind: str | None,
     options = Options(settings=settings, schema=parsed_schema, nb=nb, value_bounds=cli_bounds)
     if isinstance(query, CompoundQuery):
         return _analyze_compound(query, options)
+    if public_source is not None:
+        return public_analysis(_analyze_one(query, options), text, origin, found)
     return _analyze_one(query, options)
 
 

@@ -52,9 +52,11 @@ from cqsens.frontend.release_sql import (
 )
 from cqsens.ir.exact import Exact, display, sql_decimal
 from cqsens.ir.schema import Schema
+from cqsens.public_statement import is_public_statement
 from cqsens.release import noise
 from cqsens.release.keys import key_label, key_text, read_keys
 from cqsens.release.ledger import Charge, Entry, PrivacyModel, now, query_hash
+from cqsens.release.public import MECHANISM, NOTHING_SPENT, PublicAnswer, public_answer, split_text
 from cqsens.release.values import expression_bound, parse_value_bounds, value_bound
 
 __all__ = ["BrokenConstraint", "PartRelease", "Release", "ReleasedGroup", "ReleasedValue",
@@ -94,7 +96,7 @@ class ReleasedValue:
     """One released number (noisy) and its 95 % error half-width (None when unknown)."""
 
     label: str
-    value: Number | None
+    value: Number | str | None  # a text only in the exact answer of a public statement
     halfwidth_95: float | None
 
 
@@ -567,6 +569,8 @@ def release(
     InputError
         A CQ, no δ where one is needed, a database error, a bad keys file.
     """
+    if is_public_statement(analysis):  # docs/rules.md, rule public-statement: ε not spent
+        return _public_release(analysis, public_answer(analysis, url=url), url)
     query = analysis.query_obj
     if query.sql is None:
         raise InputError("a release runs SQL on the database: give the query as SQL, not as a "
@@ -622,6 +626,19 @@ def release(
                 contributions=contributions)
         finally:
             trans.rollback()
+
+
+def _public_release(analysis: Analysis, answer: PublicAnswer, url: str) -> Release:
+    """The exact answer of a statement over public tables only, charged nothing."""
+    groups = tuple(ReleasedGroup((str(n),), tuple(
+        ReleasedValue(label, v, None if isinstance(v, str) else 0.0)
+        for label, v in zip(answer.labels, row, strict=True)))
+        for n, row in enumerate(answer.rows, start=1))
+    return Release(query=analysis.query, source=analysis.source, database=mask_url(url),
+                   neighbor=analysis.neighbor, contributions=analysis.contributions,
+                   epsilon=0.0, delta=0.0, mechanism=MECHANISM, split=split_text(),
+                   key_names=("row",), key_mode=answer.key_mode, parts=(), groups=groups,
+                   notes=(answer.note,), unit=analysis.unit, charge=NOTHING_SPENT)
 
 
 def _release(conn: Any, target: str, analysis: Analysis, parts_analysis: Analysis,
