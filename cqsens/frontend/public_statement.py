@@ -23,6 +23,7 @@ from sqlglot import exp
 
 from cqsens.errors import CqsensError
 from cqsens.frontend.select_items import is_aggregate
+from cqsens.frontend.stars import cte_for
 from cqsens.frontend.statements import parse_statement
 
 __all__ = ["OutputColumn", "PublicStatement", "public_statement", "statement_for"]
@@ -112,7 +113,7 @@ def public_statement(sql: str, *, dialect: str | None, public: Set[str],
     for table in tree.find_all(exp.Table):
         if not isinstance(table.this, exp.Identifier):
             return None  # a table-valued function or another source without a name
-        if _cte_reference(table):
+        if cte_for(table) is not None:
             continue
         if table.name.lower() not in names:
             return None
@@ -127,34 +128,6 @@ def public_statement(sql: str, *, dialect: str | None, public: Set[str],
 
 def _copy(node: object) -> exp.Expr | None:
     return node.copy() if isinstance(node, exp.Expr) else None
-
-
-def _cte_reference(table: exp.Table) -> bool:
-    """Whether ``table`` names a CTE of a ``WITH`` in its scope (not a base table).
-
-    A CTE is in scope in the query that defines it and, without ``RECURSIVE``, in
-    the bodies of the CTEs after it; with ``RECURSIVE``, in every CTE body of its WITH.
-    A qualified name (``main.t``) is never a CTE.
-    """
-    if table.args.get("db") is not None or table.args.get("catalog") is not None:
-        return False
-    name = table.name.lower()
-    path: list[exp.Expr] = [table]
-    node = table.parent
-    while node is not None:
-        with_ = node.args.get("with_")
-        if isinstance(with_, exp.With):
-            ctes = list(with_.expressions)
-            visible = ctes
-            if path[-1] is with_:  # the table is inside the body of one of these CTEs
-                inside = path[-2] if len(path) >= 2 else None
-                index = next((i for i, c in enumerate(ctes) if c is inside), len(ctes))
-                visible = ctes if with_.args.get("recursive") else ctes[:index]
-            if any(c.alias_or_name.lower() == name for c in visible):
-                return True
-        path.append(node)
-        node = node.parent
-    return False
 
 
 def _columns(tree: exp.Query, dialect: str | None) -> tuple[OutputColumn, ...]:
