@@ -262,7 +262,7 @@ def test_release_is_sqlites_answer_and_spends_nothing(tmp_path: Path, query: str
             assert a == b or (isinstance(b, float) and math.isclose(a, b))
     assert doc["epsilon"] == 0 and doc["delta"] == 0 and doc["parts"] == []
     assert all((g.get("halfwidth_95") or 0) == 0 for g in doc["groups"])
-    assert "public tables" in " ".join(doc["notes"])
+    assert "declared public" in " ".join(doc["notes"])
     assert read_ledger(ledger) == before  # nothing recorded
     assert doc["ledger"]["releases"] == 1
     # a private release is still charged, and refused once the budget is spent

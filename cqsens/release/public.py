@@ -47,7 +47,7 @@ class PublicAnswer:
     @property
     def note(self) -> str:
         """The release's note."""
-        return (f"the statement reads only public tables ({self.tables}): its exact answer "
+        return (f"every table it reads is declared public ({self.tables}): its exact answer "
                 "is released without noise and spends no ε or δ (the ledger records nothing)")
 
 
