@@ -37,6 +37,7 @@ from cqsens.ir.dependencies import Dependency
 from cqsens.ir.schema import Schema
 from cqsens.prepare import first_state, options_for
 from cqsens.report.stage import stage_explain
+from cqsens.routes import route
 from cqsens.settings import Settings, check_settings
 from cqsens.state import Options, State, analysis_of
 from cqsens.witness.stage import stage_witness
@@ -174,11 +175,11 @@ def analyze_with(source: str | Path, settings: Settings, *, kind: str | None = N
     """
     check_settings(settings)
     with deadline(settings.timeout):
-        return _analyze(source, settings, kind=kind, name=name)
+        return route(source, settings, kind=kind, name=name, plain=_analyze_plan)
 
 
-def _analyze(source: str | Path, settings: Settings, *, kind: str | None,
-             name: str | None) -> Analysis:
+def _analyze_plan(source: str | Path, settings: Settings, *, kind: str | None,
+                  name: str | None) -> Analysis:
     options = options_for(settings)
     schema, unit = options.schema, options.nb.unit
     query = load_statement(source, schema=schema, dialect=settings.dialect, kind=kind, name=name,

@@ -39,9 +39,18 @@ from cqsens.db.connect import sqlite_file
 from cqsens.errors import CqsensError, InputError
 from cqsens.ir.schema import Schema
 from cqsens.pipeline import Analysis, analyze_with
-from cqsens.release.ledger import Charge, Ledger, Limits, PrivacyModel, precheck, record
+from cqsens.release.ledger import (
+    Charge,
+    Ledger,
+    Limits,
+    PrivacyModel,
+    open_ledger,
+    precheck,
+    record,
+)
 from cqsens.release.noise import EPSILON_MAX, EPSILON_MIN, check_privacy
 from cqsens.releasing import release
+from cqsens.releasing.public import is_public_release
 from cqsens.report.release import ledger_json, render_csv, render_json, render_text, spent_line
 from cqsens.settings import Settings
 
@@ -178,7 +187,9 @@ def release_cmd(
                          schema=schema_obj, bounds=settings.bounds, keys_file=settings.keys,
                          public=settings.public, epsilon_parts=parts, before_query=check)
         state: Ledger | None = None
-        if ledger is not None:  # recorded and committed before anything is shown
+        if ledger is not None and is_public_release(result):  # spent nothing: not recorded
+            state = open_ledger(ledger)
+        elif ledger is not None:  # recorded and committed before anything is shown
             state = record(ledger, result.entry(), result.model, limits)
     except (InputError, CqsensError) as err:
         fail(err)

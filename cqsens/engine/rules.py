@@ -60,6 +60,7 @@ class Rule(Enum):
     RELEASE_GUARD = "release-guard"
     POST_PROCESSING = "post-processing"
     PUBLIC_SUBQUERIES = "public-subqueries"
+    PUBLIC_STATEMENT = "public-statement"
     PERSON_LOCAL = "person-local"
     BAGS = "bags"
     NULLS = "nulls"

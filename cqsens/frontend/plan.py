@@ -40,6 +40,7 @@ from cqsens.frontend.derived_tables import lift_derived_table
 from cqsens.frontend.grouping_sets import split_grouping_sets
 from cqsens.frontend.outer_joins import split_outer_joins
 from cqsens.frontend.set_operations import SetSplit, split_set_operation
+from cqsens.frontend.stars import expand_stars, has_listed_star
 from cqsens.ir.schema import Schema
 
 __all__ = ["MAX_PLAN_LEAVES", "PASSES", "Combine", "Leaf", "Plan", "build_plan", "leaves",
@@ -205,6 +206,8 @@ def build_plan(tree: exp.Expr, reject: Reject, dialect: str | None,
     Plan
         ``Leaf(tree, root=True)`` when no pass applies, else a :class:`Combine`.
     """
+    if has_listed_star(tree):  # before every other pass (a copy: ``tree`` is not changed)
+        tree = expand_stars(tree.copy(), reject, schema)
     builder = _Builder(Context(reject, dialect, schema))
     return builder.expand(Leaf(tree, root=True))  # a rewritten root leaf is not root
 

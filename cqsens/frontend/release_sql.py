@@ -25,6 +25,7 @@ from sqlglot.errors import SqlglotError
 
 from cqsens.errors import InputError, UnsupportedQueryError
 from cqsens.frontend.dates import fold_date_arithmetic
+from cqsens.frontend.filters import rewrite_filters
 from cqsens.frontend.post_processing import split_post_processing
 from cqsens.frontend.select_items import aggregates_in, is_aggregate
 
@@ -337,6 +338,7 @@ def release_plan(sql: str, dialect: str | None, *, source: str = "<sql>") -> Rel
     except SqlglotError as exc:
         raise InputError(f"the query does not parse: {exc}", source=source,
                          construct="SQL") from None
+    tree = rewrite_filters(tree, source=source, dialect=dialect)  # as the analysis reads it
     if isinstance(tree, exp.SetOperation):
         raise UnsupportedQueryError(
             f"a top-level {tree.key.upper()} is analysed but not released yet: release each "

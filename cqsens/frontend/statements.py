@@ -17,6 +17,7 @@ from sqlglot.tokenizer_core import Token
 
 from cqsens.errors import ParseError
 from cqsens.frontend.dates import fold_date_arithmetic
+from cqsens.frontend.filters import rewrite_filters
 from cqsens.frontend.limits import check_expression_tree, check_sql_tokens
 from cqsens.frontend.sql_expr import node_position, text_start
 
@@ -112,7 +113,8 @@ def parse_statements(
 
 
 def parse_statement(sql: str, dialect: str | None, source: str) -> exp.Expr:
-    """The one statement of ``sql``, or a ParseError with its position."""
+    """The one statement of ``sql``, or a ParseError with its position; aggregates with
+    ``FILTER (WHERE …)`` come in their CASE form (:mod:`cqsens.frontend.filters`)."""
     found = parse_statements(sql, dialect=dialect, source=source)
     if len(found) != 1:
         line, column = (node_position(found[1], text_start(sql)) if len(found) > 1
@@ -121,4 +123,4 @@ def parse_statement(sql: str, dialect: str | None, source: str) -> exp.Expr:
             f"expected exactly one SQL statement, found {len(found)}",
             source=source, line=line, column=column, construct="SQL statement",
         )
-    return found[0]
+    return rewrite_filters(found[0], source=source, dialect=dialect)

@@ -47,7 +47,7 @@ class ReleasedValue:
     """One released number (noisy) and its 95 % error half-width (None when unknown)."""
 
     label: str
-    value: Number | None
+    value: Number | str | None  # a text only in the exact answer of a public statement
     halfwidth_95: float | None
 
 

@@ -12,6 +12,7 @@ from cqsens.db.connect import connect, mask_url
 from cqsens.errors import InputError
 from cqsens.frontend.release_sql import NOISY_KINDS, QUANTILE_KINDS, ReleasePlan, release_plan
 from cqsens.ir.schema import Schema
+from cqsens.public_statement import is_public_statement
 from cqsens.release import noise
 from cqsens.release.ledger import Charge, PrivacyModel
 from cqsens.releasing.budget import _Budget, _budget, _charge
@@ -26,7 +27,14 @@ from cqsens.releasing.measure import (
     _value_range,
 )
 from cqsens.releasing.post import _released_groups
-from cqsens.releasing.results import Number, PartRelease, Release
+from cqsens.releasing.public import (
+    MECHANISM,
+    NOTHING_SPENT,
+    PublicAnswer,
+    public_answer,
+    split_text,
+)
+from cqsens.releasing.results import Number, PartRelease, Release, ReleasedGroup, ReleasedValue
 
 __all__ = ["release"]
 
@@ -121,6 +129,8 @@ def release(
     InputError
         A CQ, no δ where one is needed, a database error, a bad keys file.
     """
+    if is_public_statement(analysis):  # docs/rules.md, rule public-statement: ε not spent
+        return _public_release(analysis, public_answer(analysis, url=url), url)
     _check_request(analysis, mechanism, delta)
     eps = noise.check_privacy(epsilon, delta)
     _refuse_unbounded(analysis)
@@ -217,3 +227,16 @@ def _release(conn: Any, target: str, analysis: Analysis, parts_analysis: Analysi
         key_mode=key_mode, parts=tuple(ordered), groups=tuple(out_groups),
         rho=charge.rho if budget.gaussian else None, notes=tuple(notes),
         unit=analysis.unit, charge=charge)
+
+
+def _public_release(analysis: Analysis, answer: PublicAnswer, url: str) -> Release:
+    """The exact answer of a statement over public tables only, charged nothing."""
+    groups = tuple(ReleasedGroup((str(n),), tuple(
+        ReleasedValue(label, v, None if isinstance(v, str) else 0.0)
+        for label, v in zip(answer.labels, row, strict=True)))
+        for n, row in enumerate(answer.rows, start=1))
+    return Release(query=analysis.query, source=analysis.source, database=mask_url(url),
+                   neighbor=analysis.neighbor, contributions=analysis.contributions,
+                   epsilon=0.0, delta=0.0, mechanism=MECHANISM, split=split_text(),
+                   key_names=("row",), key_mode=answer.key_mode, parts=(), groups=groups,
+                   notes=(answer.note,), unit=analysis.unit, charge=NOTHING_SPENT)

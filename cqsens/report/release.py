@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from cqsens.release.ledger import Ledger
+from cqsens.releasing.public import is_public_release
 from cqsens.releasing.results import Release
 from cqsens.report.common import json_default
 from cqsens.schemas import versioned
@@ -24,7 +25,7 @@ __all__ = ["ledger_json", "ledger_text", "render_csv", "render_json", "render_te
 def _num(value: Any, digits: int = 6) -> str:
     if value is None:
         return "NULL"
-    if isinstance(value, int):
+    if isinstance(value, (int, str)):
         return str(value)
     return f"{value:.{digits}g}"
 
@@ -76,7 +77,7 @@ def render_text(release: Release, ledger: str | None = None) -> str:
         cells = ["NULL" if k is None else k for k in g.key]
         for v in g.values:
             cell = _num(v.value)
-            if v.halfwidth_95 is not None:
+            if v.halfwidth_95 is not None and not is_public_release(release):
                 cell += f" ±{_num(v.halfwidth_95, 4)}"
             cells.append(cell)
         rows.append(cells)
@@ -91,7 +92,9 @@ def render_text(release: Release, ledger: str | None = None) -> str:
     if not release.groups:
         lines.append("  (no group released)")
     lines.append("")
-    lines.append("  (noisy values; ± is the 95 % error half-width of the noise)")
+    lines.append("  (exact values computed from public tables only: no noise, no ε spent)"
+                 if is_public_release(release)
+                 else "  (noisy values; ± is the 95 % error half-width of the noise)")
     if ledger:
         lines.append(f"  {ledger}")
     for note in release.notes:

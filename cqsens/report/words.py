@@ -253,10 +253,18 @@ def _count_reason(d: Derivation, rows: bool = False) -> str:
         return "a Boolean query: its count is 0 or 1"
     if d.rule is Rule.PRIVACY_UNIT:
         return _person(d, rows)
+    if d.rule is Rule.PUBLIC_STATEMENT:
+        return _public_statement(d)
     if d.rule is Rule.WALKS_FROM_CONSTANTS and d.value == math.inf and "missing" in d.inputs:
         return (f"one added {d['relation']} row can create unboundedly many answers: "
                 f"no bounded route from {d['atom']} to {d['missing']}")
     return _answers(d, rows)
+
+
+def _public_statement(d: Derivation) -> str:
+    """Rule public-statement: the same answer in both neighbours."""
+    return (f"reads only public tables ({d['tables']}): both neighbours give the same "
+            "answer, so it changes by 0")
 
 
 _AGGREGATES: dict[Rule, Callable[[Derivation], str]] = {
@@ -265,6 +273,7 @@ _AGGREGATES: dict[Rule, Callable[[Derivation], str]] = {
     Rule.AVG: _avg, Rule.MIN_MAX: _min_max, Rule.MEDIAN: _median,
     Rule.MEDIAN_PARITY_ROWS: _median_parity, Rule.SEVERAL_AGGREGATES: _several,
     Rule.EMPTY_VALUE_RANGE: _empty, Rule.FINITE_DOMAINS: _finite_domains,
+    Rule.PUBLIC_STATEMENT: _public_statement,
 }
 
 
