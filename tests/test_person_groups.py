@@ -6,13 +6,20 @@ their rows and random persons added, each neighbour evaluated in SQLite."""
 
 from __future__ import annotations
 
+import json
 import math
 import random
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from cqsens import analyze
+from cqsens.cli.main import cli
 from cqsens.errors import InputError
+from cqsens.release import noise
 from tests.person_oracle import (
     CD,
     Column,
@@ -183,3 +190,67 @@ def test_a_nullable_foreign_key_is_refused() -> None:
 def test_without_a_unit_the_form_is_refused() -> None:
     with pytest.raises(InputError):
         analyze(LOCAL[1][0], schema=WORLD.ddl(), cds=WORLD.cd_texts(), prove_lower=False)
+
+
+# ------------------------------------------------------------------ release, noise off
+
+@pytest.fixture
+def noiseless(monkeypatch: pytest.MonkeyPatch) -> None:
+    def laplace(values: Sequence[float], **_: object) -> tuple[list[float], float]:
+        return list(values), 1.0
+
+    monkeypatch.setattr(noise, "sample_laplace", laplace)
+
+
+def _released_rows(doc: dict[str, object]) -> list[list[object]]:
+    groups = doc["groups"]
+    assert isinstance(groups, list)
+    out = []
+    for g in groups:
+        values = g.get("values") or [{"value": g["value"]}]
+        out.append([*g["group"].values(), *(v["value"] for v in values)])
+    return out
+
+
+@pytest.mark.parametrize("seed", range(2))
+@pytest.mark.parametrize(("sql", "width", "grouped"), LOCAL)
+def test_the_release_with_the_noise_off_is_the_statement_as_written(
+        tmp_path: Path, noiseless: None, sql: str, width: int, grouped: bool,
+        seed: int) -> None:
+    rng = random.Random(seed)
+    path, schema = tmp_path / "w.db", tmp_path / "schema.sql"
+    schema.write_text(WORLD.ddl())
+    for _ in range(100):  # a database where the statement answers something
+        path.unlink(missing_ok=True)
+        db = random_database(rng, WORLD, rows=6)
+        conn = sqlite3.connect(path)
+        conn.executescript(WORLD.ddl())
+        for t in WORLD.tables:
+            marks = ", ".join("?" for _ in t.columns)
+            conn.executemany(f"INSERT INTO {t.name} VALUES ({marks})", db[t.name])
+        conn.commit()
+        truth = sorted([list(r) for r in conn.execute(sql).fetchall()], key=repr)
+        conn.close()
+        if truth and all(v not in (None, 0) for v in truth[0]):
+            break
+    assert truth and all(v not in (None, 0) for v in truth[0])
+    args = ["release", "--sql", sql, "--schema", str(schema), "--db", f"sqlite:///{path}",
+            "--unit", "users", "--epsilon", "1", "--format", "json"]
+    for cd in WORLD.cd_texts():
+        args += ["--cd", cd]
+    if grouped:
+        keys = tmp_path / "keys.csv"
+        names = [c.split(".")[-1] for c in sql.split(" GROUP BY ")[-1].split(", ")]
+        keys.write_text("\n".join([",".join(names), *(",".join(map(str, r[:-width]))
+                                                     for r in truth)]) + "\n")
+        args += ["--keys", str(keys)]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.stderr
+    released = sorted(_released_rows(json.loads(result.stdout)), key=repr)
+    if not grouped:
+        truth = [[0 if v is None else v for v in r] for r in truth]
+    assert len(released) == len(truth), (released, truth)
+    for got, want in zip(released, truth, strict=True):
+        assert [str(v) for v in got[:-width]] == [str(v) for v in want[:-width]]
+        assert all(math.isclose(float(a), float(b)) for a, b in zip(got[-width:], want[-width:],
+                                                                      strict=True))
