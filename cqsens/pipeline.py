@@ -55,7 +55,7 @@ from cqsens.explain import (
     suggestion,
 )
 from cqsens.frontend.ddl import load_schema
-from cqsens.frontend.load import load_query, load_statement, resolve_sigma
+from cqsens.frontend.load import load_query, load_statement, resolve_sigma, statement_text
 from cqsens.frontend.sqlgen import sqlite_query
 from cqsens.ir.compound import CompoundQuery
 from cqsens.ir.cq import CQ, Aggregate, AggregateQuery, Var
@@ -63,6 +63,7 @@ from cqsens.ir.dependencies import Dependency, Sigma
 from cqsens.ir.exact import Exact, display, text
 from cqsens.ir.expr import Predicate
 from cqsens.ir.schema import Schema
+from cqsens.per_person import analyse_per_person
 from cqsens.release.aggregates import AggregateBound
 from cqsens.release.noise import NoiseCalibration, calibrate, check_privacy
 from cqsens.release.values import (
@@ -907,6 +908,14 @@ def _analyze(source: str | Path, settings: Settings, *, kind: str | None,
     check_value_bounds(cli_bounds, parsed_schema)
     unit = settings.unit
     resolved = resolve_unit(unit, parsed_schema, settings.owner) if unit is not None else None
+    if resolved is not None and parsed_schema is not None:  # rule person-groups
+        text, origin, language = statement_text(source, kind=kind, name=name)
+        found = analyse_per_person(
+            text, settings, resolved, parsed_schema,
+            lambda sql, s: _analyze(sql, s, kind="sql", name=origin), origin or "<sql>",
+        ) if language == "sql" else None
+        if found is not None:
+            return found
     query = load_statement(source, schema=parsed_schema, dialect=dialect, kind=kind, name=name,
                            public=frozenset(settings.public_tables()),
                            owner=owner_key(parsed_schema, resolved)

@@ -25,13 +25,14 @@ the outer row that only its own person can change, as in
 from __future__ import annotations
 
 from collections.abc import Callable, Set
+from dataclasses import dataclass
 
 from sqlglot import exp
 
 from cqsens.frontend.sql_expr import conjuncts
 from cqsens.ir.schema import Schema
 
-__all__ = ["person_local_membership"]
+__all__ = ["Tie", "person_key_tie", "person_local_membership"]
 
 _Owner = Callable[[str, str], tuple[str, str] | None]
 
@@ -54,15 +55,18 @@ def _subquery(node: exp.Expr | None) -> exp.Select | None:
     return node if isinstance(node, exp.Select) else None
 
 
-def _items(select: exp.Select) -> list[exp.Expr] | None:
-    """The FROM and JOIN items of ``select``; None when a join is not a plain inner one."""
+def _items(select: exp.Select, left_joins: bool = False) -> list[exp.Expr] | None:
+    """The FROM and JOIN items of ``select``; None when a join is not a plain inner one
+    (or, with ``left_joins``, a LEFT JOIN)."""
     from_ = select.args.get("from_") or select.args.get("from")
     if from_ is None:
         return None
     items = [from_.this, *from_.expressions]
     for join in select.args.get("joins") or []:
         kind = (join.args.get("kind") or "").upper()
-        if join.args.get("side") or join.args.get("using") or kind not in ("", "INNER", "CROSS"):
+        side = (join.args.get("side") or "").upper()
+        if side not in ("", "LEFT") or (side and not left_joins) or join.args.get("using") \
+                or kind not in ("", "INNER", "CROSS", "OUTER") or (kind == "OUTER" and not side):
             return None
         items.append(join.this)
     return items
@@ -173,9 +177,9 @@ def _outer_table(column: exp.Column, outer: dict[str, str], schema: Schema) -> s
     return owners[0] if len(set(owners)) == 1 else None
 
 
-def _local_scope(sub: exp.Select, schema: Schema) -> _Scope | None:
+def _local_scope(sub: exp.Select, schema: Schema, left_joins: bool = False) -> _Scope | None:
     """The subquery's scope when it is uncorrelated and cuts no rows across groups."""
-    items = _items(sub)
+    items = _items(sub, left_joins)
     if not items or not all(isinstance(i, exp.Table) and schema.find(i.name) is not None
                             for i in items):
         return None
@@ -216,3 +220,97 @@ def _anchored(sub: exp.Select, scope: _Scope, grouped: Ref, key: tuple[str, str]
     tied = {alias for (alias, column), root in classes.items()
             if root == anchor and owner_key(scope.own[alias], column) == key}
     return all(alias in tied or table.lower() in public for alias, table in scope.own.items())
+
+
+@dataclass(frozen=True)
+class Tie:
+    """How a grouping SELECT ties its groups to persons: the columns that are the group
+    key or columns of the person's own row (each the same in the whole group)."""
+
+    scope: _Scope
+    group_columns: frozenset[Ref]
+
+    def owns(self, column: exp.Column) -> bool:
+        """Whether ``column`` is one of the group's key columns."""
+        return self.scope.ref(column) in self.group_columns
+
+
+def person_key_tie(sub: exp.Select, schema: Schema, owner_key: _Owner, public: Set[str],
+                   person: tuple[str, str], *, outer_joins: bool = False) -> Tie | str:
+    """Whether every group of ``sub`` holds the rows of one person only.
+
+    ``sub`` must group by a column that names the person (``owner_key`` gives
+    ``person``), any other group column must be a column of the same table row (whose
+    key that column is), and every table must be public or tied to the group key by
+    equalities that every row of the group satisfies: WHERE and inner ``ON``
+    conjuncts, and for the right side of a LEFT JOIN its own ``ON`` conjuncts.
+
+    Returns
+    -------
+    Tie or str
+        The tie, or why there is none.
+    """
+    scope = _local_scope(sub, schema, outer_joins)
+    if scope is None:
+        return ("it reads something other than tables joined by inner or LEFT joins, or "
+                "has a nested subquery, a window, LIMIT or a column of another scope")
+    group = sub.args.get("group")
+    if group is None or any(group.args.get(k) for k in ("rollup", "cube", "grouping_sets")):
+        return "it does not group by plain columns"
+    refs = [scope.ref(g) if isinstance(g, exp.Column) else None for g in group.expressions]
+    keys = [r for r in refs if r is not None and owner_key(scope.own[r[0]], r[1]) == person]
+    if not keys or None in refs:
+        return f"it does not group by a column that names the person ({'.'.join(person)})"
+    g = keys[0]
+    from_ = sub.args.get("from_") or sub.args.get("from")
+    first = from_.this.alias_or_name.lower() if from_ is not None else ""
+    if sub.args.get("joins") and any(j.args.get("side") for j in sub.args["joins"]) \
+            and g[0] != first:
+        return "its group key is on the side of a LEFT JOIN that may be NULL"
+    table = scope.own[g[0]]
+    own_key = owner_key(table, g[1]) == (table.lower(), g[1])
+    if any(r != g and (r is None or r[0] != g[0] or not own_key) for r in refs):
+        return "it groups by a column that is not of the person's own row: several groups " \
+               "per person"
+    tied = _tied(sub, scope, g, person, owner_key)
+    loose = [a for a, t in scope.own.items() if a not in tied and t.lower() not in public]
+    if loose:
+        return f"table {loose[0]} is not tied to the group key by an equality"
+    return Tie(scope, frozenset(r for r in refs if r is not None))
+
+
+def _tied(sub: exp.Select, scope: _Scope, g: Ref, person: tuple[str, str],
+          owner_key: _Owner) -> set[str]:
+    """The aliases whose every row in a group names the group's person."""
+    filters: list[exp.Expr] = []
+    where = sub.args.get("where")
+    if where is not None:
+        filters.extend(conjuncts(where.this))
+    left: list[tuple[str, list[exp.Expr]]] = []
+    for join in sub.args.get("joins") or []:
+        on = conjuncts(join.args["on"]) if join.args.get("on") is not None else []
+        if join.args.get("side"):
+            left.append((join.this.alias_or_name.lower(), on))
+        else:
+            filters.extend(on)
+    pairs = [(g, g), *_equalities(filters, scope)]
+    for right, on in left:  # a LEFT JOIN's ON ties only its own right side's rows
+        cls = _classes(pairs)
+        for a, b in _equalities(on, scope):
+            for mine, other in ((a, b), (b, a)):
+                if mine[0] == right and other in cls and cls[other] == cls[g]:
+                    pairs.append((mine, other))
+    classes = _classes(pairs)
+    return {alias for (alias, column), root in classes.items()
+            if root == classes[g] and owner_key(scope.own[alias], column) == person}
+
+
+def _equalities(conds: list[exp.Expr], scope: _Scope) -> list[tuple[Ref, Ref]]:
+    out: list[tuple[Ref, Ref]] = []
+    for cond in conds:
+        if isinstance(cond, exp.EQ) and isinstance(cond.this, exp.Column) \
+                and isinstance(cond.expression, exp.Column):
+            left, right = scope.ref(cond.this), scope.ref(cond.expression)
+            if left is not None and right is not None:
+                out.append((left, right))
+    return out
