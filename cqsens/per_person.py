@@ -26,6 +26,7 @@ from dataclasses import replace
 from cqsens.analysis import Analysis
 from cqsens.engine.neighbourhood import Unit
 from cqsens.engine.person import owner_key
+from cqsens.errors import InputError
 from cqsens.frontend.person_derived import PerPerson, per_person_statement
 from cqsens.ir.exact import Exact, sql_decimal
 from cqsens.ir.schema import Schema
@@ -51,7 +52,9 @@ def per_person_ddl(plan: PerPerson, ranges: dict[str, tuple[str, str] | None]) -
     parts = [f"{HIDDEN_KEY} INTEGER PRIMARY KEY"]
     for column in plan.columns:
         text = f'"{column.name}"'
-        if column.kind != "key":
+        if column.kind == "key":
+            text += f" {column.type}"
+        else:
             text += " INTEGER NOT NULL" if column.kind == "count" else " NUMERIC NOT NULL"
             span = ranges.get(column.name)
             if span is not None:
@@ -120,7 +123,13 @@ def analyse_per_person(text: str, settings: Settings, unit: Unit, schema: Schema
     ddl = per_person_ddl(plan, ranges)
     outer_settings = replace(settings, schema=ddl, fds=(), cds=(), constraints=None, public=(),
                              unit=None, owner=(), bounds=(), prove_lower=False, contributions=1)
-    outer = analyse(plan.outer_sql, outer_settings)
+    try:
+        outer = analyse(plan.outer_sql, outer_settings)
+    except InputError as error:
+        if any(span is None for span in ranges.values()):
+            raise InputError(f"{error.message} ({'; '.join(why)})", source=source,
+                             construct=error.construct) from error
+        raise
     note = (f"the derived table {plan.table} has one row per person ({unit.text}): its groups "
             "are keyed by the person and read only that person's rows, so one person added or "
             f"removed adds or removes one row of {plan.table} and changes no other; the "

@@ -112,7 +112,9 @@ class _Inliner:
         if own or inner.args.get("group") is not None or inner.args.get("having") is not None:
             raise self.reject(inner, self._construct(item),
                               "an aggregate over the result of an aggregate is not a counting "
-                              "query over a conjunctive query")
+                              "query over a conjunctive query; with a privacy unit (--unit), "
+                              "one derived table grouped by the person's key is a table of one "
+                              "row per person (docs/rules.md, rule person-groups)")
         for key, name in (("distinct", "SELECT DISTINCT"), ("limit", "LIMIT"),
                           ("offset", "OFFSET"), ("order", "ORDER BY")):
             if inner.args.get(key) is not None:

@@ -45,11 +45,14 @@ class DerivedColumn:
         For a count or a sum: ``SELECT COUNT(*)``/``SELECT SUM(e)`` over the derived
         table's rows without grouping (outer joins as inner joins); its person bound
         bounds the value of one group.
+    type : str
+        The SQL type of a group column (its table's).
     """
 
     name: str
     kind: str
     bound_sql: str | None = None
+    type: str = "NUMERIC"
 
 
 @dataclass(frozen=True)
@@ -159,7 +162,12 @@ def _columns(inner: exp.Select, derived: exp.Subquery, schema: Schema, owner_key
             raise _refuse(item, "unnamed column of a derived table", "name it with AS",
                           source)
         if isinstance(value, exp.Column) and tie.owns(value):
-            out.append(DerivedColumn(name, "key"))
+            ref = tie.scope.ref(value)
+            relation = schema.find(tie.scope.own[ref[0]]) if ref is not None else None
+            position = relation.index(ref[1]) if relation is not None and ref else None
+            kind = relation.types[position] if relation is not None and position is not None \
+                and position < len(relation.types) else "NUMERIC"
+            out.append(DerivedColumn(name, "key", type=kind or "NUMERIC"))
             continue
         if isinstance(value, exp.Count):
             query = counted.copy()

@@ -281,28 +281,40 @@ def person_key_tie(sub: exp.Select, schema: Schema, owner_key: _Owner, public: S
 
 def _tied(sub: exp.Select, scope: _Scope, g: Ref, person: tuple[str, str],
           owner_key: _Owner) -> set[str]:
-    """The aliases whose every row in a group names the group's person."""
+    """The aliases whose every row in a group belongs to the group's person only.
+
+    The group key's table is; then a table with a column equal to a column of a tied
+    table, both naming the same owned row (``owner_key``: the row's only way to a
+    person), is too.  Equalities count when every row of the group satisfies them:
+    WHERE and inner ``ON`` conjuncts, and a LEFT JOIN's ``ON`` for its right side."""
     filters: list[exp.Expr] = []
     where = sub.args.get("where")
     if where is not None:
         filters.extend(conjuncts(where.this))
-    left: list[tuple[str, list[exp.Expr]]] = []
+    left: dict[str, list[exp.Expr]] = {}
     for join in sub.args.get("joins") or []:
         on = conjuncts(join.args["on"]) if join.args.get("on") is not None else []
         if join.args.get("side"):
-            left.append((join.this.alias_or_name.lower(), on))
+            left[join.this.alias_or_name.lower()] = on
         else:
             filters.extend(on)
-    pairs = [(g, g), *_equalities(filters, scope)]
-    for right, on in left:  # a LEFT JOIN's ON ties only its own right side's rows
-        cls = _classes(pairs)
-        for a, b in _equalities(on, scope):
-            for mine, other in ((a, b), (b, a)):
-                if mine[0] == right and other in cls and cls[other] == cls[g]:
-                    pairs.append((mine, other))
-    classes = _classes(pairs)
-    return {alias for (alias, column), root in classes.items()
-            if root == classes[g] and owner_key(scope.own[alias], column) == person}
+    # (mine, other): a row of mine's table in a group satisfies mine = other
+    steps = [(m, o) for a, b in _equalities(filters, scope) for m, o in ((a, b), (b, a))
+             if m[0] not in left]  # a LEFT JOIN's right side is tied by its own ON only
+    steps += [(m, o) for right, on in left.items() for a, b in _equalities(on, scope)
+              for m, o in ((a, b), (b, a)) if m[0] == right]
+    tied = {g[0]}
+    changed = True
+    while changed:
+        changed = False
+        for mine, other in steps:
+            if mine[0] in tied or other[0] not in tied:
+                continue
+            named = owner_key(scope.own[mine[0]], mine[1])
+            if named is not None and named == owner_key(scope.own[other[0]], other[1]):
+                tied.add(mine[0])
+                changed = True
+    return tied
 
 
 def _equalities(conds: list[exp.Expr], scope: _Scope) -> list[tuple[Ref, Ref]]:

@@ -1,0 +1,119 @@
+"""Aggregates over per-person groups (issue 23, TPC-H q13): with a privacy unit, a statement
+over one derived table grouped by the person's key reads one row per person; its bound is the
+row-level bound over that table, with COUNT/SUM columns ranged by person bounds.  Checked
+against brute force (tests/person_oracle.py): random users → orders → items databases, every
+person removed with all their rows and random persons added, evaluated in SQLite; the
+release with the noise off is SQLite's answer."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cqsens import analyze
+from cqsens.cli.main import cli
+from cqsens.errors import InputError
+from cqsens.release import noise
+from tests.person_oracle import change, person_moves, random_database
+from tests.test_person_groups import WORLD, _Evaluator, _world
+
+# (sql, grouped, the bound the ranges give)
+LOCAL = [
+    # TPC-H q13's shape: the distribution of the number of (some) orders per user
+    ("SELECT c, COUNT(*) FROM (SELECT u.id, COUNT(o.oid) AS c FROM users u LEFT JOIN orders o "
+     "ON o.uid = u.id AND o.amt >= 1 GROUP BY u.id) d GROUP BY c", True, 1),
+    # a SUM of a per-person count: items per user in [0, 2 · 3]
+    ("SELECT SUM(c) FROM (SELECT o.uid, COUNT(*) AS c FROM orders o JOIN items i "
+     "ON i.oid = o.oid GROUP BY o.uid) d", False, 6),
+    # a SUM of a per-person SUM, filtered: quantities per user in [-12, 12]
+    ("SELECT SUM(s) FROM (SELECT o.uid AS uid, SUM(i.qty) AS s FROM orders o, items i "
+     "WHERE i.oid = o.oid GROUP BY o.uid) d WHERE s > 2", False, 12),
+    # HAVING inside, a column of the person's own row kept
+    ("SELECT age, COUNT(*) FROM (SELECT u.id, u.age FROM users u, orders o WHERE o.uid = u.id "
+     "GROUP BY u.id, u.age HAVING COUNT(*) >= 2) d GROUP BY age", True, 1),
+]
+
+
+@pytest.mark.parametrize(("sql", "grouped", "bound"), LOCAL)
+def test_per_person_groups_hold_against_brute_force(sql: str, grouped: bool,
+                                                    bound: int) -> None:
+    a = analyze(sql, schema=WORLD.ddl(), cds=WORLD.cd_texts(), unit="users", prove_lower=False)
+    assert any("rule person-groups" in n for n in a.notes), a.notes
+    assert a.l1 == bound and a.lower is None and a.unit == "users(id)"
+    rng = random.Random(sql)
+    worst, changed = 0.0, 0
+    for _ in range(120):
+        db = random_database(rng, WORLD, rows=4)
+        ev = _Evaluator(sql, 1, grouped, db)
+        try:
+            for removed, added, what in person_moves(rng, WORLD, db, substitute=False,
+                                                     attempts=6):
+                l1, l2 = change(ev.base, ev.released(removed, added))
+                assert l1 <= float(a.l1) + 1e-9 and l2 <= float(a.l2) + 1e-9, (what, l1, a.l1)
+                worst = max(worst, l1)
+                changed += l1 > 0
+        finally:
+            ev.close()
+    assert changed > 0 and worst > 0
+    if grouped:  # a histogram of persons: one person moves one count by one
+        assert worst == 1
+
+
+REFUSED = [
+    # groups of a value many persons share
+    ("SELECT c, COUNT(*) FROM (SELECT o.amt, COUNT(*) AS c FROM orders o GROUP BY o.amt) d "
+     "GROUP BY c", "names the person"),
+    # one group per order: several rows per person
+    ("SELECT c, COUNT(*) FROM (SELECT i.oid, COUNT(*) AS c FROM items i GROUP BY i.oid) d "
+     "GROUP BY c", "names the person"),
+    # a table not tied to the person's key
+    ("SELECT c, COUNT(*) FROM (SELECT u.id, COUNT(*) AS c FROM users u, orders o "
+     "WHERE o.amt = u.age GROUP BY u.id) d GROUP BY c", "not tied"),
+    # the group key on the NULL side of a LEFT JOIN: persons without orders share a group
+    ("SELECT c, COUNT(*) FROM (SELECT o.uid, COUNT(*) AS c FROM users u LEFT JOIN orders o "
+     "ON o.uid = u.id GROUP BY o.uid) d GROUP BY c", "LEFT JOIN"),
+    # a second group column that is not the person's own row: several groups per person
+    ("SELECT c, COUNT(*) FROM (SELECT o.uid, o.amt, COUNT(*) AS c FROM orders o "
+     "GROUP BY o.uid, o.amt) d GROUP BY c", "several groups per person"),
+    # a MAX per person: not bounded here
+    ("SELECT SUM(m) FROM (SELECT o.uid, MAX(o.amt) AS m FROM orders o GROUP BY o.uid) d",
+     "COUNT, a SUM"),
+]
+
+
+@pytest.mark.parametrize(("sql", "message"), REFUSED)
+def test_groups_that_are_not_per_person_are_refused(sql: str, message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        analyze(sql, schema=WORLD.ddl(), cds=WORLD.cd_texts(), unit="users", prove_lower=False)
+
+
+def test_a_nullable_foreign_key_is_refused() -> None:
+    world = _world(nullable_oid=True)
+    with pytest.raises(InputError):
+        analyze(LOCAL[1][0], schema=world.ddl(), cds=world.cd_texts(), unit="users",
+                prove_lower=False)
+
+
+def test_a_count_without_a_dependency_is_unbounded_and_a_histogram_still_bounded() -> None:
+    """Without orders[uid->oid]<=k one person's count is unbounded: a SUM of it is, the
+    histogram of persons is not."""
+    cds = [c for c in WORLD.cd_texts() if not c.startswith("orders")]
+    with pytest.raises(InputError, match="declare a cardinality dependency"):
+        analyze("SELECT SUM(c) FROM (SELECT o.uid, COUNT(*) AS c FROM orders o "
+                "GROUP BY o.uid) d", schema=WORLD.ddl(), cds=cds, unit="users",
+                prove_lower=False)
+    histogram = analyze(LOCAL[0][0], schema=WORLD.ddl(), cds=cds, unit="users",
+                        prove_lower=False)
+    assert histogram.l1 == 1
+
+
+def test_without_a_unit_it_is_refused_naming_the_unit() -> None:
+    with pytest.raises(InputError, match="--unit"):
+        analyze(LOCAL[0][0], schema=WORLD.ddl(), cds=WORLD.cd_texts(), prove_lower=False)
