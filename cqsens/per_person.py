@@ -12,8 +12,10 @@ sensitivity of the outer statement over ``d``, where
 * a SUM column lies in ``[-S, S]``, ``S`` the ℓ1 person bound of that SUM over the
   same rows.
 
-Those ranges become ``CHECK`` constraints of ``d`` and the usual rules analyse the outer
-statement over ``d`` (COUNT(*) per group: 1; a SUM of a column: its range).  No witness
+Those ranges become ``CHECK`` constraints of ``d`` (a count's as the list 0..K: the group
+keys it can take, which a release uses as public keys) and the usual rules analyse the
+outer statement over ``d`` (COUNT(*) per group: 1; a SUM of a column: its range).  The
+analysis keeps Σ of the bounds (which a release checks on the data) and ``d``'s DDL.  No witness
 is searched: a witness over ``d`` is not a pair of databases of the user's schema.
 """
 
@@ -28,6 +30,7 @@ from cqsens.engine.neighbourhood import Unit
 from cqsens.engine.person import owner_key
 from cqsens.errors import InputError
 from cqsens.frontend.person_derived import PerPerson, per_person_statement
+from cqsens.ir.dependencies import Sigma
 from cqsens.ir.exact import Exact, sql_decimal
 from cqsens.ir.schema import Schema
 from cqsens.settings import Settings
@@ -35,6 +38,9 @@ from cqsens.settings import Settings
 __all__ = ["analyse_per_person", "per_person_ddl"]
 
 Analyse = Callable[[str, Settings], Analysis]
+
+MAX_LISTED = 1000
+"""A COUNT column whose bound is at most this lists its values 0..K (a known key domain)."""
 
 HIDDEN_KEY = "cqsens_person"
 """The key column of the per-person table: one row per person."""
@@ -57,7 +63,11 @@ def per_person_ddl(plan: PerPerson, ranges: dict[str, tuple[str, str] | None]) -
         else:
             text += " INTEGER NOT NULL" if column.kind == "count" else " NUMERIC NOT NULL"
             span = ranges.get(column.name)
-            if span is not None:
+            if span is not None and column.kind == "count" and int(span[1]) <= MAX_LISTED:
+                # a count of at most K rows is one of 0..K: the group keys it can take
+                values = ", ".join(str(v) for v in range(int(span[1]) + 1))
+                text += f' CHECK ("{column.name}" IN ({values}))'
+            elif span is not None:
                 text += f' CHECK ("{column.name}" BETWEEN {span[0]} AND {span[1]})'
         parts.append(text)
     return f'CREATE TABLE "{plan.table}" ({", ".join(parts)});'
@@ -100,10 +110,12 @@ def analyse_per_person(text: str, settings: Settings, unit: Unit, schema: Schema
                              delta=None, contributions=1)
     ranges: dict[str, tuple[str, str] | None] = {}
     why: list[str] = []
+    bounds: list[Analysis] = []
     for column in plan.columns:
         if column.bound_sql is None:
             continue
         bound = analyse(column.bound_sql, inner_settings)
+        bounds.append(bound)
         value = bound.upper if column.kind == "count" else bound.l1
         high = _bound(value)
         if high is None:
@@ -114,8 +126,10 @@ def analyse_per_person(text: str, settings: Settings, unit: Unit, schema: Schema
         if column.kind == "count":
             high = str(max(int(high), 1)) if plan.left_join else high
             ranges[column.name] = ("0", high)
+            listed = (f" (its values 0..{high} are the group keys a release shows)"
+                      if int(high) <= MAX_LISTED else "")
             why.append(f"{column.name} counts one person's rows: in [0, {high}], the person "
-                       f"bound of {column.bound_sql}")
+                       f"bound of {column.bound_sql}{listed}")
         else:
             ranges[column.name] = (f"-{high}", high)
             why.append(f"{column.name} sums one person's rows: in [-{high}, {high}], the ℓ1 "
@@ -137,6 +151,8 @@ def analyse_per_person(text: str, settings: Settings, unit: Unit, schema: Schema
             f"(docs/rules.md, rule person-groups); {'; '.join(why)}")
     return replace(outer, query=text, source=source, unit=unit.text,
                    nb=replace(outer.nb, unit=unit), notes=(*outer.notes, note),
+                   sigma=Sigma.of([*outer.sigma, *(d for b in bounds for d in b.sigma)]),
+                   derived_ddl=ddl,
                    lower=None, witness=None,
                    lower_note="not searched: the statement was analysed over its per-person "
                               "table, and a witness must be a pair of databases of the schema")

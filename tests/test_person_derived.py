@@ -117,3 +117,68 @@ def test_a_count_without_a_dependency_is_unbounded_and_a_histogram_still_bounded
 def test_without_a_unit_it_is_refused_naming_the_unit() -> None:
     with pytest.raises(InputError, match="--unit"):
         analyze(LOCAL[0][0], schema=WORLD.ddl(), cds=WORLD.cd_texts(), prove_lower=False)
+
+
+# ------------------------------------------------------------------ release, noise off
+
+@pytest.fixture
+def noiseless(monkeypatch: pytest.MonkeyPatch) -> None:
+    def laplace(values: Sequence[float], **_: object) -> tuple[list[float], float]:
+        return list(values), 1.0
+
+    monkeypatch.setattr(noise, "sample_laplace", laplace)
+
+
+def _released(doc: dict[str, object]) -> dict[tuple[str, ...], float]:
+    groups = doc["groups"]
+    assert isinstance(groups, list)
+    out = {}
+    for g in groups:
+        values = g.get("values") or [{"value": g["value"]}]
+        out[tuple(str(v) for v in g["group"].values())] = float(values[0]["value"])
+    return out
+
+
+@pytest.mark.parametrize("seed", range(2))
+@pytest.mark.parametrize(("sql", "grouped", "bound"), LOCAL)
+def test_the_release_with_the_noise_off_is_the_statement_as_written(
+        tmp_path: Path, noiseless: None, sql: str, grouped: bool, bound: int,
+        seed: int) -> None:
+    """Grouped by a per-person count, every key 0..K is released (zeros included) without
+    --keys or --delta; the values are SQLite's."""
+    rng = random.Random(seed)
+    path, schema = tmp_path / "w.db", tmp_path / "schema.sql"
+    schema.write_text(WORLD.ddl())
+    for _ in range(100):  # a database where the statement answers something
+        path.unlink(missing_ok=True)
+        db = random_database(rng, WORLD, rows=6)
+        conn = sqlite3.connect(path)
+        conn.executescript(WORLD.ddl())
+        for t in WORLD.tables:
+            marks = ", ".join("?" for _ in t.columns)
+            conn.executemany(f"INSERT INTO {t.name} VALUES ({marks})", db[t.name])
+        conn.commit()
+        truth = conn.execute(sql).fetchall()
+        conn.close()
+        if truth and all(r[-1] not in (None, 0) for r in truth):
+            break
+    assert truth and all(r[-1] not in (None, 0) for r in truth)
+    args = ["release", "--sql", sql, "--schema", str(schema), "--db", f"sqlite:///{path}",
+            "--unit", "users", "--epsilon", "1", "--format", "json"]
+    for cd in WORLD.cd_texts():
+        args += ["--cd", cd]
+    result = CliRunner().invoke(cli, args)
+    if grouped and "age" in sql:  # a column of the person's row: its keys need a domain
+        assert result.exit_code == 1 and "--delta" in result.stderr
+        return
+    assert result.exit_code == 0, result.stderr
+    released = _released(json.loads(result.stdout))
+    want = {tuple(str(v) for v in r[:-1]): float(r[-1] or 0) for r in truth}
+    if grouped:  # the count's keys 0..K (K = 2 orders per user), zeros included
+        assert set(released) == {("0",), ("1",), ("2",)}
+        assert all(released[k] == want.get(k, 0.0) for k in released), (released, want)
+        assert set(want) <= set(released)
+    else:
+        assert released == want or list(released.values()) == list(want.values())
+        assert all(math.isclose(a, b) for a, b in zip(released.values(), want.values(),
+                                                       strict=True))

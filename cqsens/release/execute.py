@@ -53,6 +53,7 @@ from cqsens.frontend.release_sql import (
 from cqsens.ir.exact import Exact, display, sql_decimal
 from cqsens.ir.schema import Schema
 from cqsens.release import noise
+from cqsens.release.derived import with_tables
 from cqsens.release.keys import key_label, key_text, read_keys
 from cqsens.release.ledger import Charge, Entry, PrivacyModel, now, query_hash
 from cqsens.release.values import expression_bound, parse_value_bounds, value_bound
@@ -577,6 +578,8 @@ def release(
         raise InputError("the Gaussian mechanism needs --delta", construct="--delta")
     eps = noise.check_privacy(epsilon, delta)
     _refuse_unbounded(analysis)
+    if analysis.derived_ddl:  # rule person-groups: the per-person table's declared ranges
+        schema = with_tables(schema or reflect_schema(url), analysis.derived_ddl)
     # the user's own statement: a derived UNION, an outer join or a subquery runs as written
     # (a compound analysis keeps only its first part in query_obj)
     plan = release_plan(analysis.query or query.text or query.sql, query.dialect,
