@@ -94,3 +94,29 @@ def test_without_a_unit_negation_is_still_refused() -> None:
     """At row level one added item can flip the condition of every item of its order."""
     with pytest.raises(InputError, match="NOT EXISTS"):
         analyze(LOCAL[0], schema=SCHEMA, cds=CDS)
+
+
+def test_a_row_with_a_second_way_to_a_person_does_not_anchor() -> None:
+    """items.uid beside items.oid: a person who owns items of other persons' orders
+    removes them, which flips those orders' NOT EXISTS, more than the person's own answers
+    (measured in SQLite: 3 with one order per person); so items.oid anchors nothing."""
+    ddl = """
+    CREATE TABLE users (id INTEGER PRIMARY KEY);
+    CREATE TABLE orders (oid INTEGER PRIMARY KEY, uid INTEGER NOT NULL REFERENCES users(id));
+    CREATE TABLE items (iid INTEGER PRIMARY KEY, oid INTEGER NOT NULL REFERENCES orders(oid),
+                        uid INTEGER NOT NULL REFERENCES users(id));
+    """
+    cds = ["orders[uid->oid]<=1", "items[oid->iid]<=3", "items[uid->iid]<=3"]
+    sql = ("SELECT COUNT(*) FROM orders o WHERE NOT EXISTS "
+           "(SELECT 1 FROM items i WHERE i.oid = o.oid)")
+    conn = sqlite3.connect(":memory:")
+    conn.executescript(ddl)
+    conn.executemany("INSERT INTO users VALUES (?)", [(1,), (2,), (3,), (4,)])
+    conn.executemany("INSERT INTO orders VALUES (?, ?)", [(1, 1), (2, 2), (3, 3)])
+    conn.executemany("INSERT INTO items VALUES (?, ?, ?)", [(1, 1, 4), (2, 2, 4), (3, 3, 4)])
+    before = _value(conn, sql)
+    conn.execute("DELETE FROM items WHERE uid = 4")
+    conn.execute("DELETE FROM users WHERE id = 4")
+    assert _value(conn, sql) - before == 3  # while one order per person bounds its own: 1
+    with pytest.raises(InputError, match="NOT EXISTS"):
+        analyze(sql, schema=ddl, cds=cds, unit="users")
