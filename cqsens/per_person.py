@@ -106,6 +106,13 @@ def analyse_per_person(text: str, settings: Settings, unit: Unit, schema: Schema
                                 frozenset(settings.public_tables()), settings.dialect, source)
     if plan is None:
         return None
+    if settings.neighbor != "add-remove":
+        # a person without a row of the table replaced by one with a row adds a row: not
+        # one row-level substitution
+        raise InputError("an aggregate over per-person groups is analysed with add-remove "
+                         "neighbours only (one person added or removed adds or removes one "
+                         "row of the per-person table); use --neighbor add-remove",
+                         source=source, construct="--neighbor")
     inner_settings = replace(settings, prove_lower=False, neighbor="add-remove", epsilon=None,
                              delta=None, contributions=1)
     ranges: dict[str, tuple[str, str] | None] = {}

@@ -182,3 +182,11 @@ def test_the_release_with_the_noise_off_is_the_statement_as_written(
         assert released == want or list(released.values()) == list(want.values())
         assert all(math.isclose(a, b) for a, b in zip(released.values(), want.values(),
                                                        strict=True))
+
+
+def test_substitute_neighbours_are_refused() -> None:
+    """Replacing a person without orders by one with orders adds a row of d: not a
+    row-level substitution, so the form is analysed for add-remove only."""
+    with pytest.raises(InputError, match="add-remove"):
+        analyze(LOCAL[0][0], schema=WORLD.ddl(), cds=WORLD.cd_texts(), unit="users",
+                neighbor="substitute", prove_lower=False)
