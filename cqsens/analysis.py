@@ -105,6 +105,8 @@ class Analysis:
     # the count bound's (one row, or one person); a set operation's combines its parts'
     derivation: Derivation | None = None
     nb: Neighbourhood = Neighbourhood()  # the neighbour relation as a whole
+    # DDL of the per-person table the statement was analysed over (rule person-groups)
+    derived_ddl: str = ""
 
     @property
     def free(self) -> tuple[str, ...]:

@@ -6,7 +6,9 @@ the statement first, because their sensitivity follows from a rule about the
 whole statement:
 
 * a statement that reads only public tables: sensitivity 0, whatever it computes
-  (docs/rules.md, rule public-statement).
+  (docs/rules.md, rule public-statement);
+* with a privacy unit, a statement over one derived table grouped by the person's
+  key: a table of one row per person (docs/rules.md, rule person-groups).
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ from pathlib import Path
 from typing import Protocol
 
 from cqsens.analysis import Analysis
+from cqsens.frontend.load import read_source
+from cqsens.per_person import analyse_per_person
+from cqsens.prepare import options_for
 from cqsens.public_statement import find_public_statement, public_analysis, synthetic_sql
 from cqsens.settings import Settings
 
@@ -54,4 +59,23 @@ def route(source: str | Path, settings: Settings, *, kind: str | None, name: str
         inner = plain(synthetic_sql(found), replace(settings, prove_lower=False), kind="sql",
                       name=origin)
         return public_analysis(inner, text, origin, found)
+    per_person = _per_person(source, settings, kind=kind, name=name, plain=plain)
+    if per_person is not None:
+        return per_person
     return plain(source, settings, kind=kind, name=name)
+
+
+def _per_person(source: str | Path, settings: Settings, *, kind: str | None, name: str | None,
+                plain: Analyse) -> Analysis | None:
+    """The person-groups route (docs/rules.md, rule person-groups), or None."""
+    if settings.unit is None:
+        return None
+    options = options_for(settings)
+    if options.nb.unit is None or options.schema is None:
+        return None
+    text, origin, language = read_source(source, kind=kind, name=name)
+    if language != "sql":
+        return None
+    return analyse_per_person(text, settings, options.nb.unit, options.schema,
+                              lambda sql, s: plain(sql, s, kind="sql", name=origin),
+                              origin or "<sql>")

@@ -217,7 +217,8 @@ def chains(schema: Schema, unit: Unit, table: str) -> list[Chain]:
 def owner_key(schema: Schema, unit: Unit) -> Callable[[str, str], tuple[str, str] | None]:
     """``(table, column)`` → the owned row the column names, ``(table, key column)`` in lower
     case: a NOT NULL single-column foreign key that carries ownership into the key of a
-    table whose every row belongs to a person, or that key itself (None otherwise).  Two
+    table whose every row belongs to a person, and that is the row's only way to a person
+    (every chain of ownership starts with it), or that key itself (None otherwise).  Two
     columns with the same answer hold rows of the same persons (docs/rules.md, rule
     person-local)."""
     owned: dict[str, bool] = {}
@@ -229,6 +230,15 @@ def owner_key(schema: Schema, unit: Unit) -> Callable[[str, str], tuple[str, str
                 _all_not_null(chain, schema) for chain in chains(schema, unit, relation.name))
         return owned[name]
 
+    def only_route(relation: Relation, fk: ForeignKey) -> bool:
+        """Whether every chain of ownership from ``relation`` starts with ``fk``: a row
+        that also reached the unit another way (``items.uid`` beside ``items.oid``) would
+        belong to a person who does not own the row ``fk`` names."""
+        try:
+            return all(chain[0][1] == fk for chain in chains(schema, unit, relation.name))
+        except InputError:
+            return False
+
     def key(table: str, column: str) -> tuple[str, str] | None:
         relation = schema.find(table)
         position = relation.index(column) if relation is not None else None
@@ -238,7 +248,7 @@ def owner_key(schema: Schema, unit: Unit) -> Callable[[str, str], tuple[str, str
             target = schema.find(fk.table)
             if fk.columns == (position,) and unit.owns(relation.name, fk) \
                     and not relation.nullable(position) and target is not None \
-                    and every_row_owned(target):
+                    and every_row_owned(target) and only_route(relation, fk):
                 return (target.name.lower(), target.columns[fk.referenced[0]].lower())
         single = relation.primary_key == (position,) or position in relation.keys
         if single and every_row_owned(relation) and not relation.nullable(position):

@@ -62,6 +62,7 @@ class Rule(Enum):
     PUBLIC_SUBQUERIES = "public-subqueries"
     PUBLIC_STATEMENT = "public-statement"
     PERSON_LOCAL = "person-local"
+    PERSON_GROUPS = "person-groups"
     BAGS = "bags"
     NULLS = "nulls"
     SUM_SUBSTITUTION = "sum-substitution"

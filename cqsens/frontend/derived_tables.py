@@ -110,9 +110,13 @@ class _Inliner:
             raise self.reject(item, f"{what}", "only a SELECT can be inlined")
         own = [n for e in inner.expressions for n in e.find_all(exp.AggFunc, exp.Window)]
         if own or inner.args.get("group") is not None or inner.args.get("having") is not None:
+            hint = "" if item.meta.get("cte") else (
+                "; with a privacy unit (--unit), a statement over one derived table grouped "
+                "by the person's key reads a table of one row per person (docs/rules.md, rule "
+                "person-groups)")
             raise self.reject(inner, self._construct(item),
                               "an aggregate over the result of an aggregate is not a counting "
-                              "query over a conjunctive query")
+                              "query over a conjunctive query" + hint)
         for key, name in (("distinct", "SELECT DISTINCT"), ("limit", "LIMIT"),
                           ("offset", "OFFSET"), ("order", "ORDER BY")):
             if inner.args.get(key) is not None:

@@ -14,6 +14,8 @@ A subquery is person-local when every table it reads is public or *anchored*: a
 top-level equality of its WHERE ties one of its columns to a column of the outer
 query's tables, and both name the same row of an owned table (``owner_key``):
 a foreign key that carries ownership into that row's key, or the key itself.
+An uncorrelated ``x [NOT] IN (SELECT g … GROUP BY g HAVING …)`` whose groups are
+person-local is one too (:mod:`cqsens.frontend.person_groups`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from collections.abc import Callable, Set
 
 from sqlglot import exp
 
+from cqsens.frontend.person_groups import person_local_membership
 from cqsens.frontend.public_subqueries import drop_conjuncts
 from cqsens.frontend.sql_expr import conjuncts
 from cqsens.ir.schema import Schema
@@ -72,8 +75,9 @@ def drop_person_local_conjuncts(select: exp.Select, owner_key: OwnerKey, public:
 
     def local(cond: exp.Expr) -> bool:
         subqueries = list(cond.find_all(exp.Select))
-        return bool(subqueries) and all(_local(s, outer, owner_key, public, schema)
-                                        for s in subqueries)
+        return bool(subqueries) and (
+            all(_local(s, outer, owner_key, public, schema) for s in subqueries)
+            or person_local_membership(cond, outer, owner_key, public, schema))
 
     return drop_conjuncts(select, local, dialect)
 

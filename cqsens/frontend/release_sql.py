@@ -298,6 +298,12 @@ def _key_items(tree: exp.Select, dialect: str | None) -> list[exp.Expr]:
 
 def _tables(tree: exp.Select) -> dict[str, str]:
     """Alias (or name), lower case → table name, for the tables of the FROM clause."""
+    from_ = tree.args.get("from_") or tree.args.get("from")
+    item = from_.this if from_ is not None and not from_.expressions else None
+    if isinstance(item, exp.Subquery) and item.alias and not tree.args.get("joins") \
+            and isinstance(item.this, exp.Select) and item.this.args.get("group"):
+        # one grouping derived table (rule person-groups): its columns are its own
+        return {item.alias.lower(): item.alias}
     out: dict[str, str] = {}
     for table in tree.find_all(exp.Table):
         out[(table.alias_or_name or table.name).lower()] = table.name

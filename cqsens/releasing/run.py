@@ -9,11 +9,13 @@ from typing import Any
 
 from cqsens.analysis import AggregateRecord, Analysis
 from cqsens.db.connect import connect, mask_url
+from cqsens.db.reflect import reflect_schema
 from cqsens.errors import InputError
 from cqsens.frontend.release_sql import NOISY_KINDS, QUANTILE_KINDS, ReleasePlan, release_plan
 from cqsens.ir.schema import Schema
 from cqsens.public_statement import is_public_statement
 from cqsens.release import noise
+from cqsens.release.derived import with_tables
 from cqsens.release.ledger import Charge, PrivacyModel
 from cqsens.releasing.budget import _Budget, _budget, _charge
 from cqsens.releasing.checks import _refuse_broken, _refuse_unbounded, _same_parts
@@ -96,8 +98,7 @@ def release(
     url : str
         ``sqlite:///file.db`` or ``postgresql://…``.
     epsilon, delta : float
-        The privacy parameters of the whole release (δ for the Gaussian
-        mechanism and for partition selection).
+        The whole release's privacy parameters (δ: Gaussian, partition selection).
     mechanism : {"laplace", "gaussian"}
         The noise added to counts and sums.
     reanalyse : callable
@@ -134,6 +135,7 @@ def release(
     _check_request(analysis, mechanism, delta)
     eps = noise.check_privacy(epsilon, delta)
     _refuse_unbounded(analysis)
+    schema = _with_derived(analysis, schema, url)
     plan, parts_analysis = _parts(analysis, reanalyse)
     neighbor, contributions = parts_analysis.neighbor, parts_analysis.contributions
     public_names = {n.strip().lower() for item in public for n in item.split(",") if n.strip()}
@@ -240,3 +242,11 @@ def _public_release(analysis: Analysis, answer: PublicAnswer, url: str) -> Relea
                    epsilon=0.0, delta=0.0, mechanism=MECHANISM, split=split_text(),
                    key_names=("row",), key_mode=answer.key_mode, parts=(), groups=groups,
                    notes=(answer.note,), unit=analysis.unit, charge=NOTHING_SPENT)
+
+
+def _with_derived(analysis: Analysis, schema: Schema | None, url: str) -> Schema | None:
+    """``schema`` with the per-person table's declared ranges (docs/rules.md, rule
+    person-groups) when the analysis read one, else ``schema`` as given."""
+    if not analysis.derived_ddl:
+        return schema
+    return with_tables(schema or reflect_schema(url), analysis.derived_ddl)
