@@ -78,6 +78,7 @@ from cqsens.release.values import (
 from cqsens.report.explanation import advice, explanation, person_explanation
 from cqsens.report.words import render
 from cqsens.settings import NEIGHBOR_MODELS, Settings
+from cqsens.stages import analyze_stages, staged_source
 from cqsens.witness import Witness, find_witness
 from cqsens.witness.aggregate import concrete
 from cqsens.witness.aggregate_search import find_aggregate_witness
@@ -501,8 +502,9 @@ def _stage_witness(state: State) -> State:
         return replace(state, lower_note="not searched (--no-lower)")
     if query.opaque_filters:
         return replace(state, lower_note=(
-            "not searched: a condition reads public tables through a subquery, and the "
-            "witness search does not build public tables"))
+            "not searched: a condition is kept out of the analysed query (its subqueries "
+            "read public tables or only the row's own person, or it compares with a value "
+            "released by an earlier stage), and the witness search does not evaluate it"))
     simple = len(query.aggregates) == 1 and query.aggregate in ("count", "count_distinct") \
         and options.nb.add_remove
     if not simple and state.release is not None and state.release.l1 == 0:
@@ -905,6 +907,10 @@ def _analyze(source: str | Path, settings: Settings, *, kind: str | None,
     cli_bounds = parse_value_bounds(settings.bounds)
     parsed_schema = load_schema(settings.schema, dialect=dialect)
     check_value_bounds(cli_bounds, parsed_schema)
+    staged = staged_source(source, settings, parsed_schema, kind=kind, name=name)
+    if staged is not None:  # a threshold over private data: two releases
+        return analyze_stages(staged, settings, lambda text, s: _analyze(
+            text, s, kind="sql", name=staged.name))
     unit = settings.unit
     resolved = resolve_unit(unit, parsed_schema, settings.owner) if unit is not None else None
     query = load_statement(source, schema=parsed_schema, dialect=dialect, kind=kind, name=name,

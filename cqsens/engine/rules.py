@@ -61,6 +61,7 @@ class Rule(Enum):
     POST_PROCESSING = "post-processing"
     PUBLIC_SUBQUERIES = "public-subqueries"
     PERSON_LOCAL = "person-local"
+    TWO_STAGE = "two-stage"
     BAGS = "bags"
     NULLS = "nulls"
     SUM_SUBSTITUTION = "sum-substitution"

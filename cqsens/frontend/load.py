@@ -20,7 +20,7 @@ from cqsens.ir.cq import CQ, AggregateQuery
 from cqsens.ir.dependencies import AnyDependency, Dependency, Sigma
 from cqsens.ir.schema import Schema
 
-__all__ = ["load_query", "load_statement", "resolve_sigma"]
+__all__ = ["load_query", "load_statement", "resolve_sigma", "source_text"]
 
 
 _QUERY_CHARS = re.compile(r"[\s():]")
@@ -67,6 +67,21 @@ def load_statement(
     read by :func:`cqsens.errors.read_text`: regular files of at most
     :data:`cqsens.errors.MAX_INPUT_BYTES`.
     """
+    text, kind, origin = source_text(source, kind=kind, name=name)
+    if kind == "cq":
+        cq = parse_cq(text, source=origin or "<cq>")
+        if schema is not None:
+            _check_cq_against_schema(cq, schema, origin or "<cq>")
+        return AggregateQuery(cq=cq, source=origin or "<cq>", heads=(cq.head,), body=cq, text=text)
+    query = parse_query(text, schema=schema, dialect=dialect, source=origin or "<sql>",
+                        public=public, owner=owner)
+    return replace(query, text=text)
+
+
+def source_text(source: str | Path, *, kind: str | None = None,
+                name: str | None = None) -> tuple[str, str, str | None]:
+    """The text of a query source, its kind (``sql`` or ``cq``) and its name, as
+    :func:`load_statement` reads them."""
     text = str(source)
     origin = name
     path: Path | None = None
@@ -81,14 +96,7 @@ def load_statement(
             kind = "cq" if path.suffix == ".cq" else "sql"
     if kind is None:
         kind = "sql" if _SQL_START.match(text) else "cq"
-    if kind == "cq":
-        cq = parse_cq(text, source=origin or "<cq>")
-        if schema is not None:
-            _check_cq_against_schema(cq, schema, origin or "<cq>")
-        return AggregateQuery(cq=cq, source=origin or "<cq>", heads=(cq.head,), body=cq, text=text)
-    query = parse_query(text, schema=schema, dialect=dialect, source=origin or "<sql>",
-                        public=public, owner=owner)
-    return replace(query, text=text)
+    return text, kind, origin
 
 
 def _names_query_file(text: str) -> bool:
