@@ -253,6 +253,19 @@ def _evaluate(formula: Formula, parts: Sequence[Number | None],
     return x / y
 
 
+class _Rewritten:
+    """A connection whose SQL texts pass through ``rewrite`` before they run."""
+
+    def __init__(self, conn: Any, rewrite: Callable[[str], str]) -> None:
+        self._conn, self._rewrite = conn, rewrite
+
+    def exec_driver_sql(self, sql: str, *args: Any) -> Any:
+        return self._conn.exec_driver_sql(self._rewrite(sql), *args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+
 def _dialect(conn: Any) -> str:
     name = str(conn.dialect.name)
     return "postgres" if name == "postgresql" else name
@@ -524,6 +537,7 @@ def release(
     public: Sequence[str] = (),
     epsilon_parts: Mapping[str, float] | None = None,
     before_query: Callable[[Charge, PrivacyModel], None] | None = None,
+    rewrite: Callable[[str], str] | None = None,
 ) -> Release:
     """Release the query of ``analysis`` from the database at ``url``.
 
@@ -555,6 +569,9 @@ def release(
         Called with what the release will spend and its neighbour model
         before the database is opened (the ledger's budget check); raising
         there stops the release before any query runs.
+    rewrite : callable, optional
+        Applied to every SQL text run on the database (a two-stage release puts its
+        earlier stages' noisy values in; :mod:`cqsens.release.stages`).
 
     Returns
     -------
@@ -612,10 +629,11 @@ def release(
                 conn.exec_driver_sql("PRAGMA query_only = ON")
                 if not conn.connection.dbapi_connection.in_transaction:  # type: ignore[union-attr]
                     conn.exec_driver_sql("BEGIN")
+            run: Any = conn if rewrite is None else _Rewritten(conn, rewrite)
             _refuse_broken(conn, analysis, parts_analysis, plan, url=url, schema=schema,
                            bounds=bounds)
             return _release(
-                conn, target, analysis, parts_analysis, plan, records, url=url, eps=eps,
+                run, target, analysis, parts_analysis, plan, records, url=url, eps=eps,
                 delta=delta, mechanism=mechanism, reanalyse=reanalyse, schema=schema,
                 bounds=bounds, keys_file=keys_file, public_names=public_names,
                 budget=budget, charge=charge, neighbor=neighbor,
