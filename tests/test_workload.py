@@ -41,14 +41,16 @@ def test_tpch_coverage() -> None:
 
 @pytest.mark.slow
 def test_tpch_under_its_standard_privacy_configuration() -> None:
-    """One person is a customer (examples/tpch/standard/cqsens.toml): 14 of 22 analysed, each one
+    """One person is a customer (examples/tpch/standard/cqsens.toml): 15 of 22 analysed, each one
     bounded; q16's NOT IN reads only public tables, so it changes by nothing; q21's NOT EXISTS
     reads only the outer line's order (person-local): at most the 287 lines of one customer."""
     outcomes = {o.query: o for o in run_workload(
         QUERIES, config=ROOT / "examples" / "tpch" / "standard" / "cqsens.toml")}
     analysed = {n for n, o in outcomes.items() if o.analysed}
-    assert len(analysed) >= 14
+    assert len(analysed) >= 15
     assert all(outcomes[n].upper != "∞" for n in analysed)
     assert outcomes["q16.sql"].upper == "0"
     assert outcomes["q21.sql"].upper == "287"
+    # q22's AVG threshold is a two-stage release; its outer count and sum: 1 + 9999.99
+    assert "q22.sql" in analysed and outcomes["q22.sql"].upper == "10000.99"
     assert not any(o.reason.startswith("traceback") for o in outcomes.values())
