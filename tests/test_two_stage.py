@@ -43,6 +43,9 @@ Q15 = "SELECT COUNT(*), SUM(total) FROM orders WHERE total = (SELECT MAX(total) 
 # a threshold inside a derived table (q22 as published), one at row level
 NESTED = ("SELECT region, COUNT(*) FROM (SELECT region, age FROM users WHERE age >= "
           "(SELECT AVG(age) FROM users)) AS big GROUP BY region")
+# inside a person-local NOT EXISTS: for each threshold value a predicate of the person's rows
+LOCAL = ("SELECT COUNT(*) FROM users u WHERE NOT EXISTS (SELECT 1 FROM orders o WHERE "
+         "o.uid = u.id AND o.total > (SELECT AVG(total) FROM orders))")
 ROWS = "SELECT COUNT(*) FROM orders WHERE total < (SELECT AVG(total) FROM orders WHERE total > 0)"
 THRESHOLDS = [-1, 0, 0.5, 1, 1.25, 2, 2.5, 3, 4]
 
@@ -118,7 +121,7 @@ def _worst(sql: str, person: bool, seed: str) -> float:
 
 
 @pytest.mark.parametrize(("sql", "person"), [(Q22, True), (Q15, True), (NESTED, True),
-                                              (Q15, False), (ROWS, False)])
+                                              (LOCAL, True), (Q15, False), (ROWS, False)])
 def test_stage_two_bound_holds_for_every_threshold(sql: str, person: bool) -> None:
     """The outer statement's bound, computed without the comparison, bounds the query with
     the comparison for every value the threshold can take (brute force)."""
@@ -186,6 +189,17 @@ def test_other_scalar_subqueries_stay_refused(sql: str) -> None:
     assert split_stages(sql, None, public=frozenset()) is None
     with pytest.raises(InputError):
         analyze(sql, schema=SCHEMA, cds=CDS)
+
+
+@pytest.mark.parametrize("unit", ["users", None])
+def test_a_threshold_inside_a_private_negation_is_refused(unit: str | None) -> None:
+    """Not person-local: one added order flips the NOT EXISTS of every user."""
+    sql = ("SELECT COUNT(*) FROM users u WHERE NOT EXISTS (SELECT 1 FROM orders o "
+           "WHERE o.total > (SELECT AVG(total) FROM orders))")
+    with pytest.raises(InputError, match="two-stage"):
+        analyze(sql, schema=SCHEMA, cds=CDS, unit=unit)
+    with pytest.raises(InputError):  # the person-local form, at row level
+        analyze(LOCAL, schema=SCHEMA, cds=CDS)
 
 
 def test_a_subquery_over_public_tables_is_not_a_stage() -> None:

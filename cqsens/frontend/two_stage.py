@@ -31,7 +31,8 @@ from cqsens.frontend.sql_expr import conjuncts
 from cqsens.frontend.statements import parse_statement
 from cqsens.ir.schema import Schema
 
-__all__ = ["MARKER", "Stages", "drop_stage_conjuncts", "split_stages", "substitute"]
+__all__ = ["MARKER", "Stages", "drop_stage_conjuncts", "split_stages", "stage_marker",
+           "substitute"]
 
 MARKER = "CQSENS_STAGE_VALUE"
 """The function call that stands for a stage-1 value in the outer statement."""
@@ -161,18 +162,26 @@ def split_stages(sql: str, dialect: str | None, *, public: Set[str] = frozenset(
     return Stages(tuple(inner), tree.sql(dialect=dialect), tuple(conditions))
 
 
-def _has_marker(node: exp.Expr) -> bool:
-    return any(isinstance(a, exp.Anonymous) and str(a.this).upper() == MARKER
-               for a in node.find_all(exp.Anonymous))
+def stage_marker(node: exp.Expr) -> exp.Expr | None:
+    """The first ``CQSENS_STAGE_VALUE(i)`` under ``node`` (None: there is none)."""
+    return next((a for a in node.find_all(exp.Anonymous) if str(a.this).upper() == MARKER),
+                None)
+
+
+def _threshold_filter(node: exp.Expr) -> bool:
+    """A conjunct that compares the row with a stage-1 value and reads nothing else: no
+    subquery (one that reads private rows is no fixed predicate; public and person-local
+    ones have their own rules)."""
+    return stage_marker(node) is not None and node.find(exp.Select) is None
 
 
 def drop_stage_conjuncts(select: exp.Select, dialect: str | None) -> list[str]:
-    """Take the WHERE conjuncts that compare with a stage-1 value off ``select``
+    """Take the WHERE conjuncts that compare the row with a stage-1 value off ``select``
     (in place); their SQL."""
     where = select.args.get("where")
-    if where is None or not any(_has_marker(c) for c in conjuncts(where.this)):
+    if where is None or not any(_threshold_filter(c) for c in conjuncts(where.this)):
         return []
-    return drop_conjuncts(select, _has_marker, dialect)
+    return drop_conjuncts(select, _threshold_filter, dialect)
 
 
 def _literal(value: float | int | None) -> str:
