@@ -129,7 +129,7 @@ def test_stage_two_bound_holds_for_every_threshold(sql: str, person: bool) -> No
     assert len(a.stages) == 2
     outer = a.stages[-1]
     assert f"{MARKER}(1)" in outer.query and a.upper == outer.upper and a.l1 == outer.l1
-    assert any("rule two-stage" in n for n in a.notes)
+    assert a.explanation[0].startswith("Two-stage release (docs/rules.md, rule two-stage)")
     exercised = 0.0
     for t in THRESHOLDS:
         worst = _worst(substitute(outer.query, [t]), person, f"{sql}{t}")
