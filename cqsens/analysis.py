@@ -107,6 +107,9 @@ class Analysis:
     nb: Neighbourhood = Neighbourhood()  # the neighbour relation as a whole
     # DDL of the per-person table the statement was analysed over (rule person-groups)
     derived_ddl: str = ""
+    # a two-stage release (docs/rules.md, rule two-stage): each stage's own analysis, the
+    # released subqueries first, the outer statement last; () for one release
+    stages: tuple[Analysis, ...] = ()
 
     @property
     def free(self) -> tuple[str, ...]:
@@ -218,4 +221,16 @@ class Analysis:
         out["unit"] = self.unit
         if self.noise is not None:
             out["noise"] = noise_dict(self.noise)
+        if self.stages:
+            out["stages"] = [_stage_dict(i, a, len(self.stages))
+                             for i, a in enumerate(self.stages, start=1)]
         return out
+
+
+def _stage_dict(number: int, stage: Analysis, count: int) -> dict[str, Any]:
+    """One stage of a two-stage release, as JSON (docs/rules.md, rule two-stage)."""
+    s = stage.to_dict()["sensitivity"]
+    return {"stage": number, "query": stage.query, "aggregate": stage.aggregate,
+            "upper": s["upper"], "lower": s["lower"], "l1": s["l1"], "l2": s["l2"],
+            "rule_id": stage.count_derivation.rule.value,
+            "epsilon_share": f"1/{count}", "role": "outer" if number == count else "threshold"}

@@ -7,6 +7,8 @@ whole statement:
 
 * a statement that reads only public tables: sensitivity 0, whatever it computes
   (docs/rules.md, rule public-statement);
+* a WHERE comparison with a scalar subquery over private tables: a two-stage release,
+  the subquery first (docs/rules.md, rule two-stage);
 * with a privacy unit, a statement over one derived table grouped by the person's
   key: a table of one row per person (docs/rules.md, rule person-groups).
 """
@@ -23,6 +25,7 @@ from cqsens.per_person import analyse_per_person
 from cqsens.prepare import options_for
 from cqsens.public_statement import find_public_statement, public_analysis, synthetic_sql
 from cqsens.settings import Settings
+from cqsens.stages import analyze_stages, staged_source
 
 __all__ = ["Analyse", "route"]
 
@@ -59,6 +62,10 @@ def route(source: str | Path, settings: Settings, *, kind: str | None, name: str
         inner = plain(synthetic_sql(found), replace(settings, prove_lower=False), kind="sql",
                       name=origin)
         return public_analysis(inner, text, origin, found)
+    staged = staged_source(source, settings, options_for(settings).schema, kind=kind, name=name)
+    if staged is not None:  # a threshold over private data: two releases
+        return analyze_stages(staged, settings, lambda text, s: route(
+            text, s, kind="sql", name=staged.name, plain=plain))
     per_person = _per_person(source, settings, kind=kind, name=name, plain=plain)
     if per_person is not None:
         return per_person

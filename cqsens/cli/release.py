@@ -49,9 +49,17 @@ from cqsens.release.ledger import (
     record,
 )
 from cqsens.release.noise import EPSILON_MAX, EPSILON_MIN, check_privacy
-from cqsens.releasing import release
+from cqsens.releasing import Release, release
 from cqsens.releasing.public import is_public_release
-from cqsens.report.release import ledger_json, render_csv, render_json, render_text, spent_line
+from cqsens.releasing.stages import StagedRelease, release_stages
+from cqsens.report.release import (
+    ledger_json,
+    render_csv,
+    render_json,
+    render_stages_json,
+    render_text,
+    spent_line,
+)
 from cqsens.settings import Settings
 
 __all__ = ["release_cmd"]
@@ -89,6 +97,23 @@ def _same_file(a: Path, b: Path | None) -> bool:
         return a.resolve() == b.resolve() or (a.exists() and b.exists() and a.samefile(b))
     except OSError:
         return False
+
+
+def _show_stages(results: tuple[Release, ...], fmt: str, ledger: str | None,
+                 state: Ledger | None) -> None:
+    """A two-stage release: each stage as its own release, in order."""
+    spent = ledger_json(ledger, state) if state is not None and ledger is not None else None
+    if fmt == "json":
+        click.echo(render_stages_json(results, spent))
+        return
+    line = (spent_line(ledger, state) if state is not None and ledger is not None
+            else "ledger: none (give --ledger to count this release against a budget)")
+    if fmt == "csv":  # the answer: the outer statement's release
+        click.echo(render_csv(results[-1]))
+        return
+    for number, result in enumerate(results, start=1):
+        click.echo(f"== stage {number} of {len(results)} (docs/rules.md, rule two-stage)")
+        click.echo(render_text(result, line if number == len(results) else None))
 
 
 @click.command("release")
@@ -182,17 +207,24 @@ def release_cmd(
             if ledger is not None:  # before the query runs
                 precheck(ledger, charge, model, limits)
 
-        result = release(analysis, url=db, epsilon=epsilon, delta=delta, mechanism=mechanism,
-                         reanalyse=lambda text: run(text, "sql", analysis.source),
-                         schema=schema_obj, bounds=settings.bounds, keys_file=settings.keys,
-                         public=settings.public, epsilon_parts=parts, before_query=check)
+        run_release = release_stages if analysis.stages else release
+        done = run_release(analysis, url=db, epsilon=epsilon, delta=delta, mechanism=mechanism,
+                           reanalyse=lambda text: run(text, "sql", analysis.source),
+                           schema=schema_obj, bounds=settings.bounds, keys_file=settings.keys,
+                           public=settings.public, epsilon_parts=parts, before_query=check)
+        results = done.stages if isinstance(done, StagedRelease) else (done,)
+        result = results[-1]
         state: Ledger | None = None
         if ledger is not None and is_public_release(result):  # spent nothing: not recorded
             state = open_ledger(ledger)
         elif ledger is not None:  # recorded and committed before anything is shown
-            state = record(ledger, result.entry(), result.model, limits)
+            for stage in results:
+                state = record(ledger, stage.entry(), stage.model, limits)
     except (InputError, CqsensError) as err:
         fail(err)
+    if len(results) > 1:
+        _show_stages(results, fmt, ledger, state)
+        sys.exit(EXIT_OK)
     if fmt == "json":
         click.echo(render_json(result, None if state is None or ledger is None
                                else ledger_json(ledger, state)))

@@ -63,6 +63,7 @@ class Rule(Enum):
     PUBLIC_STATEMENT = "public-statement"
     PERSON_LOCAL = "person-local"
     PERSON_GROUPS = "person-groups"
+    TWO_STAGE = "two-stage"
     BAGS = "bags"
     NULLS = "nulls"
     SUM_SUBSTITUTION = "sum-substitution"

@@ -41,6 +41,7 @@ from cqsens.frontend.sql_expr import conjuncts as and_parts
 from cqsens.frontend.sql_terms import TermClasses, literal_const, var_name
 from cqsens.frontend.statements import parse_statement, parse_statements
 from cqsens.frontend.subqueries import inline_semijoins
+from cqsens.frontend.two_stage import stage_marker, staged_filters
 from cqsens.ir.compound import CompoundQuery
 from cqsens.ir.cq import CQ, Aggregate, AggregateQuery, Atom, Term, Var
 from cqsens.ir.expr import Expr, Slot
@@ -428,6 +429,8 @@ class _Query:
                 "(docs/rules.md, rule public-subqueries); no witness is built for it")
         inline_derived_tables(tree, tr.schema, tr.unsupported)
         existential = {a.lower() for a in inline_semijoins(tree, tr.schema, tr.unsupported)}
+        # after inlining, so every conjunct is seen
+        opaque_filters = [*opaque_filters, *staged_filters(tree, self.dialect, tr.notes)]
         # after the semi-joins: a positive EXISTS/IN stays a join (with a witness)
         if tr.owner is not None and tr.schema is not None:
             local = drop_person_local_conjuncts(tree, tr.owner, tr.public, tr.schema,
@@ -439,6 +442,11 @@ class _Query:
                     "the person bound already counts every answer of that person (docs/rules.md,"
                     " rule person-local); no witness is built for it")
                 opaque_filters = [*opaque_filters, *local]
+        if (marker := stage_marker(tree)) is not None:
+            raise tr.unsupported(marker, "scalar subquery over private data here",
+                                 "a comparison with it is a two-stage release as a WHERE "
+                                 "conjunct of its own, or inside a public or person-local "
+                                 "subquery (docs/rules.md, rule two-stage)")
         tr.reject_constructs(tree)
         instances, join_conditions = tr.instances(tree)
         conditions = list(join_conditions)

@@ -88,6 +88,7 @@ def release(
     public: Sequence[str] = (),
     epsilon_parts: Mapping[str, float] | None = None,
     before_query: Callable[[Charge, PrivacyModel], None] | None = None,
+    rewrite: Callable[[str], str] | None = None,
 ) -> Release:
     """Release the query of ``analysis`` from the database at ``url``.
 
@@ -102,22 +103,20 @@ def release(
     mechanism : {"laplace", "gaussian"}
         The noise added to counts and sums.
     reanalyse : callable
-        Analyses another SQL text with the same schema, Σ and options (for
-        the parts of an AVG or of arithmetic, and the counts of partition selection).
-    schema : Schema, optional
-        For the value bounds of MEDIAN/MIN/MAX.
-    bounds : sequence of str
-        ``--bounds`` texts.
-    keys_file : str, optional
-        CSV of public group keys.
-    public : sequence of str
-        Public tables.
+        Analyses another SQL text with the same settings (AVG and arithmetic parts, counts).
+    schema, bounds : Schema (optional) and sequence of str
+        The schema and the ``--bounds`` texts, for the value bounds of MEDIAN/MIN/MAX.
+    keys_file, public : str (optional) and sequence of str
+        A CSV of public group keys; the public tables.
     epsilon_parts : mapping, optional
         ε of some parts, by label.
     before_query : callable, optional
         Called with what the release will spend and its neighbour model
         before the database is opened (the ledger's budget check); raising
         there stops the release before any query runs.
+    rewrite : callable, optional
+        Applied to every SQL text run on the database (a two-stage release puts its
+        earlier stages' noisy values in; :mod:`cqsens.releasing.stages`).
 
     Returns
     -------
@@ -167,7 +166,8 @@ def release(
             _refuse_broken(conn, analysis, parts_analysis, plan, url=url, schema=schema,
                            bounds=bounds)
             return _release(
-                conn, target, analysis, parts_analysis, plan, records, url=url, eps=eps,
+                conn if rewrite is None else _Rewritten(conn, rewrite), target, analysis,
+                parts_analysis, plan, records, url=url, eps=eps,
                 delta=delta, mechanism=mechanism, reanalyse=reanalyse, schema=schema,
                 bounds=bounds, keys_file=keys_file, public_names=public_names,
                 budget=budget, charge=charge, neighbor=neighbor,
@@ -250,3 +250,16 @@ def _with_derived(analysis: Analysis, schema: Schema | None, url: str) -> Schema
     if not analysis.derived_ddl:
         return schema
     return with_tables(schema or reflect_schema(url), analysis.derived_ddl)
+
+
+class _Rewritten:
+    """A connection whose SQL texts pass through ``rewrite`` before they run."""
+
+    def __init__(self, conn: Any, rewrite: Callable[[str], str]) -> None:
+        self._conn, self._rewrite = conn, rewrite
+
+    def exec_driver_sql(self, sql: str, *args: Any) -> Any:
+        return self._conn.exec_driver_sql(self._rewrite(sql), *args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)

@@ -18,8 +18,8 @@ from cqsens.releasing.results import Release
 from cqsens.report.common import json_default
 from cqsens.schemas import versioned
 
-__all__ = ["ledger_json", "ledger_text", "render_csv", "render_json", "render_text",
-           "spent_line"]
+__all__ = ["ledger_json", "ledger_text", "render_csv", "render_json", "render_stages_json",
+           "render_text", "spent_line"]
 
 
 def _num(value: Any, digits: int = 6) -> str:
@@ -106,6 +106,16 @@ def render_json(release: Release, ledger: dict[str, Any] | None = None) -> str:
     """The release as one JSON object (``groups``: one object per group, ``value``), with
     ``schema_version`` (:mod:`cqsens.schemas`)."""
     out = versioned(release.to_dict())
+    if ledger is not None:
+        out["ledger"] = ledger
+    return json.dumps(out, indent=2, ensure_ascii=False, default=json_default)
+
+
+def render_stages_json(stages: Sequence[Release], ledger: dict[str, Any] | None = None) -> str:
+    """A two-stage release (docs/rules.md, rule two-stage) as one JSON object: the outer
+    statement's release, with ``stages``, every stage's release in order (the outer last)."""
+    out = versioned(stages[-1].to_dict())
+    out["stages"] = [s.to_dict() for s in stages]
     if ledger is not None:
         out["ledger"] = ledger
     return json.dumps(out, indent=2, ensure_ascii=False, default=json_default)

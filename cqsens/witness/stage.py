@@ -90,8 +90,9 @@ def _stage_witness(state: State) -> State:
         return replace(state, lower_note="not searched (--no-lower)")
     if query.opaque_filters:
         return replace(state, lower_note=(
-            "not searched: a condition reads public tables through a subquery, and the "
-            "witness search does not build public tables"))
+            "not searched: a condition is kept out of the analysed query (its subqueries "
+            "read public tables or only the row's own person, or it compares with a value "
+            "released by an earlier stage), and the witness search does not evaluate it"))
     simple = len(query.aggregates) == 1 and query.aggregate in ("count", "count_distinct") \
         and options.nb.add_remove
     if not simple and state.release is not None and state.release.l1 == 0:
