@@ -64,6 +64,7 @@ from cqsens.ir.exact import Exact, display, text
 from cqsens.ir.expr import Predicate
 from cqsens.ir.schema import Schema
 from cqsens.release.aggregates import AggregateBound
+from cqsens.release.exclusive import ExclusiveSum, merge_exclusive
 from cqsens.release.noise import NoiseCalibration, calibrate, check_privacy
 from cqsens.release.values import (
     VALUE_KINDS,
@@ -373,6 +374,7 @@ def stage_release(state: State) -> State:
                          "median-parity-rows) does not apply with --unit; drop --rows",
                          source=query.source, construct="--rows")
     bounds: list[AggregateBound] = []
+    sums: list[ExclusiveSum] = []
     records: list[AggregateRecord] = []
     notes = state.notes
     capped: tuple[str, ...] = ()
@@ -409,10 +411,14 @@ def stage_release(state: State) -> State:
                             if agg.kind in VALUE_KINDS and agg.kind != "sum" else None)
         b = replace(b, derivation=for_unit(b.derivation, _neighbourhood(state).unit))
         bounds.append(b)
+        sums.append(ExclusiveSum(agg, query.cq_for(index), b, count_delta,
+                                 values.low if values is not None else None,
+                                 values.high if values is not None else None))
         records.append(AggregateRecord(agg.label, agg.kind, count_delta, b.l1, b.l2,
                                        b.derivation,
                                        values.describe() if values is not None else None))
-    release = combine(bounds)
+    release = combine(merge_exclusive(sums, neighbor=options.nb.model,
+                                      contributions=options.nb.contributions))
     release = replace(release, derivation=for_unit(release.derivation,
                                                          _neighbourhood(state).unit))
     lines = state.explanation + capped
