@@ -87,7 +87,16 @@ def _relation(d: Derivation) -> str:
         checkpoint("explanation")
         parts.append(_atom(premise, relation))
     return (f"One added or removed {relation} row changes the count by at most "
-            f"{text(d.value)}: " + "; ".join(parts) + ".")
+            f"{text(d.value)}: " + "; ".join(parts) + _shared(d) + ".")
+
+
+def _shared(d: Derivation) -> str:
+    """The answers counted by several atoms, taken off (docs/rules.md, rule new-answers)."""
+    shared = d.inputs.get("shared", 0)
+    if not shared:
+        return ""
+    return (f"; minus {text(d.number('shared'))}: the answer that sends every {d['relation']} "
+            f"atom onto the row itself is counted by each of them but is one answer")
 
 
 def _public(lines: list[str], public: frozenset[str]) -> list[str]:
