@@ -168,9 +168,15 @@ def test_no_dependency_out_of_a_measure_or_free_text_column() -> None:
 
 
 def test_a_declared_rows_per_person_bound_is_not_proposed_again() -> None:
-    """shop: users own orders and items; orders[uid->oid]<=40 declared stays as declared."""
+    """shop: users own orders and items; items per order are not declared, so the query is
+    unbounded for one person.  Without orders[uid->oid] the advice proposes it at 3; with
+    orders[uid->oid]<=40 declared it keeps the user's 40 and proposes the rest only."""
     schema = str(EXAMPLES / "shop" / "schema.sql")
-    sql = (EXAMPLES / "shop" / "order_pairs.sql").read_text()
-    a = analyze(sql, schema=schema, unit="users", cds=["orders[uid->oid]<=40"],
-                prove_lower=False)
-    assert not any("orders[uid->oid]<=3" in s for s in a.suggestion)
+    sql = (EXAMPLES / "shop" / "items_sold.sql").read_text()
+    bare = analyze(sql, schema=schema, unit="users", public=["products"], prove_lower=False)
+    assert bare.upper == math.inf and "'orders[uid->oid]<=3'" in bare.suggestion[0]
+    a = analyze(sql, schema=schema, unit="users", public=["products"],
+                cds=["orders[uid->oid]<=40"], prove_lower=False)
+    assert a.upper == math.inf and a.suggestion
+    assert not any("orders[uid->oid]" in s for s in a.suggestion)
+    assert "'items[oid->iid]<=3'" in a.suggestion[0]
