@@ -15,6 +15,7 @@ from cqsens.ir.cq import CQ, Aggregate, AggregateQuery, Var
 from cqsens.ir.exact import display
 from cqsens.ir.schema import Schema
 from cqsens.release.aggregates import AggregateBound
+from cqsens.release.exclusive import ExclusiveSum, merge_exclusive
 from cqsens.release.noise import calibrate
 from cqsens.release.values import (
     VALUE_KINDS,
@@ -73,6 +74,7 @@ def stage_release(state: State) -> State:
                          "median-parity-rows) does not apply with --unit; drop --rows",
                          source=query.source, construct="--rows")
     bounds: list[AggregateBound] = []
+    sums: list[ExclusiveSum] = []
     records: list[AggregateRecord] = []
     notes = state.notes
     capped: tuple[str, ...] = ()
@@ -109,10 +111,14 @@ def stage_release(state: State) -> State:
                             if agg.kind in VALUE_KINDS and agg.kind != "sum" else None)
         b = replace(b, derivation=for_unit(b.derivation, state.options.nb.unit))
         bounds.append(b)
+        sums.append(ExclusiveSum(agg, query.cq_for(index), b, count_delta,
+                                 values.low if values is not None else None,
+                                 values.high if values is not None else None))
         records.append(AggregateRecord(agg.label, agg.kind, count_delta, b.l1, b.l2,
                                        b.derivation,
                                        values.describe() if values is not None else None))
-    release = combine(bounds)
+    release = combine(merge_exclusive(sums, neighbor=options.nb.model,
+                                      contributions=options.nb.contributions))
     release = replace(release, derivation=for_unit(release.derivation,
                                                          state.options.nb.unit))
     lines = state.explanation + capped

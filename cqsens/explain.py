@@ -15,6 +15,7 @@ from enum import Enum
 from typing import Any
 
 from cqsens.engine.count import count_bound
+from cqsens.engine.fk_advice import FkCandidate, avoided_sources, foreign_key_candidates
 from cqsens.engine.paths import Weight
 from cqsens.engine.person import PersonBound, chains, person_bound
 from cqsens.engine.suggest import suggest
@@ -113,6 +114,7 @@ class AdviceKind(Enum):
     TOO_LARGE = "too-large"  # not computed: more than ADVICE_MAX_ATOMS atoms
     NONE_HELPS = "none-helps"  # no single-column dependency bounds the query
     DECLARE = "declare"  # FDs (or the same as CDs <= 3) that bound the query
+    FOREIGN_KEY = "foreign-key"  # undeclared foreign keys (by names and types) that bound it
     PERSON_ROWS = "person-rows"  # rows per person, from the foreign keys to the unit
     PERSON_DECLARE = "person-declare"  # rows per person and fan-outs of the query
     PERSON_NONE_HELPS = "person-none-helps"  # even the rows per person leave it unbounded
@@ -136,24 +138,64 @@ class Advice:
     atoms: int = 0
 
 
+def foreign_key_advice(query: AggregateQuery, sigma: Sigma, core: CQ, schema: Schema, *,
+                       public: frozenset[str], references: References) -> list[Advice]:
+    """Undeclared foreign keys whose names and types match a join, kept when re-analysis
+    with them bounds the query: each alone, else all of them together."""
+    found = foreign_key_candidates(core, schema)
+    if not found:
+        return []
+
+    def bound(chosen: Sequence[FkCandidate]) -> Weight:
+        extra = tuple((c.relation, c.fk, c.text) for c in chosen)
+        return count_bound(query.cq, sigma, public=public,
+                           references=(*references, *extra)).bound.value
+
+    singles = sorted(((bound([c]), n, c) for n, c in enumerate(found)),
+                     key=lambda item: (item[0], item[1]))
+    out = [Advice(AdviceKind.FOREIGN_KEY, (c.text, c.ddl), value, first=not n)
+           for n, (value, _, c) in enumerate(item for item in singles if item[0] != math.inf)]
+    if out or len(found) == 1:
+        return out
+    chosen = list(found)
+    if bound(chosen) == math.inf:
+        return []
+    for c in list(found):  # greedy: drop what is not needed
+        trial = [d for d in chosen if d != c]
+        if bound(trial) != math.inf:
+            chosen = trial
+    return [Advice(AdviceKind.FOREIGN_KEY,
+                   tuple(part for c in chosen for part in (c.text, c.ddl)), bound(chosen))]
+
+
 def suggestion(query: AggregateQuery, sigma: Sigma, core: CQ, schema: Schema | None, *,
-               public: frozenset[str] = frozenset(), references: References = ()
-               ) -> list[Advice]:
-    """The fewest dependencies that bound the query, confirmed by re-analysis."""
+               public: frozenset[str] = frozenset(), references: References = (),
+               keeps_references: bool = False) -> list[Advice]:
+    """The fewest dependencies that bound the query, confirmed by re-analysis.
+
+    Foreign keys the schema lacks come first when they bound the query (only when
+    the neighbours keep foreign keys, ``keeps_references``); then single-column
+    dependencies, never out of a measure or free-text column.
+    """
     atoms = len(core.relation_atoms())
     if atoms > ADVICE_MAX_ATOMS:  # each option is confirmed by two more analyses
         return [Advice(AdviceKind.TOO_LARGE, atoms=atoms)]
+    out: list[Advice] = []
+    if keeps_references and schema is not None:
+        out = foreign_key_advice(query, sigma, core, schema, public=public,
+                                 references=references)
     skip = frozenset(a for a in core.relation_atoms()
                      if references and referencing_atom(core, a, references) is not None)
-    advice = suggest(core, sigma, public=public, skip=skip)
+    advice = suggest(core, sigma, public=public, skip=skip,
+                     avoid=avoided_sources(query, schema))
     if not advice.dependencies:
-        return [Advice(AdviceKind.NONE_HELPS)] if advice.disconnected else []
+        return out or ([Advice(AdviceKind.NONE_HELPS)] if advice.disconnected else [])
 
     def named(dep: Dependency) -> str:
         return (f"{dep.relation}[{_column_name(query, schema, dep.relation, dep.i)}->"
                 f"{_column_name(query, schema, dep.relation, dep.j)}]")
 
-    out: list[Advice] = []
+    first = not out
     for n, option in enumerate((advice.dependencies, *advice.alternatives)):
         fd_bound = _bound_with(query, sigma, option, public, references)
         cd_bound = _bound_with(query, sigma, [Dependency(d.relation, d.i, d.j, 3) for d in option],
@@ -161,7 +203,7 @@ def suggestion(query: AggregateQuery, sigma: Sigma, core: CQ, schema: Schema | N
         if fd_bound == math.inf:
             continue  # not confirmed: never suggest what does not work
         out.append(Advice(AdviceKind.DECLARE, tuple(named(d) for d in option), fd_bound,
-                              cd_bound, first=n == 0))
+                          cd_bound, first=first and n == 0))
     return out
 
 
@@ -172,6 +214,7 @@ def person_suggestion(person: PersonBound, sigma: Sigma, core: CQ, schema: Schem
     if schema is None:
         return []
     unit = person.unit
+    declared = {(r.lower(), i, j) for r, i, j in sigma.weights()}
     candidates: list[tuple[Dependency, str]] = []
     for relation, fk, target in schema.foreign_keys():
         if len(fk.columns) != 1 or not unit.owns(relation.name, fk) \
@@ -183,8 +226,8 @@ def person_suggestion(person: PersonBound, sigma: Sigma, core: CQ, schema: Schem
         row = query.row_positions.get(relation.name)
         key = (relation.primary_key[0] if len(relation.primary_key) == 1
                else relation.keys[0] if relation.keys else row)
-        if key is None:
-            continue
+        if key is None or (relation.name.lower(), fk.columns[0], key) in declared:
+            continue  # never a bound the user already declared, tighter or not
         source = relation.columns[fk.columns[0]]
         target_name = "*" if key == row else relation.columns[key]
         candidates.append((Dependency(relation.name, fk.columns[0], key, 3),

@@ -117,7 +117,8 @@ def relation_derivations(bound: UpperBound, where: Neighbourhood = ROW
                          ) -> tuple[Derivation, ...]:
     """Per relation, the new answers one of its rows gives (docs/rules.md, rule new-answers):
     the sum over its atoms, each atom's derivation a premise (counted or not)."""
-    return tuple(Derivation(Rule.NEW_ANSWERS, r.total, where, {"relation": r.relation},
+    return tuple(Derivation(Rule.NEW_ANSWERS, r.total, where,
+                            {"relation": r.relation, "shared": r.shared},
                             tuple(atom_derivation(ab, where) for ab in r.atoms))
                  for r in bound.relations)
 
@@ -152,5 +153,5 @@ def count_derivation(core: CQ, bound: UpperBound, where: Neighbourhood = ROW) ->
                                   {"relation": worst.relation, "atom": str(ab.atom),
                                    "missing": missing})
     premises = tuple(atom_derivation(ab, where) for ab in worst.atoms if ab.counted)
-    return Derivation(Rule.NEW_ANSWERS, worst.total, where, {"relation": worst.relation},
-                      premises)
+    return Derivation(Rule.NEW_ANSWERS, worst.total, where,
+                      {"relation": worst.relation, "shared": worst.shared}, premises)

@@ -73,6 +73,7 @@ class Rule(Enum):
     MEDIAN_PARITY_ROWS = "median-parity-rows"
     GROUPED_VALUE_AGGREGATES = "grouped-value-aggregates"
     SEVERAL_AGGREGATES = "several-aggregates"
+    EXCLUSIVE_CASES = "exclusive-cases"
     VALUE_BOUNDS = "value-bounds"
     EMPTY_VALUE_RANGE = "empty-value-range"
     LAPLACE = "laplace"

@@ -73,6 +73,7 @@ class _Reach:
 def suggest(
     cq: CQ, sigma: Sigma, *, max_size: int = 3, max_checks: int = 5_000,
     public: frozenset[str] = frozenset(), skip: frozenset[Atom] = frozenset(),
+    avoid: frozenset[tuple[str, int]] = frozenset(),
 ) -> Suggestion:
     """A smallest set of single-column dependencies that makes ``cq`` bounded.
 
@@ -89,6 +90,10 @@ def suggest(
     public, skip : frozenset
         Public tables and atoms that never play the added row (a foreign key
         into them): no dependency is needed for them.
+    avoid : frozenset
+        ``(relation, position)`` never proposed as a source (measure and
+        free-text columns); when only such dependencies would bound the query,
+        nothing is proposed (and ``disconnected`` stays False).
 
     Returns
     -------
@@ -124,6 +129,9 @@ def suggest(
     candidates.sort(key=lambda key: (key in from_constant, key))
     if not reach.bounded(declared + candidates):
         return Suggestion((), disconnected=True)
+    candidates = [key for key in candidates if key[:2] not in avoid]
+    if not reach.bounded(declared + candidates):
+        return Suggestion(())
     checks = 0
     for size in range(1, max_size + 1):
         if math.comb(len(candidates), size) > max_checks:

@@ -105,6 +105,7 @@ class RelationBound:
     relation: str
     atoms: tuple[AtomBound, ...]
     total: Weight
+    shared: int = 0  # answers counted by several atoms, taken off (rule new-answers)
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,6 +261,29 @@ def referencing_atom(cq: CQ, atom: Atom, references: References) -> tuple[Atom, 
     return None
 
 
+def _one_shared_answer(cq: CQ, relation: str, bounds: Sequence[AtomBound]) -> bool:
+    """Whether one answer is counted by every atom of ``bounds``, whatever the tuple t.
+
+    True when the query is nothing but two or more atoms of ``relation``, all counted
+    with a finite bound of at least 1, with no constant, no filter and every variable
+    at one position only: the homomorphism sending every atom onto t then exists in
+    any database holding t, and its answer is among those each atom's bound counts
+    (docs/rules.md, rule new-answers).
+    """
+    atoms = cq.relation_atoms()
+    if len(bounds) < 2 or len(atoms) != len(cq.atoms) or len(bounds) != len(atoms):
+        return False
+    if any(a.relation != relation for a in atoms) or any(
+            not b.counted or b.value == math.inf or b.value < 1 for b in bounds):
+        return False
+    position: dict[Term, int] = {}
+    for atom in atoms:
+        for p, term in enumerate(atom.terms):
+            if not isinstance(term, Var) or position.setdefault(term, p) != p:
+                return False
+    return True
+
+
 def upper_bound(cq: CQ, sigma: Sigma, *, public: frozenset[str] = frozenset(),
                 references: References = ()) -> UpperBound:
     """The sound upper bound on the add/remove-one sensitivity of ``#cq`` on C_Σ.
@@ -326,7 +350,8 @@ def upper_bound(cq: CQ, sigma: Sigma, *, public: frozenset[str] = frozenset(),
                 continue
             marked.append(b)
             total = total + b.value
-        relations.append(RelationBound(relation, tuple(marked), total))
+        shared = len(marked) - 1 if _one_shared_answer(cq, relation, marked) else 0
+        relations.append(RelationBound(relation, tuple(marked), total - shared, shared))
     value: Weight = max((r.total for r in relations), default=0)
     capped = False
     if cq.is_boolean and value > 1:

@@ -391,16 +391,13 @@ class _Dependency:
         return Dependency(self.relation, positions[0], j, k)
 
     def rows_position(self) -> int:
-        """``*``: the hidden row identity of a table whose rows may repeat.
+        """``*``: the row itself, ``R[col->*]<=k`` bounding the rows that share a value.
 
-        Returns :data:`ROWS`; where the row identity stands is the query's
-        business (``AggregateQuery.row_positions``), see
-        :func:`cqsens.frontend.load.resolve_sigma`.
+        Returns :data:`ROWS`; where the row identity stands (a table whose rows may
+        repeat) is the query's business (``AggregateQuery.row_positions``), see
+        :func:`cqsens.frontend.load.resolve_sigma`.  On a table with a key the rows
+        are distinct and the dependency bounds them whatever the key is.
         """
-        relation = self.schema.find(self.relation) if self.schema is not None else None
-        if relation is not None and relation.distinct_rows:
-            raise self.fail(f"{relation.name} has a key, so its rows are distinct: bound "
-                            f"the rows per value with a column of the key instead of *")
         return ROWS
 
     def integer(self, tok: Token, limit: int, what: str) -> int:

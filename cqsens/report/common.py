@@ -393,7 +393,7 @@ def shared_notes(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[int]]:
     return {note: found for note, found in where.items() if len(found) > 1}
 
 
-_ADVICE = re.compile(r"(?:To bound it|Or instead), (declare .*?) \((?:FD:|with )")
+_ADVICE = re.compile(r"(?:To bound it|Or instead), (declare .*?) \((?:FD:|FK:|with )")
 
 
 def advice_of(row: Mapping[str, Any]) -> list[str]:
@@ -402,8 +402,8 @@ def advice_of(row: Mapping[str, Any]) -> list[str]:
     Every suggestion of the analysis counts (``To bound it, declare …`` and each
     ``Or instead, declare …``), else the row's one ``suggestion``; the
     declaration is the text after the comma up to the bound it gives
-    (``declare Doc[hos->id]``).  Suggestions that bound nothing ("No dependency
-    helps") give none.
+    (``declare Doc[hos->id]``, ``declare the foreign key orders(uid) → users(id)``).
+    Suggestions that bound nothing ("No dependency helps") give none.
 
     >>> advice_of({"suggestion": "To bound it, declare R[a->b] (FD: the upper bound becomes 2)"})
     ['declare R[a->b]']

@@ -87,7 +87,16 @@ def _relation(d: Derivation) -> str:
         checkpoint("explanation")
         parts.append(_atom(premise, relation))
     return (f"One added or removed {relation} row changes the count by at most "
-            f"{text(d.value)}: " + "; ".join(parts) + ".")
+            f"{text(d.value)}: " + "; ".join(parts) + _shared(d) + ".")
+
+
+def _shared(d: Derivation) -> str:
+    """The answers counted by several atoms, taken off (docs/rules.md, rule new-answers)."""
+    shared = d.inputs.get("shared", 0)
+    if not shared:
+        return ""
+    return (f"; minus {text(d.number('shared'))}: the answer that sends every {d['relation']} "
+            f"atom onto the row itself is counted by each of them but is one answer")
 
 
 def _public(lines: list[str], public: frozenset[str]) -> list[str]:
@@ -181,6 +190,14 @@ def advice(suggestion: Advice) -> str:
                 + f"declare {fds} (FD: the upper bound becomes {text(s.bound)}) or {cds} (CD: "
                 f"the upper bound becomes {text(s.cd_bound)}; any other bound in place of 3 "
                 "works too).")
+    if s.kind is AdviceKind.FOREIGN_KEY:
+        keys = " and ".join(s.dependencies[0::2])
+        ddl = "; ".join(s.dependencies[1::2])
+        one = len(s.dependencies) == 2
+        return (("To bound it, " if s.first else "Or instead, ")
+                + f"declare the foreign key{'' if one else 's'} {keys} (FK: {ddl} in the "
+                f"schema, if the data keep {'it' if one else 'them'}; the upper bound becomes "
+                f"{text(s.bound)}, docs/rules.md, rule foreign-keys).")
     named = " and ".join(repr(d) for d in s.dependencies)
     if s.kind is AdviceKind.PERSON_ROWS:
         return (f"To bound it, declare how many rows one person has: {named} (with 3 rows each "

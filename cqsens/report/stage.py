@@ -28,7 +28,8 @@ def stage_explain(state: State) -> State:
             found = person_suggestion(state.person, state.sigma, counted.core,
                                       state.options.schema, state.query)
     elif counted.bound.value == math.inf:
+        nb = state.options.nb
         found = suggestion(state.query, state.sigma, counted.core, state.options.schema,
-                           public=state.options.nb.public,
-                           references=state.options.nb.kept_references)
+                           public=nb.public, references=nb.kept_references,
+                           keeps_references=nb.add_remove and nb.contributions == 1)
     return replace(state, explanation=lines, suggestion=tuple(advice(s) for s in found))

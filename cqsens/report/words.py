@@ -187,8 +187,20 @@ def _grouped(d: Derivation, style: str) -> str:
 
 
 def _several(d: Derivation) -> str:
-    return (f"{_n(d, 'aggregates')} aggregates released together: ℓ1 = Σ ℓ1 = {text(d.value)} "
-            f"and ℓ2 = √(Σ ℓ2²) = {_n(d, 'norm2')}, each coordinate bounded separately.")
+    groups = [p for p in d.premises if p.rule is Rule.EXCLUSIVE_CASES]
+    what = "parts (the exclusive SUMs count as one)" if groups else "aggregates"
+    parts = (f"{_n(d, 'aggregates')} {what} released together: ℓ1 = Σ ℓ1 = {text(d.value)} "
+             f"and ℓ2 = √(Σ ℓ2²) = {_n(d, 'norm2')}, each coordinate bounded separately")
+    if not groups:
+        return parts + "."
+    return parts + "; " + " ".join(_exclusive(g) for g in groups)
+
+
+def _exclusive(d: Derivation) -> str:
+    return (f"{_n(d, 'aggregates')} SUMs over CASE conditions that no row meets together "
+            f"({d['columns']}): a row adds to one of them at most, by at most "
+            f"{_n(d, 'magnitude')}, so together they move by at most {text(d.value)} "
+            f"(separately {_n(d, 'separate')}) {_where(d)}.")
 
 
 def _empty(d: Derivation) -> str:
@@ -272,6 +284,7 @@ _AGGREGATES: dict[Rule, Callable[[Derivation], str]] = {
     Rule.GROUP_BY_HISTOGRAM: _histogram, Rule.SUM: _sum, Rule.SUM_SUBSTITUTION: _sum,
     Rule.AVG: _avg, Rule.MIN_MAX: _min_max, Rule.MEDIAN: _median,
     Rule.MEDIAN_PARITY_ROWS: _median_parity, Rule.SEVERAL_AGGREGATES: _several,
+    Rule.EXCLUSIVE_CASES: _exclusive,
     Rule.EMPTY_VALUE_RANGE: _empty, Rule.FINITE_DOMAINS: _finite_domains,
     Rule.PUBLIC_STATEMENT: _public_statement,
 }

@@ -1,0 +1,235 @@
+"""Mutually exclusive CASE columns: ``SUM(CASE WHEN c = 'a' THEN x ELSE 0 END)``, ``… c = 'b' …``.
+
+Several SUMs of one SELECT list whose CASE conditions cannot hold on the same
+row (equalities or IN lists on one term with disjoint constants) split each
+row's value among them: a row adds to one of them at most.  One added or
+removed row then moves the vector of these SUMs by the value of one branch, so
+the group is bounded like one SUM over the union of the branches' ranges, not
+like the sum of the columns (docs/rules.md, rule exclusive-cases).
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+
+from cqsens.engine.rules import Rule
+from cqsens.ir.cq import CQ, Aggregate, Term
+from cqsens.ir.exact import Exact, exact, mul, sqrt_upper
+from cqsens.ir.expr import And, Case, Compare, Expr, InList, Kind, Literal, Or, Predicate, Slot
+from cqsens.release.aggregates import AggregateBound, derived
+
+__all__ = ["ExclusiveSum", "exclusive_groups", "merge_exclusive"]
+
+_Key = tuple[str, object]
+_Support = dict[Term, frozenset[_Key]]
+
+
+@dataclass(frozen=True, slots=True)
+class ExclusiveSum:
+    """One SUM of the SELECT list as the rule sees it.
+
+    Parameters
+    ----------
+    aggregate : Aggregate
+        The aggregate (only ``sum`` over a CASE expression can join a group).
+    cq : CQ
+        The query whose rows it sums (``AggregateQuery.cq_for``).
+    bound : AggregateBound
+        Its own bound (kept when it is in no group).
+    delta : int, Fraction or float
+        The count bound Δ its bound used.
+    low, high : int, Fraction or float
+        The range of the summed expression (None when it has none).
+    """
+
+    aggregate: Aggregate
+    cq: CQ
+    bound: AggregateBound
+    delta: Exact
+    low: Exact | None
+    high: Exact | None
+
+
+def _key(node: Expr) -> _Key | None:
+    """A constant as a comparison key; None when no collation-proof key is known.
+
+    Numbers compare by exact value; a text without digits compares case-, accent-
+    and trailing-space-insensitively (so no collation makes two different keys
+    equal); a text with digits may equal a number or a date written otherwise.
+    """
+    if not isinstance(node, Literal):
+        return None
+    if node.kind in (Kind.INTEGER, Kind.DECIMAL) and isinstance(node.value, (int, Decimal)) \
+            and not isinstance(node.value, bool):
+        return ("number", exact(node.value))
+    if node.kind is Kind.TEXT and isinstance(node.value, str) \
+            and not any(ch.isdigit() for ch in node.value):
+        plain = unicodedata.normalize("NFKD", node.value.rstrip(" ")).casefold()
+        return ("text", "".join(ch for ch in plain if not unicodedata.combining(ch)))
+    return None
+
+
+def _keys(items: Sequence[Expr]) -> frozenset[_Key] | None:
+    found = [_key(item) for item in items]
+    if not found or any(k is None for k in found):
+        return None
+    return frozenset(k for k in found if k is not None)
+
+
+def _support(node: Predicate, terms: Sequence[Term]) -> _Support:
+    """Term → the constants it must equal when ``node`` holds (terms it does not pin are absent)."""
+    if isinstance(node, Compare) and node.op == "=":
+        for a, b in ((node.left, node.right), (node.right, node.left)):
+            if isinstance(a, Slot) and (k := _key(b)) is not None:
+                return {terms[a.index]: frozenset((k,))}
+        return {}
+    if isinstance(node, InList) and not node.negated and isinstance(node.operand, Slot):
+        keys = _keys(node.items)
+        return {} if keys is None else {terms[node.operand.index]: keys}
+    if isinstance(node, And):
+        out: _Support = {}
+        for part in node.parts:
+            for term, keys in _support(part, terms).items():
+                out[term] = out[term] & keys if term in out else keys
+        return out
+    if isinstance(node, Or) and node.parts:
+        parts = [_support(part, terms) for part in node.parts]
+        common = set(parts[0]).intersection(*parts[1:])
+        return {t: frozenset().union(*(p[t] for p in parts)) for t in common}
+    return {}
+
+
+def _zero(node: Expr | None) -> bool:
+    """A branch that adds nothing to a SUM: no ELSE, NULL or the number 0."""
+    return node is None or (isinstance(node, Literal) and (
+        node.kind is Kind.NULL or (node.kind in (Kind.INTEGER, Kind.DECIMAL)
+                                   and not isinstance(node.value, bool) and node.value == 0)))
+
+
+def support(aggregate: Aggregate) -> _Support | None:
+    """What a row must hold for ``aggregate`` (a SUM over a CASE) to add a non-zero value.
+
+    The row's value is non-zero only through a WHEN whose value is not 0 or NULL,
+    hence only when that WHEN's condition holds: the union over those WHENs of
+    what each condition pins.  None when the aggregate is not such a SUM.
+
+    >>> from cqsens.ir.cq import Var
+    >>> e = Case(((Compare("=", Slot(0), Literal("a", Kind.TEXT)), Slot(1)),),
+    ...          Literal(0, Kind.INTEGER))
+    >>> s = support(Aggregate("sum", "s", expression=e, terms=(Var("c"), Var("x"))))
+    >>> s == {Var("c"): frozenset({("text", "a")})}
+    True
+    """
+    e = aggregate.expression
+    if aggregate.kind != "sum" or not isinstance(e, Case) or not _zero(e.default):
+        return None
+    live = [condition for condition, value in e.whens if not _zero(value)]
+    if not live:
+        return None
+    return _support(Or(tuple(live)), aggregate.terms) if len(live) > 1 \
+        else _support(live[0], aggregate.terms)
+
+
+def _exclusive(a: _Support, b: _Support) -> bool:
+    """Some term must equal constants of ``a`` for one and of ``b`` for the other, and the
+    two sets are disjoint and of one kind (numbers or texts)."""
+    for term, keys in a.items():
+        other = b.get(term)
+        if other is None or not keys or not other:
+            continue
+        kinds = {k[0] for k in keys | other}
+        if len(kinds) == 1 and not keys & other:
+            return True
+    return False
+
+
+def exclusive_groups(sums: Sequence[ExclusiveSum]) -> list[list[int]]:
+    """Groups (of two or more indices) of pairwise exclusive SUMs over the same rows.
+
+    Greedy: each SUM joins the first group it is exclusive with, member by member.
+    Any partition into pairwise exclusive groups is sound.
+    """
+    groups: list[list[int]] = []
+    supports = [support(s.aggregate) for s in sums]
+    for i, s in enumerate(sums):
+        mine = supports[i]
+        if mine is None or s.low is None or s.high is None:
+            continue
+        for group in groups:
+            if sums[group[0]].cq == s.cq and all(
+                    _exclusive(mine, theirs) for j in group
+                    if (theirs := supports[j]) is not None):
+                group.append(i)
+                break
+        else:
+            groups.append([i])
+    return [g for g in groups if len(g) > 1]
+
+
+def _magnitude(s: ExclusiveSum) -> Exact:
+    low, high = s.low, s.high
+    assert low is not None and high is not None
+    if low > high:
+        return 0
+    return high if high >= -low else -low
+
+
+def group_bound(members: Sequence[ExclusiveSum], *, neighbor: str, contributions: int) \
+        -> AggregateBound:
+    """The bound of a group of exclusive SUMs released together.
+
+    Each joined row adds to one member at most, by at most ``M`` (the largest
+    magnitude of the members' ranges): one tuple adds or removes at most ``kΔ``
+    rows, so ``ℓ1, ℓ2 ≤ kΔ·M``; a substitution removes and adds at most ``kΔ`` rows
+    each: ``2kΔ·M``.  Each norm is also at most what the members' own bounds give
+    together, and the smaller is kept.
+    """
+    delta: Exact = max(m.delta for m in members)
+    magnitude: Exact = max(_magnitude(m) for m in members)
+    rows = mul(contributions, delta)
+    value = mul(rows, magnitude) if neighbor == "add-remove" else mul(2 * rows, magnitude)
+    separate_l1: Exact = 0
+    squares: Exact = 0
+    for m in members:
+        separate_l1 = separate_l1 + m.bound.l1
+        squares = squares + mul(m.bound.l2, m.bound.l2)
+    l1 = min(value, separate_l1)
+    l2 = min(value, sqrt_upper(squares))
+    labels = "; ".join(m.aggregate.label for m in members)
+    return derived(l1, l2, neighbor, Rule.EXCLUSIVE_CASES, contributions,
+                   tuple(m.bound.derivation for m in members), aggregates=len(members),
+                   delta=delta, magnitude=magnitude, columns=labels, separate=separate_l1)
+
+
+def merge_exclusive(sums: Sequence[ExclusiveSum], *, neighbor: str, contributions: int) \
+        -> list[AggregateBound]:
+    """The bounds to release together: each exclusive group as one bound, the others as they are.
+
+    Examples
+    --------
+    >>> from cqsens.ir.cq import Atom, Var
+    >>> from cqsens.release.aggregates import sum_bound
+    >>> c, x = Var("c"), Var("x")
+    >>> q = CQ((c, x), (Atom("t", (c, x)),))
+    >>> def col(v):
+    ...     e = Case(((Compare("=", Slot(0), Literal(v, Kind.TEXT)), Slot(1)),),
+    ...              Literal(0, Kind.INTEGER))
+    ...     return ExclusiveSum(Aggregate("sum", v, expression=e, terms=(c, x)), q,
+    ...                         sum_bound(1, 0, 7), 1, 0, 7)
+    >>> [b.l1 for b in merge_exclusive([col("a"), col("b"), col("c")],
+    ...                                neighbor="add-remove", contributions=1)]
+    [7]
+    """
+    first: dict[int, list[int]] = {g[0]: g for g in exclusive_groups(sums)}
+    grouped = {i for g in first.values() for i in g}
+    out: list[AggregateBound] = []
+    for i, s in enumerate(sums):
+        if i in first:
+            out.append(group_bound([sums[j] for j in first[i]], neighbor=neighbor,
+                                   contributions=contributions))
+        elif i not in grouped:
+            out.append(s.bound)
+    return out
