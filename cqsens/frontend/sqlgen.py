@@ -39,6 +39,7 @@ from cqsens.ir.expr import (
     Predicate,
     Slot,
     Truth,
+    shifted_date,
 )
 
 __all__ = ["ColumnRef", "predicate_sql", "remember_sqlite", "sqlite_query"]
@@ -184,6 +185,29 @@ def sqlite_query(sql: str, dialect: str | None) -> str | None:
 @functools.lru_cache(maxsize=4096)
 def _transpiled(sql: str, dialect: str | None) -> str | None:
     try:
-        return sqlglot.transpile(sql, read=dialect, write="sqlite")[0]
+        tree = sqlglot.parse(sql, read=dialect)[0]
+        if tree is None:
+            return None
+        return tree.transform(_dated).sql(dialect="sqlite")
     except (SqlglotError, ValueError, IndexError):
         return None
+
+
+def _dated(node: exp.Expr) -> exp.Expr:
+    """``DATE 'd' ± INTERVAL 'n' UNIT`` as the date it denotes (SQLite has no interval
+    type, and sqlglot leaves the sum as written)."""
+    if not isinstance(node, (exp.Add, exp.Sub)):
+        return node
+    left, right = node.this, node.expression
+    if not (isinstance(left, exp.Cast) and left.to.is_type(exp.DataType.Type.DATE)
+            and isinstance(left.this, exp.Literal) and left.this.is_string
+            and isinstance(right, exp.Interval) and isinstance(right.this, exp.Literal)):
+        return node
+    unit = right.args.get("unit")
+    name = unit.name if isinstance(unit, exp.Var) else type(unit).__name__ if unit else "DAY"
+    try:
+        amount = int(str(right.this.this).strip())
+    except ValueError:
+        return node
+    moved = shifted_date(left.this.this, amount if isinstance(node, exp.Add) else -amount, name)
+    return node if moved is None else exp.cast(exp.Literal.string(moved), "DATE")

@@ -15,6 +15,8 @@ the same values by :mod:`cqsens.frontend.sqlgen`); its meaning is in
 
 from __future__ import annotations
 
+import calendar
+import datetime
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -48,6 +50,7 @@ __all__ = [
     "literal_of",
     "literals",
     "render",
+    "shifted_date",
     "slots",
 ]
 
@@ -277,6 +280,31 @@ def literals(node: Node) -> list[int | float | str]:
             elif isinstance(value, (int, str)) and not isinstance(value, bool):
                 out.append(value)
     return out
+
+
+def shifted_date(day: str, amount: int, unit: str) -> str | None:
+    """The ISO date ``day`` moved by ``amount`` days, months or years, as SQL's
+    ``DATE 'day' + INTERVAL 'amount' UNIT`` (a month's end kept within the shorter
+    month); None for text that is not a date or a unit other than these.
+
+    >>> shifted_date("1993-07-01", 3, "MONTH"), shifted_date("1998-12-01", -90, "DAY")
+    ('1993-10-01', '1998-09-02')
+    >>> shifted_date("1996-01-31", 1, "MONTH"), shifted_date("1994-01-01", 1, "years")
+    ('1996-02-29', '1995-01-01')
+    """
+    unit = unit.upper().rstrip("S")
+    try:
+        start = datetime.date.fromisoformat(day)
+        if unit == "DAY":
+            return (start + datetime.timedelta(days=amount)).isoformat()
+        if unit not in ("MONTH", "YEAR"):
+            return None
+        months = start.year * 12 + start.month - 1 + amount * (12 if unit == "YEAR" else 1)
+        year, month = divmod(months, 12)
+        last = calendar.monthrange(year, month + 1)[1]
+        return datetime.date(year, month + 1, min(start.day, last)).isoformat()
+    except (ValueError, OverflowError):
+        return None
 
 
 def literal_of(value: int | float | Fraction | str | None) -> Literal:

@@ -30,6 +30,7 @@ from cqsens.ir.schema import Schema
 from cqsens.witness.aggregate import exact_text, released_pair, renamed, show_released
 from cqsens.witness.evaluate import Database, Value, count_answers
 from cqsens.witness.model import Witness
+from cqsens.witness.person_build import build_person
 from cqsens.witness.references import (
     complete,
     declared_clauses,
@@ -261,6 +262,9 @@ def _from_group(search: _Search, query: AggregateQuery, sigma: Sigma, group: Per
             if table is None:
                 return None
             columns[name] = table.columns
+    built = _built(search, group, unit, columns, column_checks)
+    if built is not None and upper != math.inf and built.change >= upper:
+        return built
     others = frozenset(r for r in relations if r.lower() != unit.lower())
     bound = upper_bound(extended, sigma, public=others)
     base = find_witness(
@@ -269,7 +273,7 @@ def _from_group(search: _Search, query: AggregateQuery, sigma: Sigma, group: Per
         column_checks=column_checks, bound=bound, keys=keys, public=others,
         column_types={r.name: r.types for r in search.schema.relations})
     if base is None:
-        return None
+        return built
     full = complete(base.database.with_row(base.relation, base.row), [], schema=search.schema,
                     column_checks=column_checks, hidden=search.hidden)
     if full is None or not references_hold(full, search.schema) or not search.valid(full):
@@ -279,7 +283,36 @@ def _from_group(search: _Search, query: AggregateQuery, sigma: Sigma, group: Per
     other = search.best_person(doubled, unit) if doubled is not None else None
     if other is not None and (person is None or other.change > person.change):
         person = other
+    if built is not None and (person is None or built.change >= person.change):
+        return built
     if person is None:
         return None
     return replace(person, checks=base.checks,
                    construction=f"{base.construction}, along {'; '.join(group.chains)}")
+
+
+def _built(search: _Search, group: PersonGroup, unit: str,
+           columns: Mapping[str, tuple[str, ...]],
+           column_checks: Mapping[tuple[str, int], Sequence[Predicate]]) -> PersonWitness | None:
+    """The best person of ``D*`` built along the group's own steps
+    (:func:`~cqsens.witness.person_build.build_person`), checked like every other."""
+    made = build_person(group.extended, group.steps, group.key, schema=search.schema,
+                        columns=columns, column_checks=column_checks, hidden=search.hidden)
+    if made is None:
+        return None
+    full = complete(made, [], schema=search.schema, column_checks=column_checks,
+                    hidden=search.hidden)
+    if full is None or not references_hold(full, search.schema) or not search.valid(full):
+        return None
+    person = search.best_person(full, unit)
+    doubled = search.doubled(full) if search.background else None
+    other = search.best_person(doubled, unit) if doubled is not None else None
+    if other is not None and (person is None or other.change > person.change):
+        person = other
+    if person is None:
+        return None
+    kept = tuple((rel, pos, t) for (rel, pos), ts in sorted(column_checks.items()) for t in ts
+                 if rel in full.columns and pos < len(full.columns[rel]))
+    route = "; ".join(str(s) for s in group.steps) or "the key alone"
+    return replace(person, checks=kept, construction=(
+        f"one person built along the bound's steps ({route}), along {'; '.join(group.chains)}"))
