@@ -13,6 +13,7 @@ database, which keeps every foreign key, and the user's query is run on both.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -22,7 +23,7 @@ from typing import Any
 from cqsens.engine.person import PersonBound, PersonGroup
 from cqsens.engine.upper import upper_bound
 from cqsens.frontend.sqlgen import sqlite_query
-from cqsens.ir.cq import AggregateQuery
+from cqsens.ir.cq import AggregateQuery, Var
 from cqsens.ir.dependencies import Sigma
 from cqsens.ir.exact import Exact, display, json_number
 from cqsens.ir.expr import Predicate
@@ -296,8 +297,34 @@ def _built(search: _Search, group: PersonGroup, unit: str,
            column_checks: Mapping[tuple[str, int], Sequence[Predicate]]) -> PersonWitness | None:
     """The best person of ``D*`` built along the group's own steps
     (:func:`~cqsens.witness.person_build.build_person`), checked like every other."""
+    best: PersonWitness | None = None
+    for ends in _end_choices(search.query):
+        found = _built_with(search, group, unit, columns, column_checks, ends)
+        if found is not None and (best is None or found.change > best.change):
+            best = found
+    return best
+
+
+def _end_choices(query: AggregateQuery) -> list[dict[str, bool]]:
+    """Ends (high True, low False) for the variables of the summed expressions: each
+    combination for up to two variables, else all high and all low; {} for none."""
+    names = sorted({t.name for a in query.aggregates if a.kind != "count"
+                    for t in (a.column, *a.terms) if isinstance(t, Var)})
+    if not names:
+        return [{}]
+    if len(names) <= 2:
+        return [dict(zip(names, c, strict=True))
+                for c in itertools.product((True, False), repeat=len(names))]
+    return [dict.fromkeys(names, True), dict.fromkeys(names, False)]
+
+
+def _built_with(search: _Search, group: PersonGroup, unit: str,
+                columns: Mapping[str, tuple[str, ...]],
+                column_checks: Mapping[tuple[str, int], Sequence[Predicate]],
+                ends: Mapping[str, bool]) -> PersonWitness | None:
     made = build_person(group.extended, group.steps, group.key, schema=search.schema,
-                        columns=columns, column_checks=column_checks, hidden=search.hidden)
+                        columns=columns, column_checks=column_checks, hidden=search.hidden,
+                        ends=ends)
     if made is None:
         return None
     full = complete(made, [], schema=search.schema, column_checks=column_checks,

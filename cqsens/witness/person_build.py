@@ -28,14 +28,17 @@ import re
 import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, cast
 
 from cqsens.engine.paths import Step
 from cqsens.frontend.sqlgen import predicate_sql
 from cqsens.ir.cq import CQ, Atom, Const, Term, Var
+from cqsens.ir.exact import Exact
 from cqsens.ir.expr import Arith, Kind, Literal, Predicate, Slot, literals, shifted_date
 from cqsens.ir.schema import Schema
-from cqsens.ir.semantics import Undecided, evaluate
+from cqsens.ir.semantics import Undecided, evaluate, slot_ranges
+from cqsens.witness.aggregate import concrete
 from cqsens.witness.evaluate import Database, Value, affinity_value
 from cqsens.witness.values import unary_checks
 
@@ -66,11 +69,15 @@ def build_person(
     columns: Mapping[str, tuple[str, ...]],
     column_checks: Mapping[tuple[str, int], Sequence[Predicate]],
     hidden: Mapping[str, int],
+    ends: Mapping[str, bool] | None = None,
     cap: int = MAX_PERSON_ROWS,
 ) -> Database | None:
     """The rows of ``extended`` (the query extended to the unit table) for one person
     whose key holds ``key``, a product along ``steps``, with concrete values; None when
-    no value meets a filter or CHECK, or a step has no finite weight.
+    no value meets a filter or CHECK, or a step has no finite weight.  ``ends`` puts
+    a variable (by name) at the high (True) or low (False) end of the range its CHECKs
+    and filters allow, when that range is finite: an aggregated value at the end that
+    moves the released value most.
 
     Examples
     --------
@@ -93,7 +100,8 @@ def build_person(
     atoms = extended.relation_atoms()
     idents = sorted({c[t] for c in copies for a in atoms for t in a.terms if isinstance(t, Var)},
                     key=repr)
-    chosen = _Chooser(extended, column_checks).choose(idents)
+    branching = frozenset(t.name for t, _, w in plan.order if w > 1)
+    chosen = _Chooser(extended, column_checks, branching, ends or {}).choose(idents)
     if chosen is None:
         return None
     return _database(extended, copies, chosen, schema, columns, hidden)
@@ -149,8 +157,11 @@ class _Chooser:
     """Concrete values for identities, one variable's values distinct where they can be,
     every filter over chosen values holding (decided in Python or, failing that, SQLite)."""
 
-    def __init__(self, cq: CQ, column_checks: Mapping[tuple[str, int], Sequence[Predicate]]):
+    def __init__(self, cq: CQ, column_checks: Mapping[tuple[str, int], Sequence[Predicate]],
+                 branching: frozenset[str], ends: Mapping[str, bool]):
         self.cq = cq
+        self.ends = ends
+        self.branching = branching  # variables a step gives several values per source
         self.unary = unary_checks(cq, column_checks)
         self.filters = [a for a in cq.atoms if a.predicate is not None and len(a.variables()) > 1]
         self.constants = [c.value for c in cq.constants()]
@@ -172,15 +183,13 @@ class _Chooser:
         chosen: dict[_Ident, Value] = {}
         per_var: dict[str, Value] = {}  # a value of each variable (for binary filters)
         for name in sorted(by_var, key=lambda n: (self._rank(names.get(n)), n)):
-            var = names.get(name)
-            used: set[Value] = set()
-            for ident in by_var[name]:
-                value = self._value(var, per_var, used)
-                if value is None:
-                    return None
-                chosen[ident] = value
-                used.add(value)
-            per_var[name] = chosen[by_var[name][0]]
+            wanted = len(by_var[name]) if name in self.branching else 1
+            values = self._values(names.get(name), per_var, wanted)
+            if not values:
+                return None
+            for n, ident in enumerate(by_var[name]):
+                chosen[ident] = values[n % len(values)]
+            per_var[name] = values[0]
         return chosen
 
     def _relation_atoms(self) -> list[Atom]:
@@ -190,8 +199,11 @@ class _Chooser:
         """Variables with a filter over them alone first, then the others."""
         return 0 if var is not None and self.unary.get(var) else 1
 
-    def _value(self, var: Var | None, known: Mapping[str, Value],
-               used: set[Value]) -> Value | None:
+    def _values(self, var: Var | None, known: Mapping[str, Value],
+                wanted: int) -> list[Value]:
+        """Up to ``wanted`` distinct values meeting the variable's CHECKs and filters, the
+        filters over other variables read at their chosen value (one per variable that is
+        not multiplied by a step)."""
         checks = self.unary.get(var, []) if var is not None else []
         related = [a for a in self.filters if var in a.variables()]
         seeds: list[Value] = [*self.constants]
@@ -199,16 +211,30 @@ class _Chooser:
             seeds.extend(literals(chk))
         for atom in related:
             seeds.extend(known[t.name] for t in atom.variables() if t.name in known)
-        repeat: Value | None = None
-        for value in _candidates(seeds):
-            if not all(self._holds(c, [value]) for c in checks):
-                continue
-            if not all(self._filter_holds(a, var, value, known) for a in related):
-                continue
-            if value not in used:
-                return value
-            repeat = value if repeat is None else repeat
-        return repeat
+        out: list[Value] = []
+        first = self._end(var, checks)
+        for value in (*first, *_candidates(seeds, wanted)):
+            if all(self._holds(c, [value]) for c in checks) and all(
+                    self._filter_holds(a, var, value, known) for a in related):
+                out.append(value)
+                if len(out) >= wanted:
+                    break
+        return out
+
+    def _end(self, var: Var | None, checks: Sequence[Predicate]) -> list[Value]:
+        """The end of the variable's range asked for in ``ends`` (empty when none)."""
+        if var is None or var.name not in self.ends:
+            return []
+        low: Exact = -math.inf
+        high: Exact = math.inf
+        for check in checks:
+            found = slot_ranges(check).get(0)
+            if found is not None:
+                low, high = max(low, found[0]), min(high, found[1])
+        end = high if self.ends[var.name] else low
+        if end in (math.inf, -math.inf) or low > high:
+            return []
+        return [concrete(Fraction(end), low if end == high else high)]
 
     def _filter_holds(self, atom: Atom, var: Var | None, value: Value,
                       known: Mapping[str, Value]) -> bool:
@@ -268,7 +294,7 @@ def _fold_item(value: Any) -> Any:
     return value
 
 
-def _candidates(seeds: Sequence[Value]) -> list[Value]:
+def _candidates(seeds: Sequence[Value], wanted: int = 1) -> list[Value]:
     """Values to try near the seeds: dates a few days around a date, numbers around a
     number, a text's pattern with its wildcards filled; then plain fresh numbers."""
     out: list[Value] = []
@@ -292,7 +318,7 @@ def _candidates(seeds: Sequence[Value]) -> list[Value]:
             filled = seed.replace("%", "").replace("_", "x")
             out += [seed, filled, *(filled + str(n) for n in range(1, 60)),
                     *(f"{n}{filled}" for n in range(1, 10))]
-    out.extend(range(1001, 1201))
+    out.extend(range(1001, 1201 + wanted))
     seen: set[object] = set()
     unique: list[Value] = []
     for v in out:
