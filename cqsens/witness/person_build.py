@@ -101,7 +101,11 @@ def build_person(
     idents = sorted({c[t] for c in copies for a in atoms for t in a.terms if isinstance(t, Var)},
                     key=repr)
     branching = frozenset(t.name for t, _, w in plan.order if w > 1)
-    chosen = _Chooser(extended, column_checks, branching, ends or {}).choose(idents)
+    declared = {t.name: tuple(table.types)[p] for a in atoms
+                if (table := schema.find(a.relation)) is not None
+                for p, t in enumerate(a.terms) if isinstance(t, Var) and p < len(table.types)}
+    chosen = _Chooser(extended, column_checks, branching, ends or {},
+                      declared).choose(idents)
     if chosen is None:
         return None
     return _database(extended, copies, chosen, schema, columns, hidden)
@@ -158,8 +162,10 @@ class _Chooser:
     every filter over chosen values holding (decided in Python or, failing that, SQLite)."""
 
     def __init__(self, cq: CQ, column_checks: Mapping[tuple[str, int], Sequence[Predicate]],
-                 branching: frozenset[str], ends: Mapping[str, bool]):
+                 branching: frozenset[str], ends: Mapping[str, bool],
+                 declared: Mapping[str, str]):
         self.cq = cq
+        self.declared = declared  # a variable's declared column type
         self.ends = ends
         self.branching = branching  # variables a step gives several values per source
         self.unary = unary_checks(cq, column_checks)
@@ -214,6 +220,8 @@ class _Chooser:
         out: list[Value] = []
         first = self._end(var, checks)
         for value in (*first, *_candidates(seeds, wanted)):
+            if var is not None and not _fits(value, self.declared.get(var.name, "")):
+                continue
             if all(self._holds(c, [value]) for c in checks) and all(
                     self._filter_holds(a, var, value, known) for a in related):
                 out.append(value)
@@ -294,6 +302,22 @@ def _fold_item(value: Any) -> Any:
     return value
 
 
+def _fits(value: Value, declared: str) -> bool:
+    """Whether ``value`` is of the kind its column declares: an integer in an INTEGER
+    column (a key column SQLite's ``INTEGER PRIMARY KEY`` would refuse text in), a number
+    in a numeric one, text in a text one, a ``YYYY-MM-DD`` date in a DATE one."""
+    kind = declared.upper()
+    if "INT" in kind:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if any(w in kind for w in ("DEC", "NUM", "REAL", "FLOA", "DOUB")):
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if any(w in kind for w in ("CHAR", "TEXT", "CLOB")):
+        return isinstance(value, str)
+    if "DATE" in kind or "TIME" in kind:
+        return isinstance(value, str) and bool(_DATE.match(value))
+    return True
+
+
 def _candidates(seeds: Sequence[Value], wanted: int = 1) -> list[Value]:
     """Values to try near the seeds: dates a few days around a date, numbers around a
     number, a text's pattern with its wildcards filled; then plain fresh numbers."""
@@ -318,7 +342,10 @@ def _candidates(seeds: Sequence[Value], wanted: int = 1) -> list[Value]:
             filled = seed.replace("%", "").replace("_", "x")
             out += [seed, filled, *(filled + str(n) for n in range(1, 60)),
                     *(f"{n}{filled}" for n in range(1, 10))]
-    out.extend(range(1001, 1201 + wanted))
+    out.extend(range(100_001, 100_201 + wanted))  # clear of the 1001.. that complete() uses
+    out.extend(f"v{n}" for n in range(1001, 1201 + wanted))
+    out.extend(day.isoformat() for n in range(1, 200 + wanted)
+               if (day := datetime.date(2000, 1, 1) + datetime.timedelta(days=n)))
     seen: set[object] = set()
     unique: list[Value] = []
     for v in out:
