@@ -499,7 +499,7 @@ def _stage_witness(state: State) -> State:
     query, options, counted = state.query, state.options, state.count
     if not options.prove_lower:
         return replace(state, lower_note="not searched (--no-lower)")
-    if query.opaque_filters:
+    if query.opaque_filters and state.person is None:  # a person's pair runs the whole SQL
         return replace(state, lower_note=(
             "not searched: a condition reads public tables through a subquery, and the "
             "witness search does not build public tables"))

@@ -94,7 +94,9 @@ class PersonWitness(Witness):
 
 def witness_change(query: AggregateQuery, before: Database, after: Database) -> Fraction | None:
     """The change of the released value between ``before`` and ``after``, run in SQLite:
-    the count for a single COUNT (or a CQ), else the ℓ1 change of the released vector."""
+    the count for a single COUNT (or a CQ), else (and whenever a condition is kept out of
+    the CQ: a public subquery, a person-local filter) the ℓ1 change of the released vector
+    the user's SQL gives."""
     got = _change(query, before, after)
     return None if got is None else got[0]
 
@@ -102,7 +104,7 @@ def witness_change(query: AggregateQuery, before: Database, after: Database) -> 
 def _change(query: AggregateQuery, before: Database, after: Database) -> \
         tuple[Fraction, str, str] | None:
     if query.sql is None or len(query.aggregates) == 1 and not query.group_by \
-            and query.aggregate in ("count", "count_distinct"):
+            and query.aggregate in ("count", "count_distinct") and not query.opaque_filters:
         x, y = count_answers(query, before), count_answers(query, after)
         return Fraction(abs(y - x)), str(x), str(y)
     sql = sqlite_query(query.sql, query.dialect) or ""
