@@ -12,6 +12,7 @@ import pytest
 
 from cqsens import analyze
 from cqsens.errors import InputError
+from cqsens.witness.evaluate import Database
 
 SCHEMA = """
 CREATE TABLE users (id INTEGER PRIMARY KEY, age INTEGER NOT NULL CHECK (age BETWEEN 0 AND 3));
@@ -52,6 +53,20 @@ def _database(rng: random.Random) -> sqlite3.Connection:
     return conn
 
 
+def _loaded(db: Database) -> sqlite3.Connection:
+    """``db`` under SCHEMA's own DDL (keys, foreign keys and CHECKs enforced by SQLite)."""
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.executescript(SCHEMA)
+    conn.execute("BEGIN")
+    conn.execute("PRAGMA defer_foreign_keys = ON")
+    for relation, rows in db.rows.items():
+        marks = ", ".join("?" for _ in db.columns[relation])
+        conn.executemany(f"INSERT INTO {relation} VALUES ({marks})", list(rows))
+    conn.execute("COMMIT")
+    return conn
+
+
 def _value(conn: sqlite3.Connection, sql: str) -> float:
     return float(conn.execute(sql).fetchone()[0] or 0)
 
@@ -60,7 +75,11 @@ def _value(conn: sqlite3.Connection, sql: str) -> float:
 def test_person_local_bound_holds_against_brute_force(sql: str) -> None:
     a = analyze(sql, schema=SCHEMA, cds=CDS, unit="users")
     assert any("person-local" in n for n in a.notes)
-    assert a.lower is None and a.upper != float("inf")
+    assert a.upper != float("inf")
+    if a.lower is not None:  # a person's pair, the user's whole SQL run on both databases
+        assert a.witness is not None and 0 <= a.lower <= a.upper
+        before, after = (_loaded(d) for d in (a.witness.database, a.witness.after))
+        assert abs(_value(after, sql) - _value(before, sql)) == float(a.lower)
     rng = random.Random(sql)
     worst = 0.0
     for _ in range(150):

@@ -18,56 +18,18 @@ left as written.
 
 from __future__ import annotations
 
-import calendar
 import datetime
 import re
 
 from sqlglot import exp
+
+from cqsens.ir.expr import shift_date
 
 __all__ = ["fold_date_arithmetic", "shift_date"]
 
 _UNITS = {"DAY": "DAY", "DAYS": "DAY", "WEEK": "WEEK", "WEEKS": "WEEK", "MONTH": "MONTH",
           "MONTHS": "MONTH", "YEAR": "YEAR", "YEARS": "YEAR"}
 _AMOUNT = re.compile(r"\s*([+-]?\d{1,6})\s*([A-Za-z]*)\s*")
-
-
-def shift_date(day: datetime.date, amount: int, unit: str) -> datetime.date:
-    """``day`` plus ``amount`` units (DAY, WEEK, MONTH or YEAR), as SQL adds an interval.
-
-    Parameters
-    ----------
-    day : datetime.date
-        The date.
-    amount : int
-        How many units (negative to subtract).
-    unit : str
-        ``"DAY"``, ``"WEEK"``, ``"MONTH"`` or ``"YEAR"``.
-
-    Returns
-    -------
-    datetime.date
-        The shifted date; months and years clamp the day to the month's length.
-
-    Raises
-    ------
-    OverflowError
-        When the result is outside years 1 to 9999.
-
-    Examples
-    --------
-    >>> shift_date(datetime.date(1998, 12, 1), -90, "DAY")
-    datetime.date(1998, 9, 2)
-    >>> shift_date(datetime.date(1993, 1, 31), 1, "MONTH")
-    datetime.date(1993, 2, 28)
-    """
-    if unit in ("DAY", "WEEK"):
-        return day + datetime.timedelta(days=amount * (7 if unit == "WEEK" else 1))
-    months = day.year * 12 + day.month - 1 + amount * (12 if unit == "YEAR" else 1)
-    year, month = divmod(months, 12)
-    if not 1 <= year <= 9999:
-        raise OverflowError(f"year {year} is out of range")
-    last = calendar.monthrange(year, month + 1)[1]
-    return datetime.date(year, month + 1, min(day.day, last))
 
 
 def _date(node: exp.Expr) -> datetime.date | None:

@@ -18,6 +18,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
+from cqsens.frontend.dates import fold_date_arithmetic
 from cqsens.ir.expr import (
     Abs,
     And,
@@ -184,6 +185,10 @@ def sqlite_query(sql: str, dialect: str | None) -> str | None:
 @functools.lru_cache(maxsize=4096)
 def _transpiled(sql: str, dialect: str | None) -> str | None:
     try:
-        return sqlglot.transpile(sql, read=dialect, write="sqlite")[0]
+        tree = sqlglot.parse(sql, read=dialect)[0]
+        if tree is None:
+            return None
+        return fold_date_arithmetic(tree).sql(dialect="sqlite")
     except (SqlglotError, ValueError, IndexError):
         return None
+

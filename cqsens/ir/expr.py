@@ -15,6 +15,8 @@ the same values by :mod:`cqsens.frontend.sqlgen`); its meaning is in
 
 from __future__ import annotations
 
+import calendar
+import datetime
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -48,6 +50,8 @@ __all__ = [
     "literal_of",
     "literals",
     "render",
+    "shift_date",
+    "shifted_date",
     "slots",
 ]
 
@@ -277,6 +281,64 @@ def literals(node: Node) -> list[int | float | str]:
             elif isinstance(value, (int, str)) and not isinstance(value, bool):
                 out.append(value)
     return out
+
+
+def shift_date(day: datetime.date, amount: int, unit: str) -> datetime.date:
+    """``day`` plus ``amount`` units (DAY, WEEK, MONTH or YEAR), as SQL adds an interval.
+
+    Parameters
+    ----------
+    day : datetime.date
+        The date.
+    amount : int
+        How many units (negative to subtract).
+    unit : str
+        ``"DAY"``, ``"WEEK"``, ``"MONTH"`` or ``"YEAR"``.
+
+    Returns
+    -------
+    datetime.date
+        The shifted date; months and years clamp the day to the month's length.
+
+    Raises
+    ------
+    OverflowError
+        When the result is outside years 1 to 9999.
+
+    Examples
+    --------
+    >>> shift_date(datetime.date(1998, 12, 1), -90, "DAY")
+    datetime.date(1998, 9, 2)
+    >>> shift_date(datetime.date(1993, 1, 31), 1, "MONTH")
+    datetime.date(1993, 2, 28)
+    """
+    if unit in ("DAY", "WEEK"):
+        return day + datetime.timedelta(days=amount * (7 if unit == "WEEK" else 1))
+    months = day.year * 12 + day.month - 1 + amount * (12 if unit == "YEAR" else 1)
+    year, month = divmod(months, 12)
+    if not 1 <= year <= 9999:
+        raise OverflowError(f"year {year} is out of range")
+    last = calendar.monthrange(year, month + 1)[1]
+    return datetime.date(year, month + 1, min(day.day, last))
+
+
+def shifted_date(day: str, amount: int, unit: str) -> str | None:
+    """The ISO date ``day`` moved by ``amount`` units as :func:`shift_date` moves it (unit
+    names in any case, singular or plural); None for text that is not a date, another
+    unit, or a year out of range.
+
+    >>> shifted_date("1993-07-01", 3, "MONTH"), shifted_date("1998-12-01", -90, "DAY")
+    ('1993-10-01', '1998-09-02')
+    >>> shifted_date("1996-01-31", 1, "MONTH"), shifted_date("1994-01-01", 1, "years")
+    ('1996-02-29', '1995-01-01')
+    """
+    unit = unit.upper().rstrip("S")
+    if unit not in ("DAY", "WEEK", "MONTH", "YEAR"):
+        return None
+    try:
+        return shift_date(datetime.date.fromisoformat(day), amount, unit).isoformat()
+    except (ValueError, OverflowError):
+        return None
 
 
 def literal_of(value: int | float | Fraction | str | None) -> Literal:

@@ -13,6 +13,7 @@ database, which keeps every foreign key, and the user's query is run on both.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -22,7 +23,7 @@ from typing import Any
 from cqsens.engine.person import PersonBound, PersonGroup
 from cqsens.engine.upper import upper_bound
 from cqsens.frontend.sqlgen import sqlite_query
-from cqsens.ir.cq import AggregateQuery
+from cqsens.ir.cq import AggregateQuery, Var
 from cqsens.ir.dependencies import Sigma
 from cqsens.ir.exact import Exact, display, json_number
 from cqsens.ir.expr import Predicate
@@ -30,6 +31,7 @@ from cqsens.ir.schema import Schema
 from cqsens.witness.aggregate import exact_text, released_pair, renamed, show_released
 from cqsens.witness.evaluate import Database, Value, count_answers
 from cqsens.witness.model import Witness
+from cqsens.witness.person_build import build_person
 from cqsens.witness.references import (
     complete,
     declared_clauses,
@@ -92,7 +94,9 @@ class PersonWitness(Witness):
 
 def witness_change(query: AggregateQuery, before: Database, after: Database) -> Fraction | None:
     """The change of the released value between ``before`` and ``after``, run in SQLite:
-    the count for a single COUNT (or a CQ), else the ℓ1 change of the released vector."""
+    the count for a single COUNT (or a CQ), else (and whenever a condition is kept out of
+    the CQ: a public subquery, a person-local filter) the ℓ1 change of the released vector
+    the user's SQL gives."""
     got = _change(query, before, after)
     return None if got is None else got[0]
 
@@ -100,7 +104,7 @@ def witness_change(query: AggregateQuery, before: Database, after: Database) -> 
 def _change(query: AggregateQuery, before: Database, after: Database) -> \
         tuple[Fraction, str, str] | None:
     if query.sql is None or len(query.aggregates) == 1 and not query.group_by \
-            and query.aggregate in ("count", "count_distinct"):
+            and query.aggregate in ("count", "count_distinct") and not query.opaque_filters:
         x, y = count_answers(query, before), count_answers(query, after)
         return Fraction(abs(y - x)), str(x), str(y)
     sql = sqlite_query(query.sql, query.dialect) or ""
@@ -261,6 +265,9 @@ def _from_group(search: _Search, query: AggregateQuery, sigma: Sigma, group: Per
             if table is None:
                 return None
             columns[name] = table.columns
+    built = _built(search, group, unit, columns, column_checks)
+    if built is not None and upper != math.inf and built.change >= upper:
+        return built
     others = frozenset(r for r in relations if r.lower() != unit.lower())
     bound = upper_bound(extended, sigma, public=others)
     base = find_witness(
@@ -269,7 +276,7 @@ def _from_group(search: _Search, query: AggregateQuery, sigma: Sigma, group: Per
         column_checks=column_checks, bound=bound, keys=keys, public=others,
         column_types={r.name: r.types for r in search.schema.relations})
     if base is None:
-        return None
+        return built
     full = complete(base.database.with_row(base.relation, base.row), [], schema=search.schema,
                     column_checks=column_checks, hidden=search.hidden)
     if full is None or not references_hold(full, search.schema) or not search.valid(full):
@@ -279,7 +286,62 @@ def _from_group(search: _Search, query: AggregateQuery, sigma: Sigma, group: Per
     other = search.best_person(doubled, unit) if doubled is not None else None
     if other is not None and (person is None or other.change > person.change):
         person = other
+    if built is not None and (person is None or built.change >= person.change):
+        return built
     if person is None:
         return None
     return replace(person, checks=base.checks,
                    construction=f"{base.construction}, along {'; '.join(group.chains)}")
+
+
+def _built(search: _Search, group: PersonGroup, unit: str,
+           columns: Mapping[str, tuple[str, ...]],
+           column_checks: Mapping[tuple[str, int], Sequence[Predicate]]) -> PersonWitness | None:
+    """The best person of ``D*`` built along the group's own steps
+    (:func:`~cqsens.witness.person_build.build_person`), checked like every other."""
+    best: PersonWitness | None = None
+    for ends in _end_choices(search.query):
+        found = _built_with(search, group, unit, columns, column_checks, ends)
+        if found is not None and (best is None or found.change > best.change):
+            best = found
+    return best
+
+
+def _end_choices(query: AggregateQuery) -> list[dict[str, bool]]:
+    """Ends (high True, low False) for the variables of the summed expressions: each
+    combination for up to two variables, else all high and all low; {} for none."""
+    names = sorted({t.name for a in query.aggregates if a.kind != "count"
+                    for t in (a.column, *a.terms) if isinstance(t, Var)})
+    if not names:
+        return [{}]
+    if len(names) <= 2:
+        return [dict(zip(names, c, strict=True))
+                for c in itertools.product((True, False), repeat=len(names))]
+    return [dict.fromkeys(names, True), dict.fromkeys(names, False)]
+
+
+def _built_with(search: _Search, group: PersonGroup, unit: str,
+                columns: Mapping[str, tuple[str, ...]],
+                column_checks: Mapping[tuple[str, int], Sequence[Predicate]],
+                ends: Mapping[str, bool]) -> PersonWitness | None:
+    made = build_person(group.extended, group.steps, group.key, schema=search.schema,
+                        columns=columns, column_checks=column_checks, hidden=search.hidden,
+                        ends=ends)
+    if made is None:
+        return None
+    full = complete(made, [], schema=search.schema, column_checks=column_checks,
+                    hidden=search.hidden)
+    if full is None or not references_hold(full, search.schema) or not search.valid(full):
+        return None
+    person = search.best_person(full, unit)
+    doubled = search.doubled(full) if search.background else None
+    other = search.best_person(doubled, unit) if doubled is not None else None
+    if other is not None and (person is None or other.change > person.change):
+        person = other
+    if person is None:
+        return None
+    kept = tuple((rel, pos, t) for (rel, pos), ts in sorted(column_checks.items()) for t in ts
+                 if rel in full.columns and pos < len(full.columns[rel]))
+    route = "; ".join(str(s) for s in group.steps) or "the key alone"
+    return replace(person, checks=kept, construction=(
+        f"one person built along the bound's steps ({route}), along {'; '.join(group.chains)}"))

@@ -10,6 +10,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from cqsens.frontend.sqlgen import sqlite_query
+from cqsens.frontend.two_stage import MARKER
 from cqsens.ir.cq import CQ, AggregateQuery, Var
 from cqsens.ir.exact import Exact, text
 from cqsens.ir.expr import Predicate
@@ -88,7 +89,9 @@ def _stage_witness(state: State) -> State:
     query, options, counted = state.query, state.options, state.count
     if not options.prove_lower:
         return replace(state, lower_note="not searched (--no-lower)")
-    if query.opaque_filters:
+    # a person's pair runs the whole SQL, but not a stage's comparison with a later value
+    if query.opaque_filters and (state.person is None or any(
+            MARKER in f for f in query.opaque_filters)):
         return replace(state, lower_note=(
             "not searched: a condition is kept out of the analysed query (its subqueries "
             "read public tables or only the row's own person, or it compares with a value "

@@ -1,0 +1,386 @@
+"""A person built along the bound's own derivation: one database ``D*`` with a person
+whose rows meet as many answers as the steps of its group allow.
+
+The person bound (docs/rules.md, rule privacy-unit) fixes the person's key and
+follows steps ``x -> y`` through the declared dependencies: ``k`` values of ``y``
+for each value of ``x`` through ``R[x->y]<=k`` (a CD), one through an FD.  Here
+each step is taken at its weight: a variable reached by a step gets ``k`` values
+per combination of its sources' values (a product along the steps, so a
+customer's 41 orders each carry their own 7 lines), every other variable one
+value shared by every copy.  Concrete values then meet the query's filters
+(every comparison, ``IN``, ``LIKE``, ``BETWEEN`` and date range over the values
+already chosen, decided as SQLite decides it) and the columns' CHECKs, dates in
+the ``YYYY-MM-DD`` text of the SQL's literals.  The rows the foreign keys
+reference (the public tables) are completed by
+:func:`~cqsens.witness.references.complete`, identical in both databases.
+
+Nothing here is reported on its own: the caller tries every person of ``D*``
+with :meth:`~cqsens.witness.person._Search.best_person`, which checks both
+databases against everything declared and runs the user's SQL on both.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import math
+import re
+import sqlite3
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, cast
+
+from cqsens.engine.paths import Step
+from cqsens.frontend.sqlgen import predicate_sql
+from cqsens.ir.cq import CQ, Atom, Const, Term, Var
+from cqsens.ir.exact import Exact
+from cqsens.ir.expr import Arith, Kind, Literal, Predicate, Slot, literals, shifted_date
+from cqsens.ir.schema import Schema
+from cqsens.ir.semantics import Undecided, evaluate, slot_ranges
+from cqsens.witness.aggregate import concrete
+from cqsens.witness.evaluate import Database, Value, affinity_value
+from cqsens.witness.values import unary_checks
+
+__all__ = ["MAX_PERSON_ROWS", "build_person"]
+
+MAX_PERSON_ROWS = 5_000
+"""The most copies of the query's atoms one constructed person holds."""
+
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_Node = Any  # a node of cqsens.ir.expr
+_Ident = tuple[object, ...]  # a value's identity: (variable, the identities it depends on, index)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """The variables reached by steps: per target, its sources and weight, in order."""
+
+    order: tuple[tuple[Var, tuple[Term, ...], int], ...]
+    key: tuple[Term, ...]
+
+
+def build_person(
+    extended: CQ,
+    steps: Sequence[Step],
+    key: Sequence[Term],
+    *,
+    schema: Schema,
+    columns: Mapping[str, tuple[str, ...]],
+    column_checks: Mapping[tuple[str, int], Sequence[Predicate]],
+    hidden: Mapping[str, int],
+    ends: Mapping[str, bool] | None = None,
+    cap: int = MAX_PERSON_ROWS,
+) -> Database | None:
+    """The rows of ``extended`` (the query extended to the unit table) for one person
+    whose key holds ``key``, a product along ``steps``, with concrete values; None when
+    no value meets a filter or CHECK, or a step has no finite weight.  ``ends`` puts
+    a variable (by name) at the high (True) or low (False) end of the range its CHECKs
+    and filters allow, when that range is finite: an aggregated value at the end that
+    moves the released value most.
+
+    Examples
+    --------
+    >>> from cqsens.frontend.parse_cq import parse_cq
+    >>> from cqsens.ir.schema import Relation
+    >>> q = parse_cq("Q(o) :- U(c), O(o, c)")
+    >>> step = Step("O", 1, 0, Var("c"), Var("o"), 3)
+    >>> schema = Schema((Relation("U", ("c",)), Relation("O", ("o", "c"))))
+    >>> db = build_person(q, [step], [Var("c")], schema=schema,
+    ...                   columns={"U": ("c",), "O": ("o", "c")}, column_checks={}, hidden={})
+    >>> len(db.rows["O"]), len(db.rows["U"])
+    (3, 1)
+    """
+    plan = _plan(steps, key)
+    if plan is None:
+        return None
+    copies = _copies(extended, plan, cap)
+    if copies is None:
+        return None
+    atoms = extended.relation_atoms()
+    idents = sorted({c[t] for c in copies for a in atoms for t in a.terms if isinstance(t, Var)},
+                    key=repr)
+    branching = frozenset(t.name for t, _, w in plan.order if w > 1)
+    declared = {t.name: tuple(table.types)[p] for a in atoms
+                if (table := schema.find(a.relation)) is not None
+                for p, t in enumerate(a.terms) if isinstance(t, Var) and p < len(table.types)}
+    chosen = _Chooser(extended, column_checks, branching, ends or {},
+                      declared).choose(idents)
+    if chosen is None:
+        return None
+    return _database(extended, copies, chosen, schema, columns, hidden)
+
+
+def _plan(steps: Sequence[Step], key: Sequence[Term]) -> _Plan | None:
+    """Per variable a step reaches first: its sources and the step's weight."""
+    order: list[tuple[Var, tuple[Term, ...], int]] = []
+    reached: set[Term] = set(key)
+    pending = list(steps)
+    while pending:
+        progress = False
+        for step in list(pending):
+            sources = (step.source, *(t for _, t in step.more))
+            if not all(isinstance(s, Const) or s in reached for s in sources):
+                continue
+            pending.remove(step)
+            progress = True
+            if step.weight == math.inf:
+                return None
+            for target in (step.target, *step.also):
+                if isinstance(target, Var) and target not in reached:
+                    reached.add(target)
+                    order.append((target, sources, int(step.weight)))
+        if not progress:
+            break
+    return _Plan(tuple(order), tuple(key))
+
+
+def _copies(cq: CQ, plan: _Plan, cap: int) -> list[dict[Var, _Ident]] | None:
+    """One assignment of identities per combination of choices along the plan."""
+    base: dict[Var, _Ident] = {t: ("key", t.name) for t in plan.key if isinstance(t, Var)}
+    copies = [base]
+    for target, sources, weight in plan.order:
+        grown: list[dict[Var, _Ident]] = []
+        for copy in copies:
+            parents = tuple(copy[s] if isinstance(s, Var) else ("const", repr(s.value))
+                            for s in sources)
+            for i in range(weight):
+                grown.append({**copy, target: (target.name, parents, i)})
+        copies = grown
+        if len(copies) * max(len(cq.relation_atoms()), 1) > cap:
+            return None
+    for copy in copies:
+        for atom in cq.atoms:
+            for t in atom.terms:
+                if isinstance(t, Var) and t not in copy:
+                    copy[t] = (t.name,)  # one value shared by every copy
+    return copies
+
+
+class _Chooser:
+    """Concrete values for identities, one variable's values distinct where they can be,
+    every filter over chosen values holding (decided in Python or, failing that, SQLite)."""
+
+    def __init__(self, cq: CQ, column_checks: Mapping[tuple[str, int], Sequence[Predicate]],
+                 branching: frozenset[str], ends: Mapping[str, bool],
+                 declared: Mapping[str, str]):
+        self.cq = cq
+        self.declared = declared  # a variable's declared column type
+        self.ends = ends
+        self.branching = branching  # variables a step gives several values per source
+        self.unary = unary_checks(cq, column_checks)
+        self.filters = [a for a in cq.atoms if a.predicate is not None and len(a.variables()) > 1]
+        self.constants = [c.value for c in cq.constants()]
+        self.conn = sqlite3.connect(":memory:")
+        self.folded: dict[Predicate, Predicate] = {}
+
+    def choose(self, idents: Sequence[_Ident]) -> dict[_Ident, Value] | None:
+        try:
+            return self._choose(idents)
+        finally:
+            self.conn.close()
+
+    def _choose(self, idents: Sequence[_Ident]) -> dict[_Ident, Value] | None:
+        by_var: dict[str, list[_Ident]] = {}
+        for ident in idents:
+            by_var.setdefault(str(ident[1] if ident[0] == "key" else ident[0]), []).append(ident)
+        names = {v.name: v for a in (*self.filters, *self._relation_atoms())
+                 for v in a.variables()}
+        chosen: dict[_Ident, Value] = {}
+        per_var: dict[str, Value] = {}  # a value of each variable (for binary filters)
+        for name in sorted(by_var, key=lambda n: (self._rank(names.get(n)), n)):
+            wanted = len(by_var[name]) if name in self.branching else 1
+            values = self._values(names.get(name), per_var, wanted)
+            if not values:
+                return None
+            for n, ident in enumerate(by_var[name]):
+                chosen[ident] = values[n % len(values)]
+            per_var[name] = values[0]
+        return chosen
+
+    def _relation_atoms(self) -> list[Atom]:
+        return list(self.cq.relation_atoms())
+
+    def _rank(self, var: Var | None) -> int:
+        """Variables with a filter over them alone first, then the others."""
+        return 0 if var is not None and self.unary.get(var) else 1
+
+    def _values(self, var: Var | None, known: Mapping[str, Value],
+                wanted: int) -> list[Value]:
+        """Up to ``wanted`` distinct values meeting the variable's CHECKs and filters, the
+        filters over other variables read at their chosen value (one per variable that is
+        not multiplied by a step)."""
+        checks = self.unary.get(var, []) if var is not None else []
+        related = [a for a in self.filters if var in a.variables()]
+        seeds: list[Value] = [*self.constants]
+        for chk in checks:
+            seeds.extend(literals(chk))
+        for atom in related:
+            seeds.extend(known[t.name] for t in atom.variables() if t.name in known)
+        out: list[Value] = []
+        first = self._end(var, checks)
+        for value in (*first, *_candidates(seeds, wanted)):
+            if var is not None and not _fits(value, self.declared.get(var.name, "")):
+                continue
+            if all(self._holds(c, [value]) for c in checks) and all(
+                    self._filter_holds(a, var, value, known) for a in related):
+                out.append(value)
+                if len(out) >= wanted:
+                    break
+        return out
+
+    def _end(self, var: Var | None, checks: Sequence[Predicate]) -> list[Value]:
+        """The end of the variable's range asked for in ``ends`` (empty when none)."""
+        if var is None or var.name not in self.ends:
+            return []
+        low: Exact = -math.inf
+        high: Exact = math.inf
+        for check in checks:
+            found = slot_ranges(check).get(0)
+            if found is not None:
+                low, high = max(low, found[0]), min(high, found[1])
+        end = high if self.ends[var.name] else low
+        if end in (math.inf, -math.inf) or low > high:
+            return []
+        return [concrete(Fraction(end), low if end == high else high)]
+
+    def _filter_holds(self, atom: Atom, var: Var | None, value: Value,
+                      known: Mapping[str, Value]) -> bool:
+        args: list[Value] = []
+        for t in atom.terms:
+            if isinstance(t, Const):
+                args.append(t.value)
+            elif t == var:
+                args.append(value)
+            elif t.name in known:
+                args.append(known[t.name])
+            else:
+                return True  # decided once its last variable is chosen
+        assert atom.predicate is not None
+        return self._holds(atom.predicate, args)
+
+    def _holds(self, predicate: Predicate, args: Sequence[Value]) -> bool:
+        predicate = self.folded.setdefault(predicate, _folded(predicate))
+        try:
+            return evaluate(predicate, args) is True
+        except Undecided:
+            try:
+                row = self.conn.execute("SELECT " + predicate_sql(predicate, args)).fetchone()
+            except sqlite3.Error:
+                return False
+            return bool(row and row[0])
+
+
+def _folded(node: _Node) -> _Node:
+    """``node`` with ``DATE 'd' ± INTERVAL 'n' UNIT`` replaced by the date it denotes
+    (SQLite has no interval type; the released SQL is translated, a bare predicate is not)."""
+    if isinstance(node, Arith) and node.op in "+-":
+        left, right = _folded(node.left), _folded(node.right)
+        if isinstance(left, Literal) and isinstance(right, Literal) \
+                and left.kind is Kind.DATE and right.kind is Kind.INTERVAL \
+                and isinstance(left.value, str) and _DATE.match(left.value):
+            try:
+                amount = int(str(right.value).strip())
+            except ValueError:
+                return Arith(node.op, left, right)
+            moved = shifted_date(left.value, amount if node.op == "+" else -amount,
+                                 right.unit or "DAY")
+            if moved is not None:
+                return Literal(moved, Kind.DATE)
+        return Arith(node.op, left, right)
+    if isinstance(node, (Literal, Slot, type)) or not dataclasses.is_dataclass(node):
+        return node
+    changes = {f.name: _fold_item(getattr(node, f.name)) for f in dataclasses.fields(node)}
+    return dataclasses.replace(cast(Any, node), **changes)
+
+
+def _fold_item(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return tuple(_fold_item(v) for v in value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _folded(value)
+    return value
+
+
+def _fits(value: Value, declared: str) -> bool:
+    """Whether ``value`` is of the kind its column declares: an integer in an INTEGER
+    column (a key column SQLite's ``INTEGER PRIMARY KEY`` would refuse text in), a number
+    in a numeric one, text in a text one, a ``YYYY-MM-DD`` date in a DATE one."""
+    kind = declared.upper()
+    if "INT" in kind:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if any(w in kind for w in ("DEC", "NUM", "REAL", "FLOA", "DOUB")):
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if any(w in kind for w in ("CHAR", "TEXT", "CLOB")):
+        return isinstance(value, str)
+    if "DATE" in kind or "TIME" in kind:
+        return isinstance(value, str) and bool(_DATE.match(value))
+    return True
+
+
+def _candidates(seeds: Sequence[Value], wanted: int = 1) -> list[Value]:
+    """Values to try near the seeds: dates a few days around a date, numbers around a
+    number, a text's pattern with its wildcards filled; then plain fresh numbers."""
+    out: list[Value] = []
+    for seed in seeds:
+        if isinstance(seed, bool) or seed is None:
+            continue
+        if isinstance(seed, (int, float)):
+            out.extend(seed + d for d in (1, -1, 0, 2, -2, 3, 5, 10, 100, -10, -100))
+            out.extend(seed + d for d in range(4, 120))
+        elif isinstance(seed, str) and _DATE.match(seed):
+            try:
+                day = datetime.date.fromisoformat(seed)
+            except ValueError:
+                continue
+            for d in (1, -1, 0, *range(2, 120), *range(-2, -60, -1)):
+                try:
+                    out.append((day + datetime.timedelta(days=d)).isoformat())
+                except OverflowError:
+                    continue
+        elif isinstance(seed, str):
+            filled = seed.replace("%", "").replace("_", "x")
+            out += [seed, filled, *(filled + str(n) for n in range(1, 60)),
+                    *(f"{n}{filled}" for n in range(1, 10))]
+    out.extend(range(100_001, 100_201 + wanted))  # clear of the 1001.. that complete() uses
+    out.extend(f"v{n}" for n in range(1001, 1201 + wanted))
+    out.extend(day.isoformat() for n in range(1, 200 + wanted)
+               if (day := datetime.date(2000, 1, 1) + datetime.timedelta(days=n)))
+    seen: set[object] = set()
+    unique: list[Value] = []
+    for v in out:
+        marker = (type(v).__name__, v)
+        if marker not in seen:
+            seen.add(marker)
+            unique.append(v)
+    return unique
+
+
+def _database(cq: CQ, copies: Sequence[Mapping[Var, _Ident]], chosen: Mapping[_Ident, Value],
+              schema: Schema, columns: Mapping[str, tuple[str, ...]],
+              hidden: Mapping[str, int]) -> Database | None:
+    """The rows of every copy, typed as declared, a distinct hidden row id where declared."""
+    cols: dict[str, tuple[str, ...]] = {}
+    types: dict[str, tuple[str, ...]] = {}
+    rows: dict[str, dict[tuple[Value, ...], None]] = {}
+    counter = 0
+    for atom in cq.relation_atoms():
+        table = schema.find(atom.relation)
+        if table is None:
+            return None
+        cols[atom.relation] = tuple(columns.get(atom.relation, table.columns))
+        types[atom.relation] = tuple(table.types)
+        if len(cols[atom.relation]) != len(atom.terms):
+            return None
+        made = dict.fromkeys(tuple(t.value if isinstance(t, Const) else chosen[copy[t]]
+                                   for t in atom.terms) for copy in copies)
+        for made_row in made:
+            row: list[Value] = []
+            for p, value in enumerate(made_row):
+                if hidden.get(atom.relation) == p:  # a distinct row id per distinct row
+                    counter += 1
+                    value = 5_000_000 + counter
+                declared = types[atom.relation][p] if p < len(types[atom.relation]) else ""
+                row.append(affinity_value(value, declared))
+            rows.setdefault(atom.relation, {})[tuple(row)] = None
+    return Database(cols, {r: frozenset(rs) for r, rs in rows.items()}, types)
