@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import sqlite3
+from functools import partial
 
 from hypothesis import example, given
 from hypothesis import strategies as st
@@ -61,5 +62,27 @@ def test_fresh_gives_the_values_of_trying_every_candidate(
             got: object = fast.fresh(checks)
         except NoValue:
             got = NoValue
+        assert (type(got), got) == (type(want), want)
+        assert fast.counter == slow.counter
+
+
+@given(st.lists(st.lists(_check, max_size=3), min_size=1, max_size=6),
+       st.lists(st.tuples(st.integers(0, 5), st.booleans()), min_size=1, max_size=40))
+def test_meeting_gives_the_first_candidate_that_meets_the_checks(
+        pool: list[list[Predicate]], picks: list[tuple[int, bool]]) -> None:
+    fast = Values(CQ((), frozenset()), sqlite3.connect(":memory:"))
+    slow = Values(CQ((), frozenset()), sqlite3.connect(":memory:"))
+    for pick, fresh in picks:
+        checks = pool[pick % len(pool)]
+        if fresh:  # values used before, and the counter moved on
+            for values, give in ((slow, partial(_reference, slow)), (fast, fast.fresh)):
+                try:
+                    give(checks)
+                except NoValue:
+                    assert values.counter > 0
+            continue
+        want = next((v for v in slow._candidates(checks)
+                     if all(slow.holds(c, v) for c in checks)), None)
+        got = fast.meeting(checks)
         assert (type(got), got) == (type(want), want)
         assert fast.counter == slow.counter

@@ -77,9 +77,21 @@ class Values:
 
     def meeting(self, checks: Sequence[Predicate]) -> Value | None:
         """A value that meets every predicate in ``checks``, used before or not (None
-        when no candidate does): for a column whose values may repeat."""
+        when no candidate does): for a column whose values may repeat.  The first of
+        :meth:`_candidates` that does (the counter moves on as it does there)."""
         tables = self._tables(checks)
-        return next((v for v in self._candidates(checks) if self._all_hold(tables, v)), None)
+        for _ in range(3):
+            self.counter += 1
+        counter = self.counter
+        for number in (counter + 998, counter + 999, counter + 1000):
+            if self._all_hold(tables, number):
+                return number
+        for kind, item in _plan(self, checks, tables):
+            value: Value = item if kind == "" else (
+                f"{item}{counter}" if kind == "+" else f"{counter}{item}")
+            if kind == "" or self._all_hold(tables, value):
+                return value
+        return None
 
     def _candidates(self, checks: Sequence[Predicate]) -> list[Value]:
         """Values to try: fresh numbers, then values near the predicates' literals."""
