@@ -51,6 +51,7 @@ from cqsens.runner import Clock, Ordered, Slot, executor, failure, limited
 from cqsens.settings import Settings
 from cqsens.witness.model import Witness
 from cqsens.witness.schema_checks import column_checks
+from cqsens.witness.search import first_proof
 
 __all__ = ["analyse_log", "fingerprint"]
 
@@ -133,8 +134,9 @@ def _analyse(sql: str, settings: Settings, timeout: float | None) -> tuple[Row, 
     """The row of one query text, analysed under the name :data:`SOURCE`, and its analysis."""
     # the schema is parsed once per run, not once per record
     own = replace(settings, schema=_parsed_schema(settings), timeout=timeout)
-    analysis = limited(lambda: analyze_with(sql, own, kind="sql", name=SOURCE), timeout,
-                       slack=1.2, floor=1e-3)
+    with first_proof():  # one search serves the shape's later records: spend it once
+        analysis = limited(lambda: analyze_with(sql, own, kind="sql", name=SOURCE), timeout,
+                           slack=1.2, floor=1e-3)
     return analysed_row(SOURCE, analysis, _inputs(settings)), analysis
 
 

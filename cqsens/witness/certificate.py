@@ -12,7 +12,7 @@ from cqsens.ir.exact import Exact
 from cqsens.ir.expr import Predicate
 from cqsens.ir.schema import Schema
 from cqsens.witness.aggregate import AggregateWitness, released_change, released_values
-from cqsens.witness.evaluate import Database, count_answers
+from cqsens.witness.evaluate import Database, count_answers, quote_ident, scratch
 from cqsens.witness.model import Witness
 from cqsens.witness.person import PersonWitness, cascade, witness_change
 from cqsens.witness.references import references_hold
@@ -52,7 +52,8 @@ def is_witness(query: AggregateQuery | CQ, sigma: Sigma, witness: Witness, *,
             schema is None or all(references_hold(d, schema)
                                   for d in (witness.database, witness.after)))
     a = witness.database
-    if witness.row in a.rows.get(witness.relation, frozenset()):
+    if witness.row in a.rows.get(witness.relation, frozenset()) \
+            or witness.relation not in a.columns:
         return False
     full = a.with_row(witness.relation, witness.row)
     if not declared_hold(a, sigma, column_checks=checks, keys=keys) or not declared_hold(
@@ -60,10 +61,12 @@ def is_witness(query: AggregateQuery | CQ, sigma: Sigma, witness: Witness, *,
         return False
     if schema is not None and not (references_hold(a, schema) and references_hold(full, schema)):
         return False
-    return (
-        count_answers(query, a) == witness.count_without
-        and count_answers(query, full) == witness.count_with
-    )
+    conn = scratch(a)  # A, then A ∪ {t}: one database of this thread, refilled
+    if count_answers(query, a, conn=conn) != witness.count_without:
+        return False
+    marks = ", ".join("?" for _ in witness.row)
+    conn.execute(f"INSERT INTO {quote_ident(witness.relation)} VALUES ({marks})", witness.row)
+    return count_answers(query, full, conn=conn) == witness.count_with
 
 
 def _databases(witness: Witness) -> tuple[Database, Database]:

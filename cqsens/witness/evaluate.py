@@ -10,6 +10,7 @@ tuples.  Both the witnesses and the brute-force test oracle use it.
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -24,6 +25,7 @@ __all__ = [
     "counting_sql",
     "cq_sql",
     "quote_ident",
+    "scratch",
     "sql_literal",
 ]
 
@@ -123,6 +125,58 @@ def connect(db: Database) -> sqlite3.Connection:
         if rows:
             marks = ", ".join("?" for _ in cols)
             conn.executemany(f"INSERT INTO {quote_ident(relation)} VALUES ({marks})", list(rows))
+    return conn
+
+
+class _Scratch(threading.local):
+    """One in-memory SQLite database per thread, and the column definitions of each of
+    its tables (a table is created once and emptied for each database it holds)."""
+
+    def __init__(self) -> None:
+        self.conn: sqlite3.Connection | None = None
+        self.tables: dict[str, str] = {}
+
+
+_SCRATCH = _Scratch()
+
+
+def scratch(db: Database) -> sqlite3.Connection:
+    """This thread's scratch connection holding exactly ``db``: the same tables, typed
+    alike, and rows as :func:`connect` gives, without a new database each time (a
+    certificate check evaluates small databases many times).  Valid until the next
+    call in the same thread; do not close it.
+    """
+    state = _SCRATCH
+    if state.conn is None:
+        state.conn = sqlite3.connect(":memory:", isolation_level=None)
+        state.tables = {}
+    conn = state.conn
+    for relation in [r for r in state.tables if r not in db.columns]:
+        conn.execute(f"DROP TABLE {quote_ident(relation)}")
+        del state.tables[relation]
+    conn.execute("BEGIN")
+    try:
+        for relation in db.columns:
+            defs = db.column_sql(relation)
+            if state.tables.get(relation) != defs:
+                if relation in state.tables:
+                    conn.execute(f"DROP TABLE {quote_ident(relation)}")
+                conn.execute(f"CREATE TABLE {quote_ident(relation)} ({defs})")
+                state.tables[relation] = defs
+            else:
+                conn.execute(f"DELETE FROM {quote_ident(relation)}")
+            rows = db.rows.get(relation, ())
+            if rows:
+                marks = ", ".join("?" for _ in db.columns[relation])
+                conn.executemany(f"INSERT INTO {quote_ident(relation)} VALUES ({marks})",
+                                 list(rows))
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        state.tables = {}
+        state.conn = None
+        conn.close()
+        raise
     return conn
 
 

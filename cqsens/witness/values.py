@@ -36,22 +36,39 @@ class Values:
     def fresh(self, checks: Sequence[Predicate] = ()) -> Value:
         """A value not used before that meets every predicate in ``checks``.
 
+        The candidates are tried in the order of :meth:`_candidates`; those that do not
+        depend on the counter (the values near the predicates' literals) are decided
+        once per ``checks`` (:func:`_plan`), so a column filled many times (the copies
+        of a growing family) costs a few set lookups per value.
+
         Raises
         ------
         NoValue
             When ``checks`` is not empty and no candidate meets it.
         """
-        candidates = self._candidates(checks)
+        if not checks:
+            return self._fresh_unchecked()
         tables = self._tables(checks)
-        for value in candidates:
+        for _ in range(3):  # the fresh numbers first, as in _candidates
+            self.counter += 1
+        counter = self.counter
+        for number in (counter + 998, counter + 999, counter + 1000):
+            if number not in self.used and self._all_hold(tables, number):
+                self.used.add(number)
+                return number
+        for kind, item in _plan(self, checks, tables):
+            value: Value = item if kind == "" else (f"{item}{counter}" if kind == "+" else
+                                             f"{counter}{item}")
             if value in self.used:
                 continue
-            if self._all_hold(tables, value):
+            if kind == "" or self._all_hold(tables, value):
                 self.used.add(value)
                 return value
-        if checks:
-            raise NoValue  # never a value that breaks a CHECK or a filter on its column
-        for value in candidates:
+        raise NoValue  # never a value that breaks a CHECK or a filter on its column
+
+    def _fresh_unchecked(self) -> Value:
+        """:meth:`fresh` without predicates: the first unused of the counter's values."""
+        for value in self._candidates(()):
             if value not in self.used:
                 self.used.add(value)
                 return value
@@ -60,9 +77,21 @@ class Values:
 
     def meeting(self, checks: Sequence[Predicate]) -> Value | None:
         """A value that meets every predicate in ``checks``, used before or not (None
-        when no candidate does): for a column whose values may repeat."""
+        when no candidate does): for a column whose values may repeat.  The first of
+        :meth:`_candidates` that does (the counter moves on as it does there)."""
         tables = self._tables(checks)
-        return next((v for v in self._candidates(checks) if self._all_hold(tables, v)), None)
+        for _ in range(3):
+            self.counter += 1
+        counter = self.counter
+        for number in (counter + 998, counter + 999, counter + 1000):
+            if self._all_hold(tables, number):
+                return number
+        for kind, item in _plan(self, checks, tables):
+            value: Value = item if kind == "" else (
+                f"{item}{counter}" if kind == "+" else f"{counter}{item}")
+            if kind == "" or self._all_hold(tables, value):
+                return value
+        return None
 
     def _candidates(self, checks: Sequence[Predicate]) -> list[Value]:
         """Values to try: fresh numbers, then values near the predicates' literals."""
@@ -109,6 +138,56 @@ class Values:
                     got = False
             table[shown] = got
         return got
+
+
+#: The plans of :func:`_plan` kept at most (then they start afresh).
+_PLANS_MAX = 4096
+_PLANS: dict[tuple[int, ...], tuple[tuple[Predicate, ...], tuple[tuple[str, Value], ...]]] = {}
+
+
+def _plan(values: Values, checks: Sequence[Predicate],
+          tables: Sequence[tuple[Predicate, dict[str, bool]]]) -> tuple[tuple[str, Value], ...]:
+    """The candidates of :meth:`Values._candidates` after the three fresh numbers, in
+    order, as ``("", value)`` for a value that meets every check (those that do not
+    are left out: a check is deterministic), or ``("+", base)`` / ``("-", base)`` for
+    ``base`` followed or preceded by the counter (the last is ``v`` and the counter),
+    decided when used.  Kept per ``checks`` by identity (the entry holds the
+    predicates, so an identity is not reused while it is kept)."""
+    key = tuple(id(c) for c in checks)
+    got = _PLANS.get(key)
+    if got is not None and len(got[0]) == len(checks) and all(
+            a is b for a, b in zip(got[0], checks, strict=True)):
+        return got[1]
+    out: list[tuple[str, Value]] = []
+    seen: set[tuple[str, str, Value]] = set()
+
+    def add(kind: str, item: Value) -> None:
+        entry = (kind, item)
+        if (kind, type(item).__name__, item) in seen:  # 1 and 1.0 are two candidates
+            return
+        seen.add((kind, type(item).__name__, item))
+        if kind == "" and not values._all_hold(tables, item):
+            return
+        out.append(entry)
+
+    for checker in checks:
+        for lit in literals(checker):
+            if isinstance(lit, (int, float)):
+                for delta in (1, -1, 0, 2, -2):
+                    add("", lit + delta + 0)
+                for n in range(3, 200, 7):
+                    add("", lit + 1 + n)
+            else:
+                base = lit.replace("%", "").replace("_", "x")
+                add("", base)
+                add("+", base)
+                add("-", base)
+                add("", lit)
+    add("+", "v")
+    if len(_PLANS) >= _PLANS_MAX:
+        _PLANS.clear()
+    _PLANS[key] = (tuple(checks), tuple(out))
+    return tuple(out)
 
 
 def unary_checks(
