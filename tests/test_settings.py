@@ -133,11 +133,12 @@ def _from_keywords(keywords: dict[str, Any], monkeypatch: pytest.MonkeyPatch) ->
     """The Settings that ``cqsens.analyze(**keywords)`` builds and analyses with."""
     seen: list[Settings] = []
 
-    def capture(source: object, settings: Settings, *, kind: object, name: object) -> Any:
+    def capture(source: object, settings: Settings, *, kind: object, name: object,
+                **_: object) -> Any:
         seen.append(settings)
         raise _Stop
 
-    monkeypatch.setattr(pipeline, "_analyze", capture)
+    monkeypatch.setattr(pipeline, "route", capture)  # the first step after the settings
     with pytest.raises(_Stop):
         cqsens.analyze("Q(x) :- R(x)", **keywords)
     return seen[0]
