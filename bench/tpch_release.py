@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT / "examples" / "tpch" / "standard"))
 from generate import generate  # noqa: E402
 
 from cqsens.errors import InputError  # noqa: E402
-from cqsens.ir.exact import display  # noqa: E402
+from cqsens.ir.exact import text  # noqa: E402
 from cqsens.pipeline import analyze_with  # noqa: E402
 from cqsens.settings import Settings  # noqa: E402
 
@@ -63,8 +63,8 @@ def _analyse(row: Row, path: Path, settings: Settings) -> None:
         row.analysed = f"refused: {str(err).splitlines()[0][:90]}"
     else:
         row.analysed = "analysed" if a.bounded else "unbounded"
-        row.upper = display(a.upper) if a.bounded else "∞"
-        row.lower = display(a.lower) if a.lower is not None else ""
+        row.upper = text(a.upper) if a.bounded else "∞"
+        row.lower = text(a.lower) if a.lower is not None else ""
         row.tight = a.lower is not None and a.bounded and a.lower == a.upper
     row.analyse_s = time.perf_counter() - start
 

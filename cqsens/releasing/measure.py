@@ -12,7 +12,7 @@ from typing import Any
 from cqsens.analysis import AggregateRecord, Analysis
 from cqsens.errors import InputError
 from cqsens.frontend.release_sql import QUANTILE_KINDS, ReleasePlan
-from cqsens.ir.exact import Exact, display, sql_decimal
+from cqsens.ir.exact import Exact, display, sql_decimal, text
 from cqsens.ir.schema import Schema
 from cqsens.release import noise
 from cqsens.release.keys import key_text
@@ -121,7 +121,7 @@ def _select_partitions(conn: Any, target: str, plan: ReleasePlan,
     selection = PartRelease(label, "count", "Laplace threshold (partition selection)",
                             sel_eps, delta_each, calib.scale,
                             noise.laplace_halfwidth(calib.scale, integer=True),
-                            f"ℓ1 {display(l1)}", "Laplace threshold")
+                            f"ℓ1 {text(l1)}", "Laplace threshold")
     if select_with is not None:
         released[select_with] = dict(chosen)
         part_releases[select_with] = selection
@@ -167,7 +167,7 @@ def _add_noise(plan: ReleasePlan, records: Sequence[AggregateRecord], parts_anal
             part_releases[i] = PartRelease(
                 part.sql, part.kind, f"{'discrete ' if part.integer else ''}Laplace",
                 shares[i], 0.0, scale, noise.laplace_halfwidth(scale, integer=part.integer),
-                f"ℓ1 {display(l1)}", f"{'discrete ' if part.integer else ''}Laplace")
+                f"ℓ1 {text(l1)}", f"{'discrete ' if part.integer else ''}Laplace")
         released[i] = dict(zip(domain, out, strict=True))
         if part_releases[i].scale == 0:
             notes.append(f"{part.sql}: its sensitivity is 0 and every table it reads is "
