@@ -21,11 +21,13 @@ from __future__ import annotations
 import datetime
 import re
 
+import sqlglot
+import sqlglot.errors
 from sqlglot import exp
 
 from cqsens.ir.expr import shift_date
 
-__all__ = ["fold_date_arithmetic", "shift_date"]
+__all__ = ["fold_date_arithmetic", "shift_date", "sqlite_dates"]
 
 _UNITS = {"DAY": "DAY", "DAYS": "DAY", "WEEK": "WEEK", "WEEKS": "WEEK", "MONTH": "MONTH",
           "MONTHS": "MONTH", "YEAR": "YEAR", "YEARS": "YEAR"}
@@ -108,3 +110,40 @@ def fold_date_arithmetic(tree: exp.Expr) -> exp.Expr:
                 return folded
             node.replace(folded)
     return tree
+
+
+_SQLITE_PARTS = {"YEAR": "%Y", "MONTH": "%m", "DAY": "%d"}
+
+
+def _extract_for_sqlite(node: exp.Expr) -> exp.Expr:
+    if not isinstance(node, exp.Extract):
+        return node
+    part = _SQLITE_PARTS.get(node.this.name.upper()) if node.this is not None else None
+    if part is None:
+        return node
+    call = exp.Anonymous(this="STRFTIME", expressions=[exp.Literal.string(part),
+                                                        node.expression.copy()])
+    return exp.cast(call, exp.DataType.Type.INT)
+
+
+def sqlite_dates(sql: str) -> str:
+    """``sql`` with ``EXTRACT(YEAR|MONTH|DAY FROM d)`` written as SQLite computes it.
+
+    SQLite has no EXTRACT; on its ISO date texts ``CAST(STRFTIME('%Y', d) AS INTEGER)``
+    is the same number.  Text that does not parse is returned as it is (the database
+    then names the error).
+
+    Examples
+    --------
+    >>> sqlite_dates("SELECT EXTRACT(YEAR FROM l_shipdate) AS y FROM lineitem")
+    "SELECT CAST(STRFTIME('%Y', l_shipdate) AS INTEGER) AS y FROM lineitem"
+    """
+    if "extract" not in sql.lower():
+        return sql
+    try:
+        trees = sqlglot.parse(sql, read="sqlite")
+    except sqlglot.errors.SqlglotError:
+        return sql
+    if len(trees) != 1 or trees[0] is None:
+        return sql
+    return trees[0].transform(_extract_for_sqlite).sql(dialect="sqlite")

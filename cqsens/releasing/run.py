@@ -11,6 +11,7 @@ from cqsens.analysis import AggregateRecord, Analysis
 from cqsens.db.connect import connect, mask_url
 from cqsens.db.reflect import reflect_schema
 from cqsens.errors import InputError
+from cqsens.frontend.dates import sqlite_dates
 from cqsens.frontend.release_sql import NOISY_KINDS, QUANTILE_KINDS, ReleasePlan, release_plan
 from cqsens.ir.schema import Schema
 from cqsens.public_statement import is_public_statement
@@ -166,7 +167,7 @@ def release(
             _refuse_broken(conn, analysis, parts_analysis, plan, url=url, schema=schema,
                            bounds=bounds)
             return _release(
-                conn if rewrite is None else _Rewritten(conn, rewrite), target, analysis,
+                _rewritten(conn, target, rewrite), target, analysis,
                 parts_analysis, plan, records, url=url, eps=eps,
                 delta=delta, mechanism=mechanism, reanalyse=reanalyse, schema=schema,
                 bounds=bounds, keys_file=keys_file, public_names=public_names,
@@ -263,3 +264,17 @@ class _Rewritten:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._conn, name)
+
+
+def _rewritten(conn: Any, target: str, rewrite: Callable[[str], str] | None) -> Any:
+    """``conn``, its SQL texts passed through ``rewrite`` (a two-stage release) and, on
+    SQLite, through :func:`~cqsens.frontend.dates.sqlite_dates` (SQLite has no EXTRACT)."""
+    steps = [f for f in (rewrite, sqlite_dates if target == "sqlite" else None) if f is not None]
+    if not steps:
+        return conn
+
+    def run(sql: str) -> str:
+        for step in steps:
+            sql = step(sql)
+        return sql
+    return _Rewritten(conn, run)
