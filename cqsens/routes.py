@@ -26,6 +26,7 @@ from cqsens.prepare import options_for
 from cqsens.public_statement import find_public_statement, public_analysis, synthetic_sql
 from cqsens.settings import Settings
 from cqsens.stages import analyze_stages, staged_source
+from cqsens.state import Options
 
 __all__ = ["Analyse", "route"]
 
@@ -62,22 +63,20 @@ def route(source: str | Path, settings: Settings, *, kind: str | None, name: str
         inner = plain(synthetic_sql(found), replace(settings, prove_lower=False), kind="sql",
                       name=origin)
         return public_analysis(inner, text, origin, found)
-    staged = staged_source(source, settings, options_for(settings).schema, kind=kind, name=name)
+    options = options_for(settings)  # read once for both routes below
+    staged = staged_source(source, settings, options.schema, kind=kind, name=name)
     if staged is not None:  # a threshold over private data: two releases
         return analyze_stages(staged, settings, lambda text, s: route(
             text, s, kind="sql", name=staged.name, plain=plain))
-    per_person = _per_person(source, settings, kind=kind, name=name, plain=plain)
+    per_person = _per_person(source, settings, options, kind=kind, name=name, plain=plain)
     if per_person is not None:
         return per_person
     return plain(source, settings, kind=kind, name=name)
 
 
-def _per_person(source: str | Path, settings: Settings, *, kind: str | None, name: str | None,
-                plain: Analyse) -> Analysis | None:
+def _per_person(source: str | Path, settings: Settings, options: Options, *, kind: str | None,
+                name: str | None, plain: Analyse) -> Analysis | None:
     """The person-groups route (docs/rules.md, rule person-groups), or None."""
-    if settings.unit is None:
-        return None
-    options = options_for(settings)
     if options.nb.unit is None or options.schema is None:
         return None
     text, origin, language = read_source(source, kind=kind, name=name)
