@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from cqsens.errors import CqsensError
+from cqsens.frontend.column_lists import inline_column_lists
 from cqsens.frontend.select_items import is_aggregate
 from cqsens.frontend.stars import cte_for
 from cqsens.frontend.statements import parse_statement
@@ -175,4 +176,4 @@ def statement_for(sql: str, *, dialect: str | None, target: str, source: str) ->
     written when it is in that dialect or in sqlglot's default one, else transpiled."""
     if dialect is None or dialect == target:
         return sql.strip().rstrip(";").rstrip()
-    return parse_statement(sql, dialect, source).sql(dialect=target)
+    return inline_column_lists(parse_statement(sql, dialect, source)).sql(dialect=target)

@@ -24,6 +24,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from cqsens.errors import InputError, UnsupportedQueryError
+from cqsens.frontend.column_lists import inline_column_lists
 from cqsens.frontend.dates import fold_date_arithmetic
 from cqsens.frontend.filters import rewrite_filters
 from cqsens.frontend.post_processing import split_post_processing
@@ -189,6 +190,7 @@ def _clamp(value: exp.Expr, clamp: tuple[str, str]) -> exp.Expr:
 
 
 def _strip(tree: exp.Select) -> exp.Select:
+    inline_column_lists(tree)
     for arg in ("order", "limit", "offset", "fetch"):
         tree.set(arg, None)
     tree.set("top", None) if "top" in tree.args else None

@@ -18,6 +18,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
+from cqsens.frontend.column_lists import inline_column_lists
 from cqsens.frontend.dates import fold_date_arithmetic
 from cqsens.ir.expr import (
     Abs,
@@ -188,7 +189,7 @@ def _transpiled(sql: str, dialect: str | None) -> str | None:
         tree = sqlglot.parse(sql, read=dialect)[0]
         if tree is None:
             return None
-        return fold_date_arithmetic(tree).sql(dialect="sqlite")
+        return inline_column_lists(fold_date_arithmetic(tree)).sql(dialect="sqlite")
     except (SqlglotError, ValueError, IndexError):
         return None
 
