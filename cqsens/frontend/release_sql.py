@@ -29,6 +29,7 @@ from cqsens.frontend.dates import fold_date_arithmetic
 from cqsens.frontend.filters import rewrite_filters
 from cqsens.frontend.post_processing import split_post_processing
 from cqsens.frontend.select_items import aggregates_in, is_aggregate
+from cqsens.ir.schema import Schema
 
 __all__ = ["Formula", "Item", "Part", "PostPlan", "ReleasePlan", "distinct_values_sql",
            "release_plan"]
@@ -312,7 +313,24 @@ def _tables(tree: exp.Select) -> dict[str, str]:
     return out
 
 
-def release_plan(sql: str, dialect: str | None, *, source: str = "<sql>") -> ReleasePlan:
+def _key_table(key: exp.Expr, tables: dict[str, str], schema: Schema | None
+               ) -> tuple[str, str] | None:
+    """The (table, column) a group key reads, when it is a column of one known table."""
+    if not isinstance(key, exp.Column):
+        return None
+    if key.table:
+        table = tables.get(key.table.lower())
+        return (table, key.name) if table is not None else None
+    if len(tables) == 1:
+        return next(iter(tables.values())), key.name
+    having = {t for t in tables.values()
+              if schema is not None and (rel := schema.find(t)) is not None
+              and rel.index(key.name) is not None}
+    return (having.pop(), key.name) if len(having) == 1 else None
+
+
+def release_plan(sql: str, dialect: str | None, *, source: str = "<sql>",
+                 schema: Schema | None = None) -> ReleasePlan:
     """Split ``sql`` (one SELECT the analysis accepted) into its released parts.
 
     Parameters
@@ -323,6 +341,9 @@ def release_plan(sql: str, dialect: str | None, *, source: str = "<sql>") -> Rel
         Its sqlglot dialect.
     source : str
         The file name for messages.
+    schema : Schema, optional
+        Names the table of an unqualified group column of a join (the one table of the
+        FROM clause that has it), so that its declared keys are found.
 
     Returns
     -------
@@ -384,14 +405,7 @@ def release_plan(sql: str, dialect: str | None, *, source: str = "<sql>") -> Rel
     post_plan = (_post_plan(original, builder, keys, key_exprs, dialect)
                  if post.having or post.windows or cut else None)
     tables = _tables(tree)
-    key_tables: list[tuple[str, str] | None] = []
-    for k in keys:
-        inner = _unalias(k)
-        if isinstance(inner, exp.Column) and (inner.table.lower() in tables or len(tables) == 1):
-            table = tables[inner.table.lower()] if inner.table else next(iter(tables.values()))
-            key_tables.append((table, inner.name))
-        else:
-            key_tables.append(None)
+    key_tables = [_key_table(_unalias(k), tables, schema) for k in keys]
     analysed = tree.copy()
     analysed.set("expressions", [k.copy() for k in keys]
                  + [sqlglot.parse_one(p.sql, read=dialect) for p in builder.parts])

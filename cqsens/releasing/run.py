@@ -58,7 +58,7 @@ def _check_request(analysis: Analysis, mechanism: str, delta: float | None) -> N
         raise InputError("the Gaussian mechanism needs --delta", construct="--delta")
 
 
-def _parts(analysis: Analysis, reanalyse: Callable[[str], Analysis]
+def _parts(analysis: Analysis, reanalyse: Callable[[str], Analysis], schema: Schema | None
            ) -> tuple[ReleasePlan, Analysis]:
     """The parts the release measures and their analysis (the user's own when it covers
     them, else the analysis of the parts' SQL)."""
@@ -67,7 +67,7 @@ def _parts(analysis: Analysis, reanalyse: Callable[[str], Analysis]
     # the user's own statement: a derived UNION, an outer join or a subquery runs as written
     # (a compound analysis keeps only its first part in query_obj)
     plan = release_plan(analysis.query or query.text or query.sql, query.dialect,
-                        source=analysis.source)
+                        source=analysis.source, schema=schema)
     parts_analysis = analysis if _same_parts(plan, analysis) else reanalyse(plan.analysed_sql)
     _refuse_unbounded(parts_analysis)
     if len(parts_analysis.aggregates) != len(plan.parts):
@@ -136,7 +136,7 @@ def release(
     eps = noise.check_privacy(epsilon, delta)
     _refuse_unbounded(analysis)
     schema = _with_derived(analysis, schema, url)
-    plan, parts_analysis = _parts(analysis, reanalyse)
+    plan, parts_analysis = _parts(analysis, reanalyse, schema)
     neighbor, contributions = parts_analysis.neighbor, parts_analysis.contributions
     public_names = {n.strip().lower() for item in public for n in item.split(",") if n.strip()}
     # a proven 0 over private rows still gets the noise of sensitivity 1 (a safeguard): only
