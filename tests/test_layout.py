@@ -18,9 +18,7 @@ MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 100
 
 #: Modules still over MAX_MODULE_LINES (path relative to cqsens/).
-MODULES_OVER = frozenset({
-    "frontend/parse_sql.py",
-})
+MODULES_OVER: frozenset[str] = frozenset()
 
 #: Functions still over MAX_FUNCTION_LINES ("path:qualified name").
 FUNCTIONS_OVER = frozenset({

@@ -512,10 +512,8 @@ def check_foreign_keys(url: str, schema: Schema | None, *,
 
     Raises
     ------
-    DatabaseError
-        Bad URL, unreachable server, failed authentication, failed query.
-    SchemaError
-        A table or column of the schema is missing from the database.
+    DatabaseError, SchemaError
+        As :func:`check_constraints` raises them (the database or a table of the schema).
     """
     if schema is None:
         schema = reflect_schema(url)

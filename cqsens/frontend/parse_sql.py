@@ -19,25 +19,21 @@ References
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from sqlglot import exp
 
-from cqsens.errors import SchemaError, UnsupportedQueryError
 from cqsens.frontend.common_conjuncts import factor_common_conjuncts
 from cqsens.frontend.derived_tables import inline_derived_tables
-from cqsens.frontend.limits import (
-    MAX_ATOMS,
-    check_count,
-)
 from cqsens.frontend.person_local import OwnerKey, drop_person_local_conjuncts
 from cqsens.frontend.plan import Combine, Leaf, Plan, build_plan
 from cqsens.frontend.post_processing import group_keys, split_post_processing
 from cqsens.frontend.public_subqueries import drop_public_conjuncts
 from cqsens.frontend.select_items import aggregates_in
 from cqsens.frontend.sql_aggregates import aggregate_of, limit_name
-from cqsens.frontend.sql_expr import ExprReader, node_position, text_start
+from cqsens.frontend.sql_expr import ExprReader
 from cqsens.frontend.sql_expr import conjuncts as and_parts
+from cqsens.frontend.sql_scope import TableInstance, Translator
 from cqsens.frontend.sql_terms import TermClasses, literal_const, var_name
 from cqsens.frontend.statements import parse_statement, parse_statements
 from cqsens.frontend.subqueries import inline_semijoins
@@ -53,229 +49,6 @@ _REST = "rest"
 ROW_COLUMN = "_row"
 """The name of the hidden row identity of a table whose rows may repeat (no key);
 underscores are added when the table has a real column of that name."""
-
-
-@dataclass
-class _Instance:
-    alias: str
-    relation: str
-    columns: list[str]
-    node: exp.Expr
-    variables: list[Var] = field(default_factory=list)
-
-
-class _Translator:
-    def __init__(self, sql: str, schema: Schema | None, source: str,
-                 public: frozenset[str] = frozenset(), owner: OwnerKey | None = None) -> None:
-        self.sql = sql
-        self.schema = schema
-        self.public = frozenset(p.lower() for p in public)
-        self.owner = owner
-        self.source = source
-        self.notes: list[str] = []
-        self.start = text_start(sql)
-
-    def position(self, node: exp.Expr | None) -> tuple[int | None, int | None]:
-        """The node's (line, column), else the statement's start."""
-        return node_position(node, self.start)
-
-    # -- errors ---------------------------------------------------------------
-    def unsupported(self, node: exp.Expr | None, construct: str, why: str) -> UnsupportedQueryError:
-        line, col = self.position(node)
-        return UnsupportedQueryError(
-            f"{construct} is not supported: {why}",
-            source=self.source,
-            line=line,
-            column=col,
-            construct=construct,
-        )
-
-    def schema_error(self, node: exp.Expr | None, message: str, construct: str) -> SchemaError:
-        line, col = self.position(node)
-        return SchemaError(message, source=self.source, line=line, column=col, construct=construct)
-
-    # -- checks ---------------------------------------------------------------
-    def reject_constructs(self, select: exp.Select) -> None:
-        for key, name, why in (
-            ("into", "SELECT ... INTO",
-             "it writes a table; cqsens analyses queries that only read"),
-            ("having", "HAVING",
-             "it filters on aggregate values, which is not a conjunctive query"),
-            ("qualify", "QUALIFY", "it filters on window functions"),
-            ("with_", "WITH (common table expression)",
-             "subqueries are not conjunctive queries; inline the tables"),
-            ("with", "WITH (common table expression)",
-             "subqueries are not conjunctive queries; inline the tables"),
-        ):
-            if select.args.get(key) is not None:
-                raise self.unsupported(select.args[key], name, why)
-        for node in select.walk():
-            if node is select:
-                continue
-            if isinstance(node, exp.Exists):
-                parent = node.parent
-                negated = isinstance(parent, exp.Not)
-                raise self.unsupported(
-                    node,
-                    "NOT EXISTS" if negated else "EXISTS (subquery)",
-                    "negation makes sensitivity undecidable in general (Thm 4)"
-                    if negated
-                    else "subqueries are not conjunctive queries; write the join in FROM/WHERE",
-                )
-            if isinstance(node, (exp.Union, exp.Except, exp.Intersect)):
-                raise self._set_operation(node)
-            if isinstance(node, (exp.Subquery, exp.Select)):
-                parent = node.parent
-                if isinstance(parent, exp.In) and isinstance(parent.parent, exp.Not):
-                    raise self.unsupported(
-                        node, "NOT IN (subquery)",
-                        "negation makes sensitivity undecidable in general (Thm 4)",
-                    )
-                raise self.unsupported(
-                    node, "subquery",
-                    "subqueries are not conjunctive queries; write the join in FROM/WHERE",
-                )
-            if isinstance(node, exp.Window):
-                raise self.unsupported(node, "window function",
-                                       "an OVER clause is not an aggregate over a CQ")
-
-    def _set_operation(self, node: exp.Expr) -> UnsupportedQueryError:
-        if isinstance(node, exp.Except):
-            return self.unsupported(node, "EXCEPT",
-                                    "negation makes sensitivity undecidable in general (Thm 4)")
-        name = "UNION" if isinstance(node, exp.Union) else "INTERSECT"
-        return self.unsupported(node, name, "a union of CQs is not a single conjunctive query")
-
-    # -- tables ---------------------------------------------------------------
-    def instances(self, select: exp.Select) -> tuple[list[_Instance], list[exp.Expr]]:
-        from_ = select.args.get("from_") or select.args.get("from")
-        if from_ is None:
-            raise self.unsupported(select, "SELECT without FROM", "there is no table to count over")
-        items: list[exp.Expr] = [from_.this, *from_.expressions]
-        conditions: list[exp.Expr] = []
-        using: list[tuple[int, exp.Identifier]] = []
-        joins = select.args.get("joins") or []
-        for join in joins:
-            side = (join.args.get("side") or "").upper()
-            kind = (join.args.get("kind") or "").upper()
-            method = (join.args.get("method") or "").upper()
-            if side in {"LEFT", "RIGHT", "FULL"} or kind == "OUTER":
-                raise self.unsupported(
-                    join, f"{side or 'OUTER'} OUTER JOIN",
-                    "outer joins add NULL-padded rows, which a conjunctive query cannot express; "
-                    "use an inner JOIN",
-                )
-            if kind in {"SEMI", "ANTI"} or method == "NATURAL":
-                raise self.unsupported(
-                    join, f"{method or kind} JOIN",
-                    "write the join condition explicitly with JOIN ... ON or USING",
-                )
-            items.append(join.this)
-            if join.args.get("on") is not None:
-                conditions.append(join.args["on"])
-            for ident in join.args.get("using") or []:
-                using.append((len(items) - 1, ident))
-        if len(items) > MAX_ATOMS:
-            line, col = self.position(items[MAX_ATOMS])
-            check_count("too many tables in FROM and JOIN", len(items), MAX_ATOMS,
-                        source=self.source, line=line, column=col, construct="FROM")
-        out: list[_Instance] = []
-        seen_alias: set[str] = set()
-        shared: dict[str, list[str]] = {}  # without a schema, one column list per table
-        for item in items:
-            if not isinstance(item, exp.Table) or not item.name:
-                raise self.unsupported(item, "subquery in FROM", "only base tables can be joined")
-            if item.args.get("db") is not None or item.args.get("catalog") is not None:
-                pass  # schema-qualified names: use the table name
-            relation = item.name
-            if self.schema is not None:
-                rel = self.schema.find(relation)
-                if rel is None:
-                    raise self.schema_error(
-                        item,
-                        f"table {relation} is not in the schema "
-                        f"(it has: {', '.join(self.schema.relation_names())})",
-                        f"table {relation}",
-                    )
-                relation, columns = rel.name, list(rel.columns)
-            else:
-                columns = shared.setdefault(relation.lower(), [])
-                relation = next((i.relation for i in out
-                                 if i.relation.lower() == relation.lower()), relation)
-            alias = item.alias_or_name
-            if alias.lower() in seen_alias:
-                raise self.schema_error(
-                    item, f"table name or alias {alias} is used twice; give each a distinct alias",
-                    f"alias {alias}",
-                )
-            seen_alias.add(alias.lower())
-            out.append(_Instance(alias, relation, columns, item))
-        for index, ident in using:
-            name = ident.name
-            left = [inst for inst in out[:index] if self._has_column(inst, name)]
-            if not left:
-                raise self.schema_error(ident, f"USING column {name} is not in an earlier table",
-                                        "USING")
-            right = out[index]
-            conditions.append(
-                exp.EQ(
-                    this=exp.column(name, table=left[0].alias),
-                    expression=exp.column(name, table=right.alias),
-                )
-            )
-        return out, conditions
-
-    def _has_column(self, inst: _Instance, name: str) -> bool:
-        if self.schema is None:
-            return True
-        return name.lower() in (c.lower() for c in inst.columns)
-
-    # -- columns --------------------------------------------------------------
-    def resolve(self, column: exp.Column, instances: list[_Instance]) -> tuple[_Instance, int]:
-        name = column.name
-        table = column.table
-        if isinstance(column.this, exp.Star):
-            raise self.unsupported(column, f"{table}.*", "count rows with COUNT(*)")
-        if table:
-            matches = [i for i in instances if i.alias.lower() == table.lower()]
-            if not matches:
-                raise self.schema_error(column, f"unknown table or alias {table} in {column.sql()}",
-                                        f"column {column.sql()}")
-            inst = matches[0]
-        else:
-            owners = [i for i in instances if self.schema is not None and self._has_column(i, name)]
-            if self.schema is None:
-                if len(instances) == 1:
-                    owners = instances
-                else:
-                    raise self.schema_error(
-                        column,
-                        f"column {name} is not qualified and there is no schema to tell which "
-                        "table it belongs to; write table.column or pass --schema",
-                        f"column {name}",
-                    )
-            if not owners:
-                raise self.schema_error(column, f"no table in FROM has a column {name}",
-                                        f"column {name}")
-            if len(owners) > 1:
-                raise self.schema_error(
-                    column,
-                    f"column {name} is ambiguous (in {', '.join(o.alias for o in owners)}); "
-                    "qualify it",
-                    f"column {name}",
-                )
-            inst = owners[0]
-        lowered = [c.lower() for c in inst.columns]
-        if name.lower() in lowered:
-            return inst, lowered.index(name.lower())
-        if self.schema is not None:
-            raise self.schema_error(
-                column,
-                f"table {inst.relation} has no column {name} (columns: {', '.join(inst.columns)})",
-                f"column {column.sql()}",
-            )
-        inst.columns.append(name)
-        return inst, len(inst.columns) - 1
 
 
 def parse_sql(
@@ -320,7 +93,7 @@ def parse_sql(
     query = parse_query(sql, schema=schema, dialect=dialect, source=source)
     if isinstance(query, CompoundQuery):
         first = parse_statement(sql, dialect, source)
-        raise _Translator(sql, schema, source).unsupported(
+        raise Translator(sql, schema, source).unsupported(
             first, query.operator,
             "a set operation is several conjunctive queries; cqsens.analyze (and the command "
             "line) combine their sensitivities")
@@ -332,7 +105,7 @@ def parse_plan(sql: str, *, schema: Schema | None = None, dialect: str | None = 
     """The plan of a statement (:mod:`cqsens.frontend.plan`): its passes applied, before
     any leaf is translated.  :func:`cqsens.frontend.plan.render` prints it."""
     tree = parse_statement(sql, dialect, source)
-    return build_plan(tree, _Translator(sql, schema, source).unsupported, dialect, schema)
+    return build_plan(tree, Translator(sql, schema, source).unsupported, dialect, schema)
 
 
 def parse_query(
@@ -355,7 +128,7 @@ def parse_query(
     (:mod:`cqsens.frontend.person_local`).
     """
     tree = parse_statement(sql, dialect, source)
-    tr = _Translator(sql, schema, source, public, owner)
+    tr = Translator(sql, schema, source, public, owner)
     plan = build_plan(tree, tr.unsupported, dialect, schema)
     if isinstance(plan, Leaf):
         if not isinstance(plan.tree, exp.Select):
@@ -365,10 +138,10 @@ def parse_query(
             return _Query(tr, plan.tree, dialect).translate()
         query = _Query(tr, plan.tree, dialect, standalone=True).translate()
         return replace(query, text=sql)
-    return _compound(plan, sql, _Translator(sql, schema, source, public, owner), dialect, sql)
+    return _compound(plan, sql, Translator(sql, schema, source, public, owner), dialect, sql)
 
 
-def _compound(plan: Combine, sql: str, tr: _Translator, dialect: str | None,
+def _compound(plan: Combine, sql: str, tr: Translator, dialect: str | None,
               text: str) -> CompoundQuery:
     """The CompoundQuery of a plan node: each leaf translated on its own."""
     parts: list[AggregateQuery | CompoundQuery] = []
@@ -379,7 +152,7 @@ def _compound(plan: Combine, sql: str, tr: _Translator, dialect: str | None,
         if not isinstance(part.tree, exp.Select):
             raise tr.unsupported(part.tree, type(part.tree).__name__.upper(),
                                  "each part must be a SELECT")
-        query = _Query(_Translator(sql, tr.schema, tr.source, tr.public, tr.owner), part.tree,
+        query = _Query(Translator(sql, tr.schema, tr.source, tr.public, tr.owner), part.tree,
                        dialect, standalone=True, distinct_expressions=part.distinct).translate()
         parts.append(replace(query, text=query.sql or ""))
     return CompoundQuery(tuple(parts), plan.kind, plan.operator, plan.whole, dialect=dialect,
@@ -389,14 +162,14 @@ def _compound(plan: Combine, sql: str, tr: _Translator, dialect: str | None,
 class _Query:
     """The translation of one SELECT: atoms, filters, groups and aggregates."""
 
-    def __init__(self, tr: _Translator, tree: exp.Select, dialect: str | None, *,
+    def __init__(self, tr: Translator, tree: exp.Select, dialect: str | None, *,
                  standalone: bool = False, distinct_expressions: bool = False) -> None:
         self.tr = tr
         self.standalone = standalone  # a part of a set operation: its SQL is its own
         self.distinct_expressions = distinct_expressions
         self.tree = tree
         self.dialect = dialect
-        self.refs: dict[int, tuple[_Instance, int]] = {}
+        self.refs: dict[int, tuple[TableInstance, int]] = {}
         self.order: dict[Var, int] = {}
         self.row_positions: dict[str, int] = {}
         self.uf = TermClasses(self.order)
@@ -548,7 +321,7 @@ class _Query:
             tree.set(key, None)
         return tree.sql(dialect=self.dialect)
 
-    def _resolve(self, instances: list[_Instance], nodes: list[exp.Expr]) -> None:
+    def _resolve(self, instances: list[TableInstance], nodes: list[exp.Expr]) -> None:
         """Resolve every column reference first, so that (without a schema) each
         table knows all the columns the query mentions."""
         columns = [col for node in nodes for col in node.find_all(exp.Column)]
@@ -560,7 +333,7 @@ class _Query:
         for col in sorted(columns, key=text_offset):
             self.refs[id(col)] = self.tr.resolve(col, instances)
 
-    def _name_variables(self, instances: list[_Instance]) -> None:
+    def _name_variables(self, instances: list[TableInstance]) -> None:
         """One variable per column of each table instance (plus ``rest`` without a schema)."""
         rest_names: dict[str, str] = {}
         if self.tr.schema is None:
@@ -598,7 +371,7 @@ class _Query:
                     f"the columns the query references ({shown}) plus '{rest}' for the others"
                 )
 
-    def _row_identities(self, instances: list[_Instance]) -> None:
+    def _row_identities(self, instances: list[TableInstance]) -> None:
         """A hidden row-identity column for every table whose rows may repeat.
 
         SQL tables are bags: without a primary key (or a UNIQUE key on NOT NULL

@@ -234,12 +234,7 @@ def exact_delta_by_record(ps: ArrayLike, epsilon: float) -> FloatArray:
 def exact_delta(ps: ArrayLike, epsilon: float) -> float:
     """Exact ``delta(epsilon)`` of a noiseless count with known ``p_j`` (worst record).
 
-    Parameters
-    ----------
-    ps : array_like of float
-        ``p_1, ..., p_n`` in ``[0, 1]``, ``n >= 2``.
-    epsilon : float
-        Privacy loss ``>= 0``.
+    The parameters are those of :func:`exact_delta_by_record`.
 
     Returns
     -------
@@ -272,12 +267,7 @@ def exact_delta(ps: ArrayLike, epsilon: float) -> float:
 def exact_epsilon(ps: ArrayLike, delta: float) -> float:
     """Smallest ``epsilon`` with :func:`exact_delta` ``(ps, epsilon) <= delta``.
 
-    Parameters
-    ----------
-    ps : array_like of float
-        ``p_1, ..., p_n`` in ``[0, 1]``, ``n >= 2``.
-    delta : float
-        Target in ``(0, 1)``.
+    ``ps`` is as for :func:`exact_delta_by_record`, ``delta`` the target in ``(0, 1)``.
 
     Returns
     -------

@@ -239,14 +239,7 @@ def _bisect_epsilon(delta_of: Callable[[float], float], delta: float, ceiling: f
 def class_epsilon(n: int, lam: float, delta: float) -> float:
     """Smallest ``epsilon`` with :func:`class_delta` ``(n, lam, epsilon) <= delta``.
 
-    Parameters
-    ----------
-    n : int
-        Number of records, ``>= 2``.
-    lam : float
-        ``lambda`` in ``(0, 1/2]``.
-    delta : float
-        Target in ``(0, 1)``.
+    ``n`` and ``lam`` are as for :func:`class_delta`, ``delta`` the target in ``(0, 1)``.
 
     Returns
     -------
@@ -331,25 +324,22 @@ def histogram_class_delta(n: int, lam: float, k: int, epsilon: float) -> float:
     ----------
     .. [1] D. Desfontaines, thesis, Section 3.2.1, Corollary 1.
     """
+    return class_delta(*_histogram_class(n, lam, k), epsilon)
+
+
+def _histogram_class(n: int, lam: float, k: int) -> tuple[int, float]:
+    """The checked ``n`` and ``lam`` of a ``K``-category histogram (``0 < lam <= 1/K``)."""
     nn = check_n(n)
     lv = check_lambda(lam, upper=1.0, what="1/K")
     check_categories(k, lv)
-    return class_delta(nn, lv, epsilon)
+    return nn, lv
 
 
 def histogram_class_epsilon(n: int, lam: float, k: int, delta: float) -> float:
     """Smallest ``epsilon`` with :func:`histogram_class_delta` ``<= delta``.
 
-    Parameters
-    ----------
-    n : int
-        Number of records, ``>= 2``.
-    lam : float
-        Lower bound on every category probability, ``0 < lam <= 1/K``.
-    k : int
-        Number of categories ``K >= 2``.
-    delta : float
-        Target in ``(0, 1)``.
+    ``n``, ``lam`` and ``k`` are as for :func:`histogram_class_delta`, ``delta`` the
+    target in ``(0, 1)``.
 
     Returns
     -------
@@ -369,7 +359,4 @@ def histogram_class_epsilon(n: int, lam: float, k: int, delta: float) -> float:
     ----------
     .. [1] D. Desfontaines, thesis, Section 3.2.1, Corollary 1.
     """
-    nn = check_n(n)
-    lv = check_lambda(lam, upper=1.0, what="1/K")
-    check_categories(k, lv)
-    return class_epsilon(nn, lv, delta)
+    return class_epsilon(*_histogram_class(n, lam, k), delta)

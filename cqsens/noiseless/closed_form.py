@@ -9,10 +9,9 @@ computed; :data:`PROPOSITION_27_NOTE` says so in the report.
 
 References
 ----------
-.. [1] D. Desfontaines. *Lowering the cost of anonymization*. PhD thesis, ETH
-   Zurich, 2020, Section 3.2.1 "Counting queries" (Theorem 3, Proposition 27).
-.. [2] B. Balle, J. Bell, A. Gascon, K. Nissim. The privacy blanket of the
-   shuffle model. CRYPTO 2019.
+.. [1] D. Desfontaines, PhD thesis (in full in :mod:`cqsens.noiseless.classes`),
+   Section 3.2.1, Theorem 3 and Proposition 27.
+.. [2] B. Balle, J. Bell, A. Gascon, K. Nissim, CRYPTO 2019 (likewise).
 """
 
 from __future__ import annotations
@@ -36,14 +35,7 @@ PROPOSITION_27_NOTE = (
 def closed_form_epsilon(n: int, lam: float, delta: float) -> float | None:
     """The thesis's closed-form ``epsilon`` for the class ``[lam, 1 - lam]``.
 
-    Parameters
-    ----------
-    n : int
-        Number of records, ``>= 2``.
-    lam : float
-        ``lambda`` in ``(0, 1/2]``.
-    delta : float
-        Target in ``(0, 1)``.
+    The parameters are those of :func:`cqsens.noiseless.classes.class_epsilon`.
 
     Returns
     -------
@@ -82,14 +74,7 @@ def closed_form_epsilon(n: int, lam: float, delta: float) -> float | None:
 def closed_form_delta(n: int, lam: float, epsilon: float) -> float | None:
     """The ``delta`` the thesis's closed form guarantees at ``epsilon``.
 
-    Parameters
-    ----------
-    n : int
-        Number of records, ``>= 2``.
-    lam : float
-        ``lambda`` in ``(0, 1/2]``.
-    epsilon : float
-        Privacy loss ``>= 0``.
+    The parameters are those of :func:`cqsens.noiseless.classes.class_delta`.
 
     Returns
     -------

@@ -49,12 +49,17 @@ def check_n(n: object, *, name: str = "n", upper: int = MAX_RECORDS) -> int:
     return int(n)
 
 
+def _number(value: object, name: str) -> float:
+    """``value`` as a ``float``, or an error that names the parameter ``name``."""
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be a number, got {value!r}", construct=name) from None
+
+
 def check_lambda(lam: object, upper: float = 0.5, what: str = "1/2") -> float:
     """``lambda`` as a ``float`` in ``(0, upper]`` (``what`` names ``upper`` in the message)."""
-    try:
-        value = float(lam)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise InputError(f"lambda must be a number, got {lam!r}", construct="lambda") from None
+    value = _number(lam, "lambda")
     if not (0.0 < value <= upper):
         raise InputError(f"lambda must be in (0, {what}], got {lam!r}", construct="lambda")
     return value
@@ -62,11 +67,7 @@ def check_lambda(lam: object, upper: float = 0.5, what: str = "1/2") -> float:
 
 def check_epsilon(epsilon: object) -> float:
     """``epsilon`` as a ``float >= 0`` (``math.inf`` allowed, NaN refused)."""
-    try:
-        value = float(epsilon)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise InputError(f"epsilon must be a number, got {epsilon!r}",
-                         construct="epsilon") from None
+    value = _number(epsilon, "epsilon")
     if math.isnan(value) or value < 0.0:
         raise InputError(f"epsilon must be >= 0, got {epsilon!r}", construct="epsilon")
     return value
@@ -74,10 +75,7 @@ def check_epsilon(epsilon: object) -> float:
 
 def check_delta(delta: object) -> float:
     """``delta`` as a ``float`` in ``(0, 1)``."""
-    try:
-        value = float(delta)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise InputError(f"delta must be a number, got {delta!r}", construct="delta") from None
+    value = _number(delta, "delta")
     if not (0.0 < value < 1.0):
         raise InputError(f"delta must be in (0, 1), got {delta!r}", construct="delta")
     return value

@@ -118,6 +118,20 @@ def _check_range(low: Exact, high: Exact) -> tuple[Exact, Exact]:
     return low, high
 
 
+def _check_args(count_delta: object, neighbor: object,
+                contributions: object) -> tuple[str, Exact, int]:
+    """The checked neighbour model, count bound Δ and contributions k of a rule."""
+    return (_check_neighbor(neighbor), _check_count_delta(count_delta),
+            _check_contributions(contributions))
+
+
+def _check_value_args(count_delta: object, low: Exact, high: Exact, neighbor: object,
+                      contributions: object) -> tuple[str, Exact, int, Exact, Exact]:
+    """:func:`_check_args` and the checked value range ``[low, high]`` of a value rule."""
+    neighbor, delta, k = _check_args(count_delta, neighbor, contributions)
+    return (neighbor, delta, k, *_check_range(low, high))
+
+
 # ----------------------------------------------------------------------------- arithmetic
 
 

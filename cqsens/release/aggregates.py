@@ -73,10 +73,8 @@ from cqsens.ir.exact import Exact, mul, sqrt_upper
 from cqsens.release.aggregate_base import (
     NEIGHBORS,
     AggregateBound,
-    _check_contributions,
-    _check_count_delta,
-    _check_neighbor,
-    _check_range,
+    _check_args,
+    _check_value_args,
     _magnitude,
     _mul,
     _signed_span,
@@ -151,9 +149,7 @@ def count_bound(
     >>> count_bound(3, neighbor="substitute", contributions=2).l1
     6
     """
-    neighbor = _check_neighbor(neighbor)
-    delta = _check_count_delta(count_delta)
-    k = _check_contributions(contributions)
+    neighbor, delta, k = _check_args(count_delta, neighbor, contributions)
     value = _mul(k, delta)
     rule = Rule.NEW_ANSWERS if neighbor == "add-remove" else Rule.COUNT_SUBSTITUTION
     return derived(value, value, neighbor, rule, k, aggregate="count", delta=delta)
@@ -164,26 +160,14 @@ def histogram_bound(
 ) -> AggregateBound:
     """Sensitivity of a GROUP BY histogram of disjoint counts.
 
-    Parameters
-    ----------
-    count_delta : int, Fraction or float
-        Add-remove bound Δ of the count with the GROUP BY columns added to the
-        free variables (1 for a single table).
-    neighbor : {"add-remove", "substitute"}, optional
-        Neighbour model (default ``"add-remove"``).
-    contributions : int, optional
-        Tuples owned by one individual (default 1).
+    The parameters and errors are those of :func:`count_bound`, with ``count_delta``
+    the add-remove bound Δ of the count with the GROUP BY columns added to the free
+    variables (1 for a single table).
 
     Returns
     -------
     AggregateBound
         Add-remove: ``l1 = l2 = kΔ``; substitute: ``l1 = 2kΔ``, ``l2 = √2·kΔ``.
-
-    Raises
-    ------
-    InputError
-        For an unknown neighbour model, a negative or NaN ``count_delta`` or
-        ``contributions < 1``.
 
     Notes
     -----
@@ -212,9 +196,7 @@ def histogram_bound(
     >>> histogram_bound(4).l1
     4
     """
-    neighbor = _check_neighbor(neighbor)
-    delta = _check_count_delta(count_delta)
-    k = _check_contributions(contributions)
+    neighbor, delta, k = _check_args(count_delta, neighbor, contributions)
     base = _mul(k, delta)
     if neighbor == "add-remove":
         l1: Exact = base
@@ -259,10 +241,8 @@ def sum_bound(
         Add-remove bound Δ of the COUNT(*) of the query (1 for a single table).
     low, high : int, Fraction or float
         Bounds ``m ≤ M`` on the summed values (``-inf``/``inf`` when unbounded).
-    neighbor : {"add-remove", "substitute"}, optional
-        Neighbour model (default ``"add-remove"``).
-    contributions : int, optional
-        Tuples owned by one individual (default 1).
+    neighbor, contributions
+        As for :func:`count_bound`.
     single_table_unfiltered : bool, optional
         The query reads a single table with no filter, so a substitution changes
         exactly one summed row (then ``count_delta`` must be 1).
@@ -306,10 +286,8 @@ def sum_bound(
     >>> sum_bound(2, -3, 10, neighbor="substitute").l2
     26
     """
-    neighbor = _check_neighbor(neighbor)
-    delta = _check_count_delta(count_delta)
-    k = _check_contributions(contributions)
-    low, high = _check_range(low, high)
+    neighbor, delta, k, low, high = _check_value_args(count_delta, low, high, neighbor,
+                                                      contributions)
     if single_table_unfiltered and delta != 1:
         raise InputError(
             f"single_table_unfiltered=True needs count_delta == 1 (one table, one row "
@@ -320,26 +298,15 @@ def sum_bound(
 
 
 def avg_bound(
-    count_delta: Exact,
-    low: Exact,
-    high: Exact,
-    *,
-    neighbor: str = "add-remove",
+    count_delta: Exact, low: Exact, high: Exact, *, neighbor: str = "add-remove",
     contributions: int = 1,
 ) -> AggregateBound:
     """Sensitivity of ``AVG(c)`` with the values of ``c`` in ``[low, high]``.
 
     Parameters
     ----------
-    count_delta : int, Fraction or float
-        Add-remove bound Δ of the COUNT(*) of the query; only ``Δ == 0``
-        (unsatisfiable query, result never changes) affects the bound.
-    low, high : int, Fraction or float
-        Bounds ``m ≤ M`` on the averaged values.
-    neighbor : {"add-remove", "substitute"}, optional
-        Neighbour model (default ``"add-remove"``).
-    contributions : int, optional
-        Tuples owned by one individual (default 1); does not change the bound.
+    count_delta, low, high, neighbor, contributions
+        As for :func:`sum_bound`, the values being averaged.
 
     Returns
     -------
@@ -377,10 +344,8 @@ def avg_bound(
     >>> avg_bound(0, 0, 10).l1
     0
     """
-    neighbor = _check_neighbor(neighbor)
-    delta = _check_count_delta(count_delta)
-    k = _check_contributions(contributions)
-    low, high = _check_range(low, high)
+    neighbor, delta, k, low, high = _check_value_args(count_delta, low, high, neighbor,
+                                                      contributions)
     if delta == 0 or neighbor == "substitute" or delta == math.inf or _span(low, high) == 0:
         value = 0 if delta == 0 else _span(low, high)
         return derived(value, value, neighbor, Rule.AVG, k, aggregate="avg", low=low, high=high)

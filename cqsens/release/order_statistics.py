@@ -8,10 +8,8 @@ from cqsens.errors import InputError
 from cqsens.ir.exact import Exact, sqrt_upper
 from cqsens.release.aggregate_base import (
     AggregateBound,
-    _check_contributions,
     _check_count_delta,
-    _check_neighbor,
-    _check_range,
+    _check_value_args,
     _half,
     _mul,
     _span,
@@ -22,37 +20,19 @@ __all__ = ["grouped_range_bound", "median_bound", "min_max_bound"]
 
 
 def min_max_bound(
-    count_delta: Exact,
-    low: Exact,
-    high: Exact,
-    *,
-    neighbor: str = "add-remove",
+    count_delta: Exact, low: Exact, high: Exact, *, neighbor: str = "add-remove",
     contributions: int = 1,
 ) -> AggregateBound:
     """Sensitivity of ``MIN(c)`` or ``MAX(c)`` with the values of ``c`` in ``[low, high]``.
 
-    Parameters
-    ----------
-    count_delta : int, Fraction or float
-        Add-remove bound Δ of the COUNT(*) of the query; only ``Δ == 0``
-        (unsatisfiable query, result never changes) affects the bound.
-    low, high : int, Fraction or float
-        Bounds ``m ≤ M`` on the values.
-    neighbor : {"add-remove", "substitute"}, optional
-        Neighbour model (default ``"add-remove"``).
-    contributions : int, optional
-        Tuples owned by one individual (default 1); does not change the bound.
+    Parameters and errors are those of :func:`cqsens.release.aggregates.avg_bound`:
+    only ``count_delta == 0`` (an unsatisfiable query) and the range ``[low, high]`` of the
+    values change the bound.
 
     Returns
     -------
     AggregateBound
         ``l1 = l2 = M − m`` (0 when ``count_delta == 0``).
-
-    Raises
-    ------
-    InputError
-        For an unknown neighbour model, bad ``count_delta``/``contributions`` or
-        ``low > high``.
 
     Notes
     -----
@@ -67,10 +47,8 @@ def min_max_bound(
     >>> min_max_bound(1, -1, 1, neighbor="substitute").l2
     2
     """
-    neighbor = _check_neighbor(neighbor)
-    delta = _check_count_delta(count_delta)
-    k = _check_contributions(contributions)
-    low, high = _check_range(low, high)
+    neighbor, delta, k, low, high = _check_value_args(count_delta, low, high, neighbor,
+                                                      contributions)
     value = 0 if delta == 0 else _span(low, high)
     return derived(value, value, neighbor, Rule.MIN_MAX, k, aggregate="min/max", low=low,
                    high=high)
@@ -125,17 +103,12 @@ def median_bound(
 
     Parameters
     ----------
-    count_delta : int, Fraction or float
-        Add-remove bound Δ of the COUNT(*) of the query (1 for a single table).
-    low, high : int, Fraction or float
-        Bounds ``m ≤ M`` on the values.
-    neighbor : {"add-remove", "substitute"}, optional
-        Neighbour model (default ``"add-remove"``).
+    count_delta, low, high, neighbor, contributions
+        As for :func:`cqsens.release.aggregates.sum_bound`, of the values the median
+        is taken over.
     rows : int, optional
         Number ``n ≥ 1`` of rows the median is taken over, when public; only the
         substitute model on one row per neighbour uses it (its parity).
-    contributions : int, optional
-        Tuples owned by one individual (default 1).
 
     Returns
     -------
@@ -189,10 +162,8 @@ def median_bound(
     >>> median_bound(2, 0, 10).l1
     10
     """
-    neighbor = _check_neighbor(neighbor)
-    delta = _check_count_delta(count_delta)
-    k = _check_contributions(contributions)
-    low, high = _check_range(low, high)
+    neighbor, delta, k, low, high = _check_value_args(count_delta, low, high, neighbor,
+                                                      contributions)
     rows = _check_rows(rows)
     return _median_rule(delta, low, high, neighbor, k, rows)
 

@@ -114,16 +114,6 @@ def _json_safe(value: Any) -> Any:
 
 
 def render_json(report: dict[str, Any]) -> str:
-    """The report as indented JSON, with infinite and NaN values written ``null``.
-
-    Parameters
-    ----------
-    report : dict
-        As returned by :func:`cqsens.noiseless.report.noiseless_report`.
-
-    Returns
-    -------
-    str
-        JSON text, no trailing newline.
-    """
+    """The report (as for :func:`render_text`) as indented JSON text, no trailing newline,
+    with infinite and NaN values written ``null``."""
     return json.dumps(_json_safe(report), indent=2)

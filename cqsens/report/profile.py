@@ -197,16 +197,6 @@ def _persons(view: PersonView, schema: Schema) -> list[str]:
 
 
 def render_json(report: Profile) -> str:
-    """The profile as indented JSON (:meth:`Profile.to_dict`), non-ASCII kept as is.
-
-    Parameters
-    ----------
-    report : Profile
-        As :func:`cqsens.db.profile.profile_database` returns it.
-
-    Returns
-    -------
-    str
-        JSON text, no trailing newline.
-    """
+    """The profile (as for :func:`render_text`) as indented JSON text
+    (:meth:`Profile.to_dict`), non-ASCII kept as is, no trailing newline."""
     return json.dumps(report.to_dict(), indent=2, ensure_ascii=False)
