@@ -11,10 +11,8 @@ from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
-from cqsens.frontend.sql_expr import ExprReader
 from cqsens.frontend.sql_terms import literal_const
 from cqsens.ir.cq import Aggregate, Term, Var
-from cqsens.ir.expr import Expr, Slot
 
 if TYPE_CHECKING:
     from cqsens.frontend.parse_sql import _Query
@@ -77,22 +75,8 @@ def _distinct_rows(
 
 def _expression_aggregate(q: _Query, kind: str, arg: exp.Expr, label: str) -> Aggregate:
     """A value aggregate over an expression: the typed expression over the row's terms."""
-    terms: list[Term] = []
-    names: list[str] = []
-    index: dict[Term, int] = {}
-
-    def column(col: exp.Column) -> Expr:
-        t = q.final(q.term_of(col))
-        if t not in index:
-            index[t] = len(terms)
-            terms.append(t)
-            names.append(q._column_name(col))
-        return Slot(index[t])
-
-    def reject(node: exp.Expr, construct: str, why: str) -> Exception:
-        return q.tr.unsupported(node, construct, why)
-
-    expression = ExprReader(column, reject).expr(arg)
+    reader, terms, names = q.slot_reader()
+    expression = reader.expr(arg)
     return Aggregate(kind, label, expression=expression, terms=tuple(terms),
                      term_columns=tuple(names))
 
