@@ -451,7 +451,7 @@ class _Query:
             if t not in index:
                 index[t] = len(terms)
                 terms.append(t)
-                names.append(self._column_name(col))
+                names.append(self.column_name(col))
             return Slot(index[t])
 
         def reject(node: exp.Expr, construct: str, why: str) -> Exception:
@@ -506,14 +506,15 @@ class _Query:
                 raise self.tr.unsupported(g, "GROUP BY expression",
                                           "group by columns or by expressions over columns")
             out.extend(self.final(self.term_of(c)) for c in columns)
-            names = ", ".join(dict.fromkeys(self._column_name(c) for c in columns))
+            names = ", ".join(dict.fromkeys(self.column_name(c) for c in columns))
             self.tr.notes.append(
                 f"GROUP BY {g.sql(dialect=self.dialect)} is analysed as grouping by {names}: "
                 "each group of the expression is a union of their groups, and the bounds, "
                 "which depend only on how many rows one tuple changes, hold for it")
         return tuple(dict.fromkeys(out))
 
-    def _column_name(self, col: exp.Column) -> str:
+    def column_name(self, col: exp.Column) -> str:
+        """``table.column`` of a column reference."""
         inst, pos = self.refs[id(col)]
         return f"{inst.relation}.{inst.columns[pos]}"
 
