@@ -21,9 +21,7 @@ MAX_FUNCTION_LINES = 100
 MODULES_OVER: frozenset[str] = frozenset()
 
 #: Functions still over MAX_FUNCTION_LINES ("path:qualified name").
-FUNCTIONS_OVER = frozenset({
-    "cli/release.py:release_cmd",  # 110 with its click option decorators
-})
+FUNCTIONS_OVER: frozenset[str] = frozenset()
 
 
 def module_lines() -> dict[str, int]:

@@ -8,17 +8,15 @@ from pathlib import Path
 
 import click
 
-from cqsens.cli.config import config_option, uses_config
+from cqsens.cli.config import uses_config
 from cqsens.cli.exits import EXIT_INPUT, EXIT_OK, echo_error
 from cqsens.cli.options import (
+    analysis_options,
     cq_option,
-    dependency_options,
     format_option,
     no_lower_option,
     query_column_option,
-    release_options,
     resolve_schema,
-    schema_options,
     sql_option,
     timeout_option,
     witness_time_option,
@@ -63,10 +61,7 @@ def _jobs(files: tuple[str, ...], cq_texts: tuple[str, ...],
 @query_column_option("The CSV column of a log holding the query (default: sql, else query).")
 @cq_option(multiple=True, help="A conjunctive query, e.g. \"Q(x) :- R(x,y), S(y,'c')\".")
 @sql_option(multiple=True)
-@config_option
-@schema_options
-@dependency_options
-@release_options
+@analysis_options
 @format_option([f.value for f in Format])
 @click.option("--witness", "show_witness", is_flag=True,
               help="Show the witness databases behind the lower bound.")

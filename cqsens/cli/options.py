@@ -26,6 +26,7 @@ from cqsens.settings import NEIGHBOR_MODELS
 __all__ = [
     "PROPOSED_OWNER",
     "PROPOSED_UNIT",
+    "analysis_options",
     "budget_option",
     "cd_option",
     "constraints_option",
@@ -53,6 +54,7 @@ __all__ = [
     "schema_option",
     "schema_options",
     "sql_option",
+    "stack",
     "strict_option",
     "timeout_option",
     "unit_option",
@@ -68,7 +70,7 @@ _Command = Callable[..., Any]
 _Decorator = Callable[[_Command], _Command]
 
 
-def _stack(*decorators: _Decorator) -> _Decorator:
+def stack(*decorators: _Decorator) -> _Decorator:
     """The decorators applied in order, so that ``--help`` lists them in that order."""
     def apply(f: _Command) -> _Command:
         for decorator in reversed(decorators):
@@ -289,19 +291,25 @@ def delta_budget_option(help: str) -> _Decorator:
 
 def schema_options(f: _Command) -> _Command:
     """--schema, --dialect and --db (the schema reflected from a database)."""
-    return _stack(schema_option(), dialect_option(), db_option())(f)
+    return stack(schema_option(), dialect_option(), db_option())(f)
 
 
 def dependency_options(f: _Command) -> _Command:
     """--fd, --cd, --constraints, --neighbor, --public, --unit, --owner."""
-    return _stack(fd_option(), cd_option(), constraints_option(), neighbor_option(),
-                  public_option(), unit_option(), owner_option())(f)
+    return stack(fd_option(), cd_option(), constraints_option(), neighbor_option(),
+                 public_option(), unit_option(), owner_option())(f)
 
 
 def release_options(f: _Command) -> _Command:
     """--bounds, --contributions, --rows, --epsilon, --delta."""
-    return _stack(bounds_option(), contributions_option(), rows_option(), epsilon_option(),
-                  delta_option())(f)
+    return stack(bounds_option(), contributions_option(), rows_option(), epsilon_option(),
+                 delta_option())(f)
+
+
+def analysis_options(f: _Command) -> _Command:
+    """The settings of an analysis: --config, then :func:`schema_options`,
+    :func:`dependency_options` and :func:`release_options`."""
+    return stack(config_option, schema_options, dependency_options, release_options)(f)
 
 
 def db_file(db_url: str | None) -> Path | None:

@@ -33,6 +33,7 @@ from cqsens.cli.options import (
     rows_option,
     schema_option,
     sql_option,
+    stack,
     timeout_option,
 )
 from cqsens.db.connect import sqlite_file
@@ -116,33 +117,49 @@ def _show_stages(results: tuple[Release, ...], fmt: str, ledger: str | None,
         click.echo(render_text(result, line if number == len(results) else None))
 
 
+#: The database a release answers from, its schema and its dialect.
+_database_options = stack(
+    db_option(required=True, help="The database to answer from: sqlite:///path.db or "
+                                  "postgresql://user:password@host/db."),
+    schema_option("SQL DDL file; reflected from --db when absent."),
+    dialect_option("sqlglot dialect of the query and DDL."),
+)
+
+#: The privacy of a release: value bounds, contributions, ε and δ and how they are spent.
+_privacy_options = stack(
+    bounds_option(),
+    contributions_option("Rows one person may own."),
+    rows_option(),
+    epsilon_option("ε of the whole release, in [1e-9, 1000]."),
+    delta_option("δ in (0, 1): for --mechanism gaussian and for partition selection."),
+    click.option("--mechanism", type=click.Choice(["laplace", "gaussian"]), default="laplace",
+                 show_default=True, help="Noise added to counts and sums."),
+    click.option("--epsilon-part", "epsilon_parts", multiple=True, metavar="'AGG=ε'",
+                 help="ε of one aggregate (as the output labels it); the rest of ε is split "
+                      "evenly over the other measurements."),
+    click.option("--keys", "keys", type=click.Path(dir_okay=False), default=None,
+                 help="CSV file of the public GROUP BY keys (header: the group columns)."),
+)
+
+#: The ledger that records releases, and its budgets.
+_ledger_options = stack(
+    ledger_option("SQLite file recording every release (created when absent)."),
+    budget_option("Total ε the ledger may spend; a release beyond it is refused (exit 1). "
+                  "Stored in the ledger by the first release that gives it; a different "
+                  "value is then refused (change it with `cqsens budget --set`)."),
+    delta_budget_option("Total δ the ledger may spend, stored like --budget. With --budget "
+                        "and no δ budget, a release that spends δ is refused."),
+)
+
+
 @click.command("release")
 @click.argument("query", required=False, type=click.Path(dir_okay=False))
 @sql_option(help="The SQL query as text.")
 @config_option
-@db_option(required=True, help="The database to answer from: sqlite:///path.db or "
-                               "postgresql://user:password@host/db.")
-@schema_option("SQL DDL file; reflected from --db when absent.")
-@dialect_option("sqlglot dialect of the query and DDL.")
+@_database_options
 @dependency_options
-@bounds_option()
-@contributions_option("Rows one person may own.")
-@rows_option()
-@epsilon_option("ε of the whole release, in [1e-9, 1000].")
-@delta_option("δ in (0, 1): for --mechanism gaussian and for partition selection.")
-@click.option("--mechanism", type=click.Choice(["laplace", "gaussian"]), default="laplace",
-              show_default=True, help="Noise added to counts and sums.")
-@click.option("--epsilon-part", "epsilon_parts", multiple=True, metavar="'AGG=ε'",
-              help="ε of one aggregate (as the output labels it); the rest of ε is split "
-                   "evenly over the other measurements.")
-@click.option("--keys", "keys", type=click.Path(dir_okay=False), default=None,
-              help="CSV file of the public GROUP BY keys (header: the group columns).")
-@ledger_option("SQLite file recording every release (created when absent).")
-@budget_option("Total ε the ledger may spend; a release beyond it is refused (exit 1). "
-               "Stored in the ledger by the first release that gives it; a different "
-               "value is then refused (change it with `cqsens budget --set`).")
-@delta_budget_option("Total δ the ledger may spend, stored like --budget. With --budget and "
-                     "no δ budget, a release that spends δ is refused.")
+@_privacy_options
+@_ledger_options
 @format_option(["text", "json", "csv"])
 @timeout_option(30.0, "Seconds the analysis may take")
 @uses_config(lambda kw: kw.get("query"))

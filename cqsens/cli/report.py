@@ -10,20 +10,18 @@ from typing import TYPE_CHECKING
 
 import click
 
-from cqsens.cli.config import config_option, uses_config
+from cqsens.cli.config import uses_config
 from cqsens.cli.exits import EXIT_INPUT, EXIT_OK, fail
 from cqsens.cli.masking import command_args, masked_command
 from cqsens.cli.options import (
+    analysis_options,
     db_file,
-    dependency_options,
     format_option,
     no_lower_option,
     output_option,
     path_of,
     query_column_option,
-    release_options,
     resolve_schema,
-    schema_options,
     strict_option,
     timeout_option,
 )
@@ -47,10 +45,7 @@ _SUFFIX_FORMATS = {"htm": "html", "html": "html", "md": "md", "markdown": "md", 
 @click.command("report")
 @click.argument("inputs", nargs=-1, required=True,
                 type=click.Path(exists=True, allow_dash=True))
-@config_option
-@schema_options
-@dependency_options
-@release_options
+@analysis_options
 @output_option(required=True,
                help="report.html, report.md or report.json (format from the suffix).")
 @force_option

@@ -7,18 +7,16 @@ from pathlib import Path
 
 import click
 
-from cqsens.cli.config import config_option, uses_config
+from cqsens.cli.config import uses_config
 from cqsens.cli.exits import fail
 from cqsens.cli.options import (
+    analysis_options,
     cq_option,
     db_file,
-    dependency_options,
     format_option,
     output_option,
     path_of,
-    release_options,
     resolve_schema,
-    schema_options,
     sql_option,
     timeout_option,
     witness_time_option,
@@ -36,10 +34,7 @@ __all__ = ["witness_cmd"]
 @click.argument("query", type=click.Path(dir_okay=False), required=False)
 @cq_option()
 @sql_option()
-@config_option
-@schema_options
-@dependency_options
-@release_options
+@analysis_options
 @output_option(required=True, help="Where to write: a .sql script, or a .sqlite/.db database.")
 @force_option
 @format_option(["text", "json"],

@@ -33,7 +33,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import networkx as nx
@@ -131,6 +131,16 @@ def step_graph(cq: CQ, sigma: Sigma) -> dict[Term, dict[Term, Step]]:
     return out
 
 
+def _start(sources: Iterable[Term]) -> tuple[Iterator[int], list[tuple[Weight, int, Term, Route]]]:
+    """The tie-breaking counter and the heap of a Dijkstra search from ``sources``, each at
+    cardinality 1."""
+    counter = itertools.count()
+    heap: list[tuple[Weight, int, Term, Route]] = []
+    for s in dict.fromkeys(sources):
+        heapq.heappush(heap, (1, next(counter), s, Route(1, s)))
+    return counter, heap
+
+
 def least_cardinalities(
     graph: dict[Term, dict[Term, Step]], sources: Iterable[Term]
 ) -> dict[Term, Route]:
@@ -146,10 +156,7 @@ def least_cardinalities(
     6
     """
     best: dict[Term, Route] = {}
-    counter = itertools.count()
-    heap: list[tuple[Weight, int, Term, Route]] = []
-    for s in dict.fromkeys(sources):
-        heapq.heappush(heap, (1, next(counter), s, Route(1, s)))
+    counter, heap = _start(sources)
     while heap:
         if len(heap) % 256 == 0:
             checkpoint("walks")
@@ -204,10 +211,7 @@ def hyper_cardinalities(
             waiting.setdefault(t, []).append(n)
     left = [len(set(src)) for src, _, _ in hyper]
     best: dict[Term, Route] = {}
-    counter = itertools.count()
-    heap: list[tuple[Weight, int, Term, Route]] = []
-    for s in dict.fromkeys(sources):
-        heapq.heappush(heap, (1, next(counter), s, Route(1, s)))
+    counter, heap = _start(sources)
     while heap:
         checkpoint("walks")
         card, _, node, route = heapq.heappop(heap)

@@ -14,22 +14,9 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from cqsens.frontend.sql_expr import flatten as _flatten
+
 __all__ = ["factor_common_conjuncts"]
-
-
-def _flatten(node: exp.Expr, kind: type[exp.Expr]) -> list[exp.Expr]:
-    """The parts of an AND (or OR) chain, left to right, without recursion."""
-    out: list[exp.Expr] = []
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, exp.Paren):
-            stack.append(current.this)
-        elif isinstance(current, kind):
-            stack.extend((current.expression, current.this))
-        else:
-            out.append(current)
-    return out
 
 
 def _factor(node: exp.Or) -> list[exp.Expr]:

@@ -104,14 +104,7 @@ def split_grouping_sets(tree: exp.Select, reject: Reject, dialect: str | None) -
     """One statement per grouping set of ``tree``'s GROUP BY, or None without ROLLUP,
     CUBE or GROUPING SETS.
 
-    Parameters
-    ----------
-    tree : sqlglot Select
-        The statement (not changed).
-    reject : callable
-        Builds the error for a construct that cannot be read.
-    dialect : str, optional
-        The statement's dialect, for the SQL of the parts.
+    The parameters are those of :func:`cqsens.frontend.plan.build_plan`; ``tree`` is not changed.
     """
     group = tree.args.get("group")
     if not isinstance(group, exp.Group):

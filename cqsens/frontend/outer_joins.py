@@ -172,16 +172,7 @@ def split_outer_joins(tree: exp.Select, reject: Reject, dialect: str | None,
     """The conjunctive counts whose signed sum a query over outer joins releases, or None
     without LEFT, RIGHT or FULL JOIN (docs/rules.md, rule outer-joins).
 
-    Parameters
-    ----------
-    tree : sqlglot Select
-        The statement (not changed).
-    reject : callable
-        Builds the error for a construct that cannot be read.
-    dialect : str, optional
-        The statement's dialect, for the SQL of the parts.
-    schema : Schema, optional
-        Tells which table an unqualified column belongs to.
+    The parameters are those of :func:`cqsens.frontend.plan.build_plan`; ``tree`` is not changed.
     """
     found = _join_parts(tree, reject, schema)
     if found is None:

@@ -439,9 +439,11 @@ class _Query:
                 return merged
         return None
 
-    def _filter_atom(self, cond: exp.Expr) -> Atom:
-        """The typed filter atom of one conjunct: its terms in order of first use."""
+    def slot_reader(self) -> tuple[ExprReader, list[Term], list[str]]:
+        """A reader of typed expressions whose columns become slots, and the terms and
+        column names (``table.column``) of the slots, filled in order of first use."""
         terms: list[Term] = []
+        names: list[str] = []
         index: dict[Term, int] = {}
 
         def column(col: exp.Column) -> Expr:
@@ -449,12 +451,18 @@ class _Query:
             if t not in index:
                 index[t] = len(terms)
                 terms.append(t)
+                names.append(self.column_name(col))
             return Slot(index[t])
 
         def reject(node: exp.Expr, construct: str, why: str) -> Exception:
             return self.tr.unsupported(node, construct, why)
 
-        predicate = ExprReader(column, reject).predicate(cond)
+        return ExprReader(column, reject), terms, names
+
+    def _filter_atom(self, cond: exp.Expr) -> Atom:
+        """The typed filter atom of one conjunct: its terms in order of first use."""
+        reader, terms, _ = self.slot_reader()
+        predicate = reader.predicate(cond)
         return Atom.filter(predicate, terms)
 
     def _repeats_group_key(self, node: exp.Expr, group_terms: tuple[Term, ...]) -> bool:
@@ -498,14 +506,15 @@ class _Query:
                 raise self.tr.unsupported(g, "GROUP BY expression",
                                           "group by columns or by expressions over columns")
             out.extend(self.final(self.term_of(c)) for c in columns)
-            names = ", ".join(dict.fromkeys(self._column_name(c) for c in columns))
+            names = ", ".join(dict.fromkeys(self.column_name(c) for c in columns))
             self.tr.notes.append(
                 f"GROUP BY {g.sql(dialect=self.dialect)} is analysed as grouping by {names}: "
                 "each group of the expression is a union of their groups, and the bounds, "
                 "which depend only on how many rows one tuple changes, hold for it")
         return tuple(dict.fromkeys(out))
 
-    def _column_name(self, col: exp.Column) -> str:
+    def column_name(self, col: exp.Column) -> str:
+        """``table.column`` of a column reference."""
         inst, pos = self.refs[id(col)]
         return f"{inst.relation}.{inst.columns[pos]}"
 

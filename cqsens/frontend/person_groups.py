@@ -31,8 +31,9 @@ from sqlglot import exp
 
 from cqsens.frontend.sql_expr import conjuncts
 from cqsens.ir.schema import Schema
+from cqsens.ir.union_find import UnionFind
 
-__all__ = ["Tie", "person_key_tie", "person_local_membership"]
+__all__ = ["Tie", "person_key_tie", "person_local_membership", "table_of"]
 
 _Owner = Callable[[str, str], tuple[str, str] | None]
 
@@ -94,18 +95,11 @@ class _Scope:
 
 def _classes(pairs: list[tuple[Ref, Ref]]) -> dict[Ref, Ref]:
     """Union-find over the column equalities: each column → its class representative."""
-    parent: dict[Ref, Ref] = {}
-
-    def find(r: Ref) -> Ref:
-        parent.setdefault(r, r)
-        while parent[r] != r:
-            parent[r] = parent[parent[r]]
-            r = parent[r]
-        return r
-
+    uf: UnionFind[Ref] = UnionFind()
     for a, b in pairs:
-        parent[find(a)] = find(b)
-    return {r: find(r) for r in list(parent)}
+        into = uf.find(b)
+        uf.link(uf.find(a), into)
+    return {r: uf.find(r) for r in list(uf.parent)}
 
 
 def _plain_group_by(sub: exp.Select, scope: _Scope, grouped: Ref) -> bool:
@@ -152,7 +146,7 @@ def person_local_membership(cond: exp.Expr, outer: dict[str, str],
     member = node.this
     if sub is None or not isinstance(member, exp.Column) or len(sub.expressions) != 1:
         return False
-    outer_table = _outer_table(member, outer, schema)
+    outer_table = table_of(member, outer, schema)
     key = owner_key(outer_table, member.name) if outer_table is not None else None
     if key is None:
         return False
@@ -169,10 +163,11 @@ def person_local_membership(cond: exp.Expr, outer: dict[str, str],
     return _anchored(sub, scope, grouped, key, owner_key, public)
 
 
-def _outer_table(column: exp.Column, outer: dict[str, str], schema: Schema) -> str | None:
+def table_of(column: exp.Column, scope: dict[str, str], schema: Schema) -> str | None:
+    """The table (by name) a column of ``scope`` (alias → table) belongs to."""
     if column.table:
-        return outer.get(column.table.lower())
-    owners = [t for t in outer.values()
+        return scope.get(column.table.lower())
+    owners = [t for t in scope.values()
               if (rel := schema.find(t)) is not None and rel.index(column.name) is not None]
     return owners[0] if len(set(owners)) == 1 else None
 
@@ -208,14 +203,7 @@ def _anchored(sub: exp.Select, scope: _Scope, grouped: Ref, key: tuple[str, str]
     for join in sub.args.get("joins") or []:
         if join.args.get("on") is not None:
             conds.extend(conjuncts(join.args["on"]))
-    pairs: list[tuple[Ref, Ref]] = [(grouped, grouped)]
-    for cond in conds:
-        if isinstance(cond, exp.EQ) and isinstance(cond.this, exp.Column) \
-                and isinstance(cond.expression, exp.Column):
-            left, right = scope.ref(cond.this), scope.ref(cond.expression)
-            if left is not None and right is not None:
-                pairs.append((left, right))
-    classes = _classes(pairs)
+    classes = _classes([(grouped, grouped), *_equalities(conds, scope)])
     anchor = classes[grouped]
     tied = {alias for (alias, column), root in classes.items()
             if root == anchor and owner_key(scope.own[alias], column) == key}

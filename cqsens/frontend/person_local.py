@@ -24,7 +24,7 @@ from collections.abc import Callable, Set
 
 from sqlglot import exp
 
-from cqsens.frontend.person_groups import person_local_membership
+from cqsens.frontend.person_groups import person_local_membership, table_of
 from cqsens.frontend.public_subqueries import drop_conjuncts
 from cqsens.frontend.sql_expr import conjuncts
 from cqsens.ir.schema import Schema
@@ -39,15 +39,6 @@ def _from_tables(select: exp.Select) -> list[exp.Expr]:
     from_ = select.args.get("from_") or select.args.get("from")
     items = [from_.this, *from_.expressions] if from_ is not None else []
     return items + [j.this for j in select.args.get("joins") or []]
-
-
-def _table_of(column: exp.Column, scope: dict[str, str], schema: Schema) -> str | None:
-    """The table (by name) a column of ``scope`` (alias → table) belongs to."""
-    if column.table:
-        return scope.get(column.table.lower())
-    owners = [t for t in scope.values()
-              if (rel := schema.find(t)) is not None and rel.index(column.name) is not None]
-    return owners[0] if len(set(owners)) == 1 else None
 
 
 def _inner_alias(column: exp.Column, own: dict[str, str], schema: Schema) -> str | None:
@@ -101,7 +92,7 @@ def _local(sub: exp.Select, outer: dict[str, str], owner_key: OwnerKey, public: 
         for mine, theirs in ((left, right), (right, left)):
             alias = _inner_alias(mine, own, schema)
             other = None if _inner_alias(theirs, own, schema) is not None \
-                else _table_of(theirs, outer, schema)  # SQL resolves the inner scope first
+                else table_of(theirs, outer, schema)  # SQL resolves the inner scope first
             if alias is None or other is None:
                 continue
             key = owner_key(own[alias], mine.name)

@@ -302,14 +302,7 @@ def split_set_operation(tree: exp.Expr, reject: Reject, dialect: str | None) -> 
     """The parts of a statement with a set operation, or None when it has none that
     this module reads (a set operation elsewhere is rejected later, by name).
 
-    Parameters
-    ----------
-    tree : sqlglot expression
-        The parsed statement (not changed).
-    reject : callable
-        Builds the error for a construct that cannot be read.
-    dialect : str, optional
-        The statement's dialect, for the SQL of the parts.
+    The parameters are those of :func:`cqsens.frontend.plan.build_plan`; ``tree`` is not changed.
     """
     if isinstance(tree, exp.Except):
         raise reject(tree, "EXCEPT", _NEGATION)

@@ -7,17 +7,30 @@ sqlglot objects never leave :mod:`cqsens.frontend`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from sqlglot import exp
 
 from cqsens.frontend.sql_expr import ExprReader
+from cqsens.frontend.sql_scope import Translator
 from cqsens.frontend.sql_terms import literal_const
 from cqsens.ir.cq import Aggregate, Term, Var
-from cqsens.ir.expr import Expr, Slot
 
-if TYPE_CHECKING:
-    from cqsens.frontend.parse_sql import _Query
+
+class _Query(Protocol):
+    """What the aggregates read of the SELECT being translated
+    (:class:`cqsens.frontend.parse_sql._Query`)."""
+
+    tr: Translator
+    distinct_expressions: bool
+
+    def final(self, t: Term) -> Term: ...
+
+    def term_of(self, col: exp.Column) -> Var: ...
+
+    def column_name(self, col: exp.Column) -> str: ...
+
+    def slot_reader(self) -> tuple[ExprReader, list[Term], list[str]]: ...
 
 __all__ = ["aggregate_of", "limit_name"]
 
@@ -51,7 +64,7 @@ def _count(
         return Aggregate("count_distinct", label, columns=terms), terms
     if isinstance(arg, exp.Column):
         column = q.final(q.term_of(arg))
-        return Aggregate("count", label, column=column, column_name=q._column_name(arg)), all_vars
+        return Aggregate("count", label, column=column, column_name=q.column_name(arg)), all_vars
     # COUNT(CASE WHEN p THEN 1 END) counts the rows where the expression is not NULL: a
     # subset of the rows, which one tuple changes by at most as much as COUNT(*).
     _expression_aggregate(q, "count", arg, label)  # checks the expression is one cqsens reads
@@ -77,22 +90,8 @@ def _distinct_rows(
 
 def _expression_aggregate(q: _Query, kind: str, arg: exp.Expr, label: str) -> Aggregate:
     """A value aggregate over an expression: the typed expression over the row's terms."""
-    terms: list[Term] = []
-    names: list[str] = []
-    index: dict[Term, int] = {}
-
-    def column(col: exp.Column) -> Expr:
-        t = q.final(q.term_of(col))
-        if t not in index:
-            index[t] = len(terms)
-            terms.append(t)
-            names.append(q._column_name(col))
-        return Slot(index[t])
-
-    def reject(node: exp.Expr, construct: str, why: str) -> Exception:
-        return q.tr.unsupported(node, construct, why)
-
-    expression = ExprReader(column, reject).expr(arg)
+    reader, terms, names = q.slot_reader()
+    expression = reader.expr(arg)
     return Aggregate(kind, label, expression=expression, terms=tuple(terms),
                      term_columns=tuple(names))
 
@@ -112,7 +111,7 @@ def aggregate_of(
         if not isinstance(arg, exp.Column):
             return _expression_aggregate(q, kind, arg, label), all_vars
         column = q.final(q.term_of(arg))
-        return Aggregate(kind, label, column=column, column_name=q._column_name(arg)), all_vars
+        return Aggregate(kind, label, column=column, column_name=q.column_name(arg)), all_vars
     if isinstance(node, exp.WithinGroup) and isinstance(node.this, exp.PercentileCont):
         fraction = literal_const(node.this.this)
         order = node.expression
@@ -123,7 +122,7 @@ def aggregate_of(
                                  "only the median PERCENTILE_CONT(0.5) of one column")
         column = q.final(q.term_of(cols[0]))
         return Aggregate("median", label, column=column,
-                         column_name=q._column_name(cols[0])), all_vars
+                         column_name=q.column_name(cols[0])), all_vars
     if isinstance(node, exp.Column):
         raise tr.unsupported(node, f"plain column {node.sql()} in SELECT",
                              "select aggregates only (or GROUP BY the column)")

@@ -41,7 +41,7 @@ from cqsens.ir.expr import (
     Truth,
 )
 
-__all__ = ["ExprReader", "conjuncts", "fresh_alias", "node_position", "text_start"]
+__all__ = ["ExprReader", "conjuncts", "flatten", "fresh_alias", "node_position", "text_start"]
 
 Reject = Callable[[exp.Expr, str, str], Exception]
 
@@ -257,19 +257,25 @@ def text_start(text: str) -> tuple[int, int]:
     return line, len(before) - (before.rfind("\n") + 1) + 1
 
 
-def conjuncts(node: exp.Expr) -> list[exp.Expr]:
-    """The parts of an AND chain, left to right (without recursion: chains can be long)."""
+def flatten(node: exp.Expr, kind: type[exp.Expr]) -> list[exp.Expr]:
+    """The parts of an AND (or OR) chain, left to right (without recursion: chains can be
+    long)."""
     out: list[exp.Expr] = []
     stack = [node]
     while stack:
         current = stack.pop()
         if isinstance(current, exp.Paren):
             stack.append(current.this)
-        elif isinstance(current, exp.And):
+        elif isinstance(current, kind):
             stack.extend((current.expression, current.this))
         else:
             out.append(current)
     return out
+
+
+def conjuncts(node: exp.Expr) -> list[exp.Expr]:
+    """The parts of an AND chain, left to right."""
+    return flatten(node, exp.And)
 
 
 def fresh_alias(alias: str, counts: dict[str, int], claimed: set[str]) -> str:

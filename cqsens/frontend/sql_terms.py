@@ -10,23 +10,17 @@ import re
 from sqlglot import exp
 
 from cqsens.ir.cq import Const, Term, Var
+from cqsens.ir.union_find import UnionFind
 
 __all__ = ["TermClasses", "literal_const", "var_name"]
 
 
-class TermClasses:
+class TermClasses(UnionFind[Term]):
     """Classes of terms; a constant, else the earliest variable, represents each class."""
 
     def __init__(self, order: dict[Var, int]) -> None:
-        self.parent: dict[Term, Term] = {}
+        super().__init__()
         self.order = order
-
-    def find(self, t: Term) -> Term:
-        self.parent.setdefault(t, t)
-        while self.parent[t] != t:
-            self.parent[t] = self.parent[self.parent[t]]
-            t = self.parent[t]
-        return t
 
     def union(self, a: Term, b: Term) -> bool | None:
         """Merge; constants win.
@@ -44,7 +38,7 @@ class TermClasses:
             isinstance(ra, Var) and isinstance(rb, Var) and self._rank(rb) < self._rank(ra)
         ):
             ra, rb = rb, ra
-        self.parent[rb] = ra
+        self.link(rb, ra)
         return True
 
     def _rank(self, v: Var) -> int:

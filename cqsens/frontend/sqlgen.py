@@ -20,28 +20,7 @@ from sqlglot.errors import SqlglotError
 
 from cqsens.frontend.column_lists import inline_column_lists
 from cqsens.frontend.dates import fold_date_arithmetic
-from cqsens.ir.expr import (
-    Abs,
-    And,
-    Arith,
-    Between,
-    Case,
-    Cast,
-    Coalesce,
-    Compare,
-    Function,
-    InList,
-    Kind,
-    Like,
-    Literal,
-    Negate,
-    Node,
-    Not,
-    Or,
-    Predicate,
-    Slot,
-    Truth,
-)
+from cqsens.ir import expr as ir
 
 __all__ = ["ColumnRef", "predicate_sql", "remember_sqlite", "sqlite_query"]
 
@@ -77,19 +56,19 @@ def _value(value: SlotValue) -> exp.Expr:
     return exp.Literal.string(str(value))
 
 
-def _literal(lit: Literal) -> exp.Expr:
+def _literal(lit: ir.Literal) -> exp.Expr:
     value = lit.value
-    if lit.kind is Kind.NULL:
+    if lit.kind is ir.Kind.NULL:
         return exp.null()
-    if lit.kind is Kind.BOOLEAN:
+    if lit.kind is ir.Kind.BOOLEAN:
         return exp.Boolean(this=bool(value))
-    if lit.kind in (Kind.INTEGER, Kind.DECIMAL):
+    if lit.kind in (ir.Kind.INTEGER, ir.Kind.DECIMAL):
         assert isinstance(value, (int, Decimal))
         number = exp.Literal.number(str(abs(value)))
         return exp.Neg(this=number) if value < 0 else number
-    if lit.kind in (Kind.DATE, Kind.TIMESTAMP):
+    if lit.kind in (ir.Kind.DATE, ir.Kind.TIMESTAMP):
         return exp.cast(exp.Literal.string(str(value)), lit.kind.value.upper())
-    if lit.kind is Kind.INTERVAL:
+    if lit.kind is ir.Kind.INTERVAL:
         return exp.Interval(this=exp.Literal.string(str(value)),
                             unit=exp.var(lit.unit) if lit.unit else None)
     return exp.Literal.string(str(value))
@@ -101,50 +80,50 @@ def _wrap(node: exp.Expr) -> exp.Expr:
     return node if leaf else exp.Paren(this=node)
 
 
-def _build(node: Node, slot: Callable[[int], exp.Expr]) -> exp.Expr:
+def _build(node: ir.Node, slot: Callable[[int], exp.Expr]) -> exp.Expr:
     b = functools.partial(_build, slot=slot)
-    if isinstance(node, Slot):
+    if isinstance(node, ir.Slot):
         return slot(node.index)
-    if isinstance(node, Literal):
+    if isinstance(node, ir.Literal):
         return _literal(node)
-    if isinstance(node, Arith):
+    if isinstance(node, ir.Arith):
         return _ARITH[node.op](this=_wrap(b(node.left)), expression=_wrap(b(node.right)))
-    if isinstance(node, Negate):
+    if isinstance(node, ir.Negate):
         return exp.Neg(this=_wrap(b(node.operand)))
-    if isinstance(node, Abs):
+    if isinstance(node, ir.Abs):
         return exp.Abs(this=b(node.operand))
-    if isinstance(node, Coalesce):
+    if isinstance(node, ir.Coalesce):
         first, *rest = (b(a) for a in node.args)
         return exp.Coalesce(this=first, expressions=rest)
-    if isinstance(node, Cast):
+    if isinstance(node, ir.Cast):
         return exp.Cast(this=b(node.operand), to=exp.DataType.build(node.type))
-    if isinstance(node, Function):
+    if isinstance(node, ir.Function):
         return exp.Anonymous(this=node.name, expressions=[b(a) for a in node.args])
-    if isinstance(node, Case):
+    if isinstance(node, ir.Case):
         ifs = [exp.If(this=_wrap(b(p)), true=b(v)) for p, v in node.whens]
         default = b(node.default) if node.default is not None else None
         return exp.Case(ifs=ifs, default=default)
     return _build_predicate(node, b)
 
 
-def _build_predicate(node: Predicate, b: Callable[[Node], exp.Expr]) -> exp.Expr:
+def _build_predicate(node: ir.Predicate, b: Callable[[ir.Node], exp.Expr]) -> exp.Expr:
     out: exp.Expr
-    if isinstance(node, Compare):
+    if isinstance(node, ir.Compare):
         return _COMPARE[node.op](this=_wrap(b(node.left)), expression=_wrap(b(node.right)))
-    if isinstance(node, And):
+    if isinstance(node, ir.And):
         return exp.and_(*(_wrap(b(p)) for p in node.parts), copy=False)
-    if isinstance(node, Or):
+    if isinstance(node, ir.Or):
         return exp.or_(*(_wrap(b(p)) for p in node.parts), copy=False)
-    if isinstance(node, Not):
+    if isinstance(node, ir.Not):
         return exp.Not(this=exp.Paren(this=b(node.operand)))
-    if isinstance(node, Truth):
+    if isinstance(node, ir.Truth):
         return b(node.operand)
-    if isinstance(node, Between):
+    if isinstance(node, ir.Between):
         out = exp.Between(this=_wrap(b(node.operand)), low=_wrap(b(node.low)),
                           high=_wrap(b(node.high)))
-    elif isinstance(node, InList):
+    elif isinstance(node, ir.InList):
         out = exp.In(this=_wrap(b(node.operand)), expressions=[b(i) for i in node.items])
-    elif isinstance(node, Like):
+    elif isinstance(node, ir.Like):
         cls = exp.ILike if node.case_insensitive else exp.Like
         out = cls(this=_wrap(b(node.operand)), expression=_wrap(b(node.pattern)))
     else:
@@ -152,7 +131,8 @@ def _build_predicate(node: Predicate, b: Callable[[Node], exp.Expr]) -> exp.Expr
     return exp.Not(this=exp.Paren(this=out)) if node.negated else out
 
 
-def predicate_sql(node: Node, args: Sequence[SlotValue], *, dialect: str | None = "sqlite") -> str:
+def predicate_sql(node: ir.Node, args: Sequence[SlotValue], *,
+                  dialect: str | None = "sqlite") -> str:
     """SQL text of ``node`` with slot ``i`` replaced by ``args[i]`` (a column or a value).
 
     >>> from cqsens.ir.expr import Compare, Like, Or, Slot, Literal, Kind

@@ -122,10 +122,8 @@ def split_stages(sql: str, dialect: str | None, *, public: Set[str] = frozenset(
 
     Parameters
     ----------
-    sql : str
-        One SQL statement.
-    dialect : str or None
-        Its sqlglot dialect.
+    sql, dialect : str, str or None
+        One SQL statement and its sqlglot dialect.
     public : set of str
         The public tables (lower case): a subquery over them alone is a constant
         (rule public-subqueries), not a stage.

@@ -15,8 +15,9 @@ References
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 __all__ = [
     "AnyDependency", "Dependency", "MultiDependency", "Sigma", "multi_violations",
@@ -24,8 +25,27 @@ __all__ = [
 ]
 
 
+class _Bound:
+    """What both kinds of dependency share: the bound ``k`` and the text ``R[...->j]<=k``."""
+
+    __slots__ = ()
+    relation: str
+    j: int
+    k: int
+
+    @property
+    def is_fd(self) -> bool:
+        """True for a functional dependency (k = 1)."""
+        return self.k == 1
+
+    def _text(self, sources: str) -> str:
+        """``R[sources->j]<=k``, 1-based (``*``: the row identity, j = -1, not yet placed)."""
+        text = f"{self.relation}[{sources}->{'*' if self.j < 0 else self.j + 1}]"
+        return text if self.k == 1 else f"{text}<={self.k}"
+
+
 @dataclass(frozen=True, slots=True, order=True)
-class Dependency:
+class Dependency(_Bound):
     """``R[i->j]<=k`` with 0-based positions ``i`` and ``j``; ``k = 1`` is an FD."""
 
     relation: str
@@ -33,19 +53,12 @@ class Dependency:
     j: int
     k: int = 1
 
-    @property
-    def is_fd(self) -> bool:
-        """True for a functional dependency (k = 1)."""
-        return self.k == 1
-
     def __str__(self) -> str:
-        target = "*" if self.j < 0 else str(self.j + 1)  # -1: the row identity, not yet placed
-        text = f"{self.relation}[{self.i + 1}->{target}]"
-        return text if self.k == 1 else f"{text}<={self.k}"
+        return self._text(str(self.i + 1))
 
 
 @dataclass(frozen=True, slots=True, order=True)
-class MultiDependency:
+class MultiDependency(_Bound):
     """``R[i1,i2,...->j]<=k``: the values at several positions together have at most
     ``k`` values at ``j`` (a composite key gives the FDs ``k = 1``).  0-based positions."""
 
@@ -54,15 +67,8 @@ class MultiDependency:
     j: int
     k: int = 1
 
-    @property
-    def is_fd(self) -> bool:
-        """True for a functional dependency (k = 1)."""
-        return self.k == 1
-
     def __str__(self) -> str:
-        target = "*" if self.j < 0 else str(self.j + 1)
-        text = f"{self.relation}[{','.join(str(i + 1) for i in self.sources)}->{target}]"
-        return text if self.k == 1 else f"{text}<={self.k}"
+        return self._text(",".join(str(i + 1) for i in self.sources))
 
 
 AnyDependency = Dependency | MultiDependency
@@ -146,14 +152,24 @@ def violations(
     >>> violations({"R": [(1, 2), (1, 3)]}, Sigma.of([Dependency("R", 0, 1)]))
     [(Dependency(relation='R', i=0, j=1, k=1), 1, 2)]
     """
-    out: list[tuple[Dependency, object, int]] = []
-    for dep in sorted(sigma.deps):
-        groups: dict[object, set[object]] = {}
+    return _broken(db, sigma.deps, lambda dep, row: row[dep.i])
+
+
+_D = TypeVar("_D", Dependency, MultiDependency)
+_K = TypeVar("_K")
+
+
+def _broken(db: Mapping[str, Iterable[Sequence[object]]], deps: Iterable[_D],
+            key: Callable[[_D, Sequence[object]], _K]) -> list[tuple[_D, _K, int]]:
+    """``(dep, key, #distinct values at j)`` for every key of a row that has more than
+    ``k`` values at ``j``, dependency by dependency (sorted)."""
+    out: list[tuple[_D, _K, int]] = []
+    for dep in sorted(deps):
+        groups: dict[_K, set[object]] = {}
         for row in db.get(dep.relation, ()):
-            groups.setdefault(row[dep.i], set()).add(row[dep.j])
-        for value, targets in groups.items():
-            if len(targets) > dep.k:
-                out.append((dep, value, len(targets)))
+            groups.setdefault(key(dep, row), set()).add(row[dep.j])
+        out += [(dep, value, len(targets)) for value, targets in groups.items()
+                if len(targets) > dep.k]
     return out
 
 
@@ -165,15 +181,7 @@ def multi_violations(
     >>> multi_violations({"R": [(1, 2, 3), (1, 2, 4)]}, Sigma.of([MultiDependency("R", (0, 1), 2)]))
     [(MultiDependency(relation='R', sources=(0, 1), j=2, k=1), (1, 2), 2)]
     """
-    out: list[tuple[MultiDependency, tuple[object, ...], int]] = []
-    for dep in sorted(sigma.multi):
-        groups: dict[tuple[object, ...], set[object]] = {}
-        for row in db.get(dep.relation, ()):
-            groups.setdefault(tuple(row[i] for i in dep.sources), set()).add(row[dep.j])
-        for value, targets in groups.items():
-            if len(targets) > dep.k:
-                out.append((dep, value, len(targets)))
-    return out
+    return _broken(db, sigma.multi, lambda dep, row: tuple(row[i] for i in dep.sources))
 
 
 def rows_violations(

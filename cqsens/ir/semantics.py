@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from decimal import Decimal
 from fractions import Fraction
 
@@ -36,7 +36,7 @@ from cqsens.ir.expr import (
     Truth,
 )
 
-__all__ = ["Undecided", "Value", "evaluate", "slot_ranges"]
+__all__ = ["Undecided", "Value", "checks_range", "evaluate", "slot_ranges"]
 
 
 class Undecided(Exception):
@@ -247,3 +247,20 @@ def slot_ranges(predicate: Predicate) -> dict[int, tuple[Bound, Bound]]:
 
     visit(predicate)
     return {k: (v[0], v[1]) for k, v in sorted(out.items())}
+
+
+def checks_range(checks: Iterable[Predicate]) -> tuple[Bound, Bound]:
+    """The closed range that checks on one column (its slot 0) put on it together: the
+    intersection of their :func:`slot_ranges` (``low > high`` when it is empty).
+
+    >>> checks_range([Compare(">=", Slot(0), Literal(3, Kind.INTEGER)),
+    ...               Compare("<", Slot(0), Literal(9, Kind.INTEGER))])
+    (3, 9)
+    """
+    low: Bound = -math.inf
+    high: Bound = math.inf
+    for check in checks:
+        found = slot_ranges(check).get(0)
+        if found is not None:
+            low, high = max(low, found[0]), min(high, found[1])
+    return low, high

@@ -24,13 +24,16 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from cqsens.errors import InputError
 from cqsens.logs.plan import Plan
 from cqsens.logs.proofs import Proof, pack, unpack
+
+_T = TypeVar("_T")
 
 __all__ = ["FORMAT", "Result", "ShapeCache"]
 
@@ -137,40 +140,34 @@ class ShapeCache:
             raise InputError(f"cannot read the cache {self.path} ({err})", source=self.path,
                              construct="--cache") from None
 
+    def _cached(self, memory: OrderedDict[str, _T], key: str, sql: str,
+                read: Callable[[Any], _T]) -> _T | None:
+        """The value of ``key`` in ``memory``, else read from the file by ``sql`` (``read``
+        turns the row into it) and remembered; None when the file has none."""
+        if key in memory:
+            memory.move_to_end(key)
+            return memory[key]
+        got = self._read(sql, key)
+        if got is None:
+            return None
+        found = read(got)
+        _remember(memory, key, found)
+        return found
+
     def plan(self, shape: str) -> Plan | None:
         """The plan of a shape, if one was stored."""
-        if shape in self._plans:
-            self._plans.move_to_end(shape)
-            return self._plans[shape]
-        got = self._read("SELECT plan FROM plans WHERE shape = ?", shape)
-        plan = None if got is None else _plan_of(got[0])
-        if plan is not None:
-            _remember(self._plans, shape, plan)
-        return plan
+        return self._cached(self._plans, shape, "SELECT plan FROM plans WHERE shape = ?",
+                            lambda got: _plan_of(got[0]))
 
     def result(self, key: str) -> Result | None:
         """The row template of a key and the literals of the record it came from."""
-        if key in self._results:
-            self._results.move_to_end(key)
-            return self._results[key]
-        got = self._read("SELECT row, literals FROM results WHERE key = ?", key)
-        if got is None:
-            return None
-        found = Result(got[0], tuple(json.loads(got[1])))
-        _remember(self._results, key, found)
-        return found
+        return self._cached(self._results, key, "SELECT row, literals FROM results WHERE key = ?",
+                            lambda got: Result(got[0], tuple(json.loads(got[1]))))
 
     def proof(self, key: str) -> Proof | None:
         """What the records of a key proved about its lower bound."""
-        if key in self._proofs:
-            self._proofs.move_to_end(key)
-            return self._proofs[key]
-        got = self._read("SELECT proof FROM proofs WHERE key = ?", key)
-        if got is None:
-            return None
-        found = unpack(bytes(got[0]), self.path)
-        _remember(self._proofs, key, found)
-        return found
+        return self._cached(self._proofs, key, "SELECT proof FROM proofs WHERE key = ?",
+                            lambda got: unpack(bytes(got[0]), self.path))
 
     def checked(self, key: str, literals: str) -> str | None:
         """The lower bound (its JSON text) proven for the record of ``key`` whose

@@ -53,6 +53,7 @@ from cqsens.ir.expr import (
     Slot,
     literals,
 )
+from cqsens.ir.union_find import UnionFind
 from cqsens.logs.shape import Lexed, literal_value
 from cqsens.release.values import VALUE_KINDS
 
@@ -136,25 +137,15 @@ def _plain(node: Node) -> _Found | None:
     return _Found(tuple(out), ordered, tuple(patterns)) if visit(node) else None
 
 
-class _Groups:
+class _Groups(UnionFind[object]):
     """Union-find over columns and literal values: what can meet."""
-
-    def __init__(self) -> None:
-        self.parent: dict[object, object] = {}
-
-    def find(self, x: object) -> object:
-        self.parent.setdefault(x, x)
-        while self.parent[x] != x:
-            self.parent[x] = self.parent[self.parent[x]]
-            x = self.parent[x]
-        return x
 
     def union(self, *items: object) -> None:
         if not items:
             return
         first = self.find(items[0])
         for other in items[1:]:
-            self.parent[self.find(other)] = first
+            self.link(self.find(other), first)
 
 
 def _columns(query: AggregateQuery) -> dict[Var, set[_Column]]:

@@ -11,28 +11,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from cqsens.report.common import (
-    BOUND_BUCKETS,
-    COLUMNS,
-    COUNTS,
-    VERDICT_TEXT,
-    batch_summary,
-    folder_inputs,
-    format_number,
-    input_phrases,
-    is_log,
-    noise_text,
-    option_pairs,
-    overview,
-    query_language,
-    row_label,
-    row_notes,
-    row_text,
-    row_verdict,
-    row_weight,
-    shared_notes,
-    split_reason,
-)
+from cqsens.report import common
 
 __all__ = ["to_markdown"]
 
@@ -98,11 +77,11 @@ def to_markdown(batch: Mapping[str, Any]) -> str:
     True
     """
     rows: Sequence[Mapping[str, Any]] = batch.get("rows") or []
-    shared = shared_notes(rows)
+    shared = common.shared_notes(rows)
     out = _md_heading(batch)
-    out += _md_summary(batch_summary(batch))
-    out += _md_table(rows, log=is_log(batch))
-    out += _md_notes(rows, shared, "records" if is_log(batch) else "queries")
+    out += _md_summary(common.batch_summary(batch))
+    out += _md_table(rows, log=common.is_log(batch))
+    out += _md_notes(rows, shared, "records" if common.is_log(batch) else "queries")
     out += ["", "## Details", ""]
     for i, row in enumerate(rows, start=1):
         out += _md_details(i, row, shared)
@@ -112,7 +91,7 @@ def to_markdown(batch: Mapping[str, Any]) -> str:
 def _md_heading(batch: Mapping[str, Any]) -> list[str]:
     """Title, generation line and options of the batch."""
     out: list[str] = [f"# {_md_text(batch.get('title') or 'cqsens report')}", "",
-                      f"**{_md_text(overview(batch))}**", ""]
+                      f"**{_md_text(common.overview(batch))}**", ""]
     meta = []
     if batch.get("generated"):
         meta.append(f"Generated {_md_text(batch['generated'])}")
@@ -120,12 +99,12 @@ def _md_heading(batch: Mapping[str, Any]) -> list[str]:
         meta.append(f"by {_md_code(batch['command'])}")
     if meta:
         out += [" ".join(meta) + ".", ""]
-    options = option_pairs(batch)
+    options = common.option_pairs(batch)
     if options:
         out.append("Options: " + ", ".join(
             f"{_md_text(k)} = {_md_code(v)}" for k, v in options) + ".")
         out.append("")
-    found = folder_inputs(batch.get("rows") or [])
+    found = common.folder_inputs(batch.get("rows") or [])
     if found:
         out += ["Inputs:", "", "| folder | schema | constraints |", "|---|---|---|"]
         out += ["| " + " | ".join(_md_code(cell, in_table=True) for cell in cells) + " |"
@@ -139,8 +118,8 @@ def _md_query(row: Mapping[str, Any]) -> list[str]:
     out: list[str] = []
     query = row.get("query")
     if isinstance(query, str) and query:
-        out += [_md_block(query, "sql" if query_language(row) == "sql" else "text"), ""]
-    inputs = input_phrases(row)
+        out += [_md_block(query, "sql" if common.query_language(row) == "sql" else "text"), ""]
+    inputs = common.input_phrases(row)
     if inputs:
         out += ["Inputs: " + ", ".join(f"{_md_text(label)} {_md_code(source)}"
                                        for label, source in inputs) + ".", ""]
@@ -150,12 +129,12 @@ def _md_query(row: Mapping[str, Any]) -> list[str]:
 def _md_summary(summary: Mapping[str, Any]) -> list[str]:
     """The summary counts and the distribution of upper bounds, as two tables."""
     out = ["## Summary", ""]
-    out.append("| " + " | ".join(label for _, label in COUNTS) + " |")
-    out.append("|" + "---:|" * len(COUNTS))
-    out.append("| " + " | ".join(_md_text(summary.get(k, 0)) for k, _ in COUNTS) + " |")
+    out.append("| " + " | ".join(label for _, label in common.COUNTS) + " |")
+    out.append("|" + "---:|" * len(common.COUNTS))
+    out.append("| " + " | ".join(_md_text(summary.get(k, 0)) for k, _ in common.COUNTS) + " |")
     out += ["", "| upper bound | queries |", "|---|---:|"]
     bounds = summary.get("bounds") or {}
-    keys = list(BOUND_BUCKETS) + sorted(k for k in bounds if k not in BOUND_BUCKETS)
+    keys = list(common.BOUND_BUCKETS) + sorted(k for k in bounds if k not in common.BOUND_BUCKETS)
     for k in keys:
         out.append(f"| {'∞' if k == 'inf' else _md_text(k)} | {_md_text(bounds.get(k) or 0)} |")
     return out
@@ -170,24 +149,25 @@ def _md_table(rows: Sequence[Mapping[str, Any]], *, log: bool = False) -> list[s
     """
     out = ["", "## Queries", ""]
     out.append("| " + " | ".join("Record" if log and name == "File" else name
-                                 for name, _, _ in COLUMNS) + " |")
+                                 for name, _, _ in common.COLUMNS) + " |")
     out.append("|" + "|".join("---:" if kind == "num" and name != "Noise" else "---"
-                              for name, kind, _ in COLUMNS) + "|")
+                              for name, kind, _ in common.COLUMNS) + "|")
     for i, row in enumerate(rows, start=1):
-        verdict = row_verdict(row)
+        verdict = common.row_verdict(row)
         ok = verdict in ("bounded", "unbounded")
-        text = _md_text(split_reason(row_text(row))[0] if ok else row_text(row))
+        reason = common.row_text(row)
+        text = _md_text(common.split_reason(reason)[0] if ok else reason)
         cells = [
             str(i),
-            _md_code(row_label(row)[0], in_table=True),
+            _md_code(common.row_label(row)[0], in_table=True),
             _md_text(row.get("aggregate") or ""),
-            VERDICT_TEXT[verdict],
-            format_number(row.get("upper")) if ok else "",
-            format_number(row.get("lower")) if ok else "",
+            common.VERDICT_TEXT[verdict],
+            common.format_number(row.get("upper")) if ok else "",
+            common.format_number(row.get("lower")) if ok else "",
             ("yes" if row.get("tight") else "no") if ok else "",
             text if ok else f"**{verdict}:** {text}",
             _md_text(row.get("suggestion") or ""),
-            _md_text(noise_text(row.get("noise") if ok else None)),
+            _md_text(common.noise_text(row.get("noise") if ok else None)),
         ]
         out.append("| " + " | ".join(cells) + " |")
     return out
@@ -200,8 +180,8 @@ def _md_notes(rows: Sequence[Mapping[str, Any]], shared: Mapping[str, list[int]]
         return []
     out = ["", "## Notes", "", "Notes that several queries share, said once.", ""]
     for note, found in shared.items():
-        many = sum(row_weight(rows[i - 1]) for i in found)
-        named = ", ".join(f"{i}. {_md_code(row_label(rows[i - 1])[0])}" for i in found)
+        many = sum(common.row_weight(rows[i - 1]) for i in found)
+        named = ", ".join(f"{i}. {_md_code(common.row_label(rows[i - 1])[0])}" for i in found)
         out.append(f"* {_md_text(note)} ({many} {noun}: {named})")
     return out
 
@@ -210,9 +190,9 @@ def _md_details(i: int, row: Mapping[str, Any],
                 shared: Collection[str] = ()) -> list[str]:
     """The section of query ``i``: its verdict, bounds, reason with its steps, suggestion,
     noise, notes and core."""
-    verdict = row_verdict(row)
-    label, where = row_label(row)
-    out = [f"### {i}. {_md_code(label)} ({VERDICT_TEXT[verdict]})", ""]
+    verdict = common.row_verdict(row)
+    label, where = common.row_label(row)
+    out = [f"### {i}. {_md_code(label)} ({common.VERDICT_TEXT[verdict]})", ""]
     if where:
         out += [f"Read from {_md_code(where)}.", ""]
     if "records" in row:  # a query log grouped by shape
@@ -221,11 +201,11 @@ def _md_details(i: int, row: Mapping[str, Any],
         out += [f"{row['records']} records of this shape (the query shown is the first): "
                 + _md_code(", ".join(ids) + (f" and {more} more" if more > 0 else "")), ""]
     if verdict in ("error", "timeout"):
-        return out + [_md_block(row_text(row)), ""] + _md_query(row)
-    headline, steps = split_reason(row_text(row))
+        return out + [_md_block(common.row_text(row)), ""] + _md_query(row)
+    headline, steps = common.split_reason(common.row_text(row))
     out.append(
-        f"Upper bound {format_number(row.get('upper'))}, "
-        f"lower bound {format_number(row.get('lower'))}"
+        f"Upper bound {common.format_number(row.get('upper'))}, "
+        f"lower bound {common.format_number(row.get('lower'))}"
         f"{' (tight)' if row.get('tight') else ''}. {_md_text(headline)}"
     )
     out.append("")
@@ -236,8 +216,8 @@ def _md_details(i: int, row: Mapping[str, Any],
     if row.get("suggestion"):
         out += [f"Suggestion: {_md_text(row['suggestion'])}", ""]
     if row.get("noise"):
-        out += [f"Noise: {_md_text(noise_text(row['noise']))}.", ""]
-    notes = [n for n in row_notes(row) if n not in shared]
+        out += [f"Noise: {_md_text(common.noise_text(row['noise']))}.", ""]
+    notes = [n for n in common.row_notes(row) if n not in shared]
     if notes:
         out += ["Notes:", ""] + [f"* {_md_text(n)}" for n in notes] + [""]
     analysis = row.get("analysis")

@@ -176,6 +176,16 @@ class _Search:
             moved.append((relation, new))
         return (out, moved) if out != full else None
 
+    def best_or_doubled(self, full: Database, unit: str) -> PersonWitness | None:
+        """:meth:`best_person` of ``full`` or, with a background, of :meth:`doubled`
+        ``full``, whichever changes the released value more (``full`` first on a tie)."""
+        person = self.best_person(full, unit)
+        doubled = self.doubled(full) if self.background else None
+        other = self.best_person(doubled, unit) if doubled is not None else None
+        if other is not None and (person is None or other.change > person.change):
+            return other
+        return person
+
     def best_person(self, full: Database, unit: str) -> PersonWitness | None:
         """The person of ``full`` whose removal changes the released value most."""
         name = next((t for t in full.rows if t.lower() == unit.lower()), None)
@@ -281,11 +291,7 @@ def _from_group(search: _Search, query: AggregateQuery, sigma: Sigma, group: Per
                     column_checks=column_checks, hidden=search.hidden)
     if full is None or not references_hold(full, search.schema) or not search.valid(full):
         return None
-    person = search.best_person(full, unit)
-    doubled = search.doubled(full) if search.background else None
-    other = search.best_person(doubled, unit) if doubled is not None else None
-    if other is not None and (person is None or other.change > person.change):
-        person = other
+    person = search.best_or_doubled(full, unit)
     if built is not None and (person is None or built.change >= person.change):
         return built
     if person is None:
@@ -333,11 +339,7 @@ def _built_with(search: _Search, group: PersonGroup, unit: str,
                     hidden=search.hidden)
     if full is None or not references_hold(full, search.schema) or not search.valid(full):
         return None
-    person = search.best_person(full, unit)
-    doubled = search.doubled(full) if search.background else None
-    other = search.best_person(doubled, unit) if doubled is not None else None
-    if other is not None and (person is None or other.change > person.change):
-        person = other
+    person = search.best_or_doubled(full, unit)
     if person is None:
         return None
     kept = tuple((rel, pos, t) for (rel, pos), ts in sorted(column_checks.items()) for t in ts

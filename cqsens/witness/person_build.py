@@ -34,10 +34,9 @@ from typing import Any, cast
 from cqsens.engine.paths import Step
 from cqsens.frontend.sqlgen import predicate_sql
 from cqsens.ir.cq import CQ, Atom, Const, Term, Var
-from cqsens.ir.exact import Exact
 from cqsens.ir.expr import Arith, Kind, Literal, Predicate, Slot, literals, shifted_date
 from cqsens.ir.schema import Schema
-from cqsens.ir.semantics import Undecided, evaluate, slot_ranges
+from cqsens.ir.semantics import Undecided, checks_range, evaluate
 from cqsens.witness.aggregate import concrete
 from cqsens.witness.evaluate import Database, Value, affinity_value
 from cqsens.witness.values import unary_checks
@@ -233,12 +232,7 @@ class _Chooser:
         """The end of the variable's range asked for in ``ends`` (empty when none)."""
         if var is None or var.name not in self.ends:
             return []
-        low: Exact = -math.inf
-        high: Exact = math.inf
-        for check in checks:
-            found = slot_ranges(check).get(0)
-            if found is not None:
-                low, high = max(low, found[0]), min(high, found[1])
+        low, high = checks_range(checks)
         end = high if self.ends[var.name] else low
         if end in (math.inf, -math.inf) or low > high:
             return []

@@ -35,9 +35,8 @@ from cqsens.budget import search_stop, work_units
 from cqsens.engine.upper import UpperBound
 from cqsens.ir.cq import CQ, AggregateQuery, Atom, Const, Var
 from cqsens.ir.dependencies import Sigma, satisfies
-from cqsens.ir.exact import Exact
 from cqsens.ir.expr import Predicate
-from cqsens.ir.semantics import slot_ranges
+from cqsens.ir.semantics import checks_range
 from cqsens.witness.construct import (
     MAX_ROWS,
     Element,
@@ -416,12 +415,7 @@ def _fresh_in_range(values: Values, checks: Sequence[Predicate]) -> Value:
         When the checks give no finite integer range, or every integer of it is used or
         fails a check.
     """
-    low: Exact = -math.inf
-    high: Exact = math.inf
-    for check in checks:
-        found = slot_ranges(check).get(0)
-        if found is not None:
-            low, high = max(low, found[0]), min(high, found[1])
+    low, high = checks_range(checks)
     if low == -math.inf or high == math.inf or low > high:
         raise NoValue
     start = math.ceil(low)
