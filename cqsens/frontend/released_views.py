@@ -267,7 +267,10 @@ def _scalar_view(sub: exp.Subquery, number: int, public: Set[str], ctes: Set[str
     domain = exp.select(*[c.copy() for c in found.outer]).distinct().from_(table.copy())
     if filters:
         domain = domain.where(exp.and_(*filters))
-    counted = not _count_star(value)
+    # over no row an average is NULL, as its noisy SUM / COUNT is with the noise off: no
+    # row count is needed to tell it
+    averages = {type(a) for a in value.find_all(exp.AggFunc)} == {exp.Avg}
+    counted = not _count_star(value) and not averages
     items: list[exp.Expr] = [*[c.copy() for c in found.inner],
                              exp.alias_(value.copy(), VALUE_LABEL)]
     if counted:
