@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Protocol
 
 from cqsens.analysis import Analysis
+from cqsens.errors import UnsupportedQueryError
 from cqsens.frontend.load import read_source
 from cqsens.per_person import analyse_per_person
 from cqsens.prepare import options_for
@@ -30,7 +31,7 @@ from cqsens.public_statement import find_public_statement, public_analysis, synt
 from cqsens.settings import Settings
 from cqsens.stages import analyze_stages, staged_source
 from cqsens.state import Options
-from cqsens.views import analyze_views, view_source
+from cqsens.views import advise, analyze_views, view_source
 
 __all__ = ["Analyse", "route"]
 
@@ -76,10 +77,14 @@ def route(source: str | Path, settings: Settings, *, kind: str | None, name: str
     if staged is not None:  # a threshold over private data: two releases
         return analyze_stages(staged, settings, lambda text, s: route(
             text, s, kind="sql", name=staged.name, plain=plain))
-    per_person = _per_person(source, settings, options, kind=kind, name=name, plain=plain)
-    if per_person is not None:
-        return per_person
-    return plain(source, settings, kind=kind, name=name)
+    try:
+        per_person = _per_person(source, settings, options, kind=kind, name=name, plain=plain)
+        if per_person is not None:
+            return per_person
+        return plain(source, settings, kind=kind, name=name)
+    except UnsupportedQueryError as err:  # say what would make it a released view
+        advise(err, source, settings, options.schema, kind=kind, name=name)
+        raise
 
 
 def _per_person(source: str | Path, settings: Settings, options: Options, *, kind: str | None,

@@ -20,12 +20,12 @@ from pathlib import Path
 from cqsens.analysis import Analysis
 from cqsens.errors import InputError
 from cqsens.frontend.load import read_source
-from cqsens.frontend.released_views import Views, split_views
+from cqsens.frontend.released_views import Views, split_views, view_advice
 from cqsens.ir.exact import text
 from cqsens.ir.schema import Schema
 from cqsens.settings import Settings
 
-__all__ = ["ViewSource", "analyze_views", "releases", "view_source"]
+__all__ = ["ViewSource", "advise", "analyze_views", "releases", "view_source"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,3 +115,17 @@ def analyze_views(found: ViewSource, settings: Settings,
         last = outer
     return replace(last, query=found.text, stages=(*firsts, outer),
                    explanation=(*lines, *last.explanation))
+
+
+def advise(err: InputError, source: str | Path, settings: Settings, schema: Schema | None, *,
+           kind: str | None, name: str | None) -> None:
+    """Add to ``err`` (a refused statement) what would make its aggregate over private
+    tables a released view, when it has one that is not."""
+    body, origin, language = read_source(source, kind=kind, name=name)
+    if language != "sql":
+        return
+    advice = view_advice(body, settings.dialect, public=frozenset(settings.public_tables()),
+                         schema=schema, source=origin or "<sql>")
+    if advice is not None and advice not in err.message:
+        err.message = f"{err.message}; {advice}"
+        err.args = (err.message,)
