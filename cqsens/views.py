@@ -20,7 +20,8 @@ from pathlib import Path
 from cqsens.analysis import Analysis
 from cqsens.errors import InputError
 from cqsens.frontend.load import read_source
-from cqsens.frontend.released_views import Views, split_views, view_advice
+from cqsens.frontend.released_views import Views, split_views
+from cqsens.frontend.view_advice import view_advice
 from cqsens.ir.exact import text
 from cqsens.ir.schema import Schema
 from cqsens.settings import Settings

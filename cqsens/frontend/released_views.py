@@ -37,8 +37,8 @@ from cqsens.frontend.statements import parse_statement
 from cqsens.frontend.two_stage import MARKER
 from cqsens.ir.schema import Relation, Schema
 
-__all__ = ["ROWS_MARKER", "View", "Views", "fill_scalars", "fill_views", "split_views",
-           "view_advice"]
+__all__ = ["ROWS_MARKER", "View", "Views", "fill_scalars", "fill_views", "owner", "private",
+           "sources", "split_views"]
 
 ROWS_MARKER = "CQSENS_VIEW_ROWS"
 """The function call that stands for the rows of a released ``WITH`` table."""
@@ -102,7 +102,7 @@ class Views:
 # ----------------------------------------------------------------------- resolution
 
 
-def _sources(select: exp.Select) -> dict[str, exp.Table] | None:
+def sources(select: exp.Select) -> dict[str, exp.Table] | None:
     """alias → table of the FROM and JOIN items of ``select``; None when one is not a
     named table."""
     from_ = select.args.get("from_") or select.args.get("from")
@@ -114,21 +114,21 @@ def _sources(select: exp.Select) -> dict[str, exp.Table] | None:
     return {i.alias_or_name.lower(): i for i in items if isinstance(i, exp.Table)}
 
 
-def _owner(column: exp.Column, sources: Mapping[str, exp.Table],
+def owner(column: exp.Column, items: Mapping[str, exp.Table],
            schema: Schema | None) -> str | None:
-    """The alias of ``sources`` that ``column`` belongs to, or None."""
+    """The alias of ``items`` that ``column`` belongs to, or None."""
     if column.table:
         alias = column.table.lower()
-        return alias if alias in sources else None
+        return alias if alias in items else None
     if schema is None:
         return None
-    found = [a for a, t in sources.items()
+    found = [a for a, t in items.items()
              if (rel := schema.find(t.name)) is not None and rel.index(column.name) is not None]
     return found[0] if len(found) == 1 else None
 
 
-def _private(sources: Mapping[str, exp.Table], public: Set[str]) -> bool:
-    return any(t.name.lower() not in public for t in sources.values())
+def private(items: Mapping[str, exp.Table], public: Set[str]) -> bool:
+    return any(t.name.lower() not in public for t in items.values())
 
 
 def _plain(select: exp.Select) -> bool:
@@ -158,7 +158,7 @@ def _correlation(inner: exp.Select, own: Mapping[str, exp.Table],
     pairs: list[tuple[exp.Column, exp.Column]] = []
     kept: list[exp.Expr] = []
     for cond in conjuncts(where.this) if where is not None else []:
-        outside = [c for c in cond.find_all(exp.Column) if _owner(c, own, schema) is None]
+        outside = [c for c in cond.find_all(exp.Column) if owner(c, own, schema) is None]
         if not outside:
             kept.append(cond)
             continue
@@ -166,17 +166,17 @@ def _correlation(inner: exp.Select, own: Mapping[str, exp.Table],
                 and isinstance(cond.expression, exp.Column)):
             return None
         a, b = cond.this, cond.expression
-        if _owner(a, own, schema) is None:
+        if owner(a, own, schema) is None:
             a, b = b, a
-        if _owner(a, own, schema) is None or _owner(b, enclosing, schema) is None:
+        if owner(a, own, schema) is None or owner(b, enclosing, schema) is None:
             return None
         pairs.append((a, b))
     if not pairs:
         return None
-    if any(_owner(c, own, schema) is None for e in inner.expressions
+    if any(owner(c, own, schema) is None for e in inner.expressions
            for c in e.find_all(exp.Column)):
         return None
-    aliases = {_owner(b, enclosing, schema) for _, b in pairs}
+    aliases = {owner(b, enclosing, schema) for _, b in pairs}
     if len(aliases) != 1:
         return None
     alias = aliases.pop()
@@ -191,14 +191,14 @@ def _closed(top: exp.Select, public: Set[str], schema: Schema | None) -> bool:
     """Whether the subquery ``top`` reads public tables only and every column in it
     belongs to one of its own (or its enclosing subqueries') tables."""
     for sub in top.find_all(exp.Select):
-        sources = _sources(sub)
-        if sources is None or _private(sources, public):
+        found = sources(sub)
+        if found is None or private(found, public):
             return False
     for column in top.find_all(exp.Column):
         select = column.find_ancestor(exp.Select)
         while select is not None:
-            sources = _sources(select)
-            if sources is not None and _owner(column, sources, schema) is not None:
+            found = sources(select)
+            if found is not None and owner(column, found, schema) is not None:
                 break
             parent = select.parent
             select = None if select is top or parent is None \
@@ -217,7 +217,7 @@ def _inside(inner: exp.Expr, outer: exp.Expr) -> bool:
     return False
 
 
-def _domain_filters(enclosing: exp.Select, sources: Mapping[str, exp.Table], alias: str,
+def _domain_filters(enclosing: exp.Select, tables: Mapping[str, exp.Table], alias: str,
                     skip: exp.Expr, public: Set[str], schema: Schema | None
                     ) -> list[exp.Expr]:
     """The WHERE conjuncts of ``enclosing`` that read only the public table ``alias``
@@ -229,7 +229,7 @@ def _domain_filters(enclosing: exp.Select, sources: Mapping[str, exp.Table], ali
             continue
         columns = [c for c in cond.find_all(exp.Column)
                    if c.find_ancestor(exp.Select) is enclosing]
-        if not columns or any(_owner(c, sources, schema) != alias for c in columns):
+        if not columns or any(owner(c, tables, schema) != alias for c in columns):
             continue
         subqueries = [s for s in cond.find_all(exp.Select)
                       if s.parent is not None and s.parent.find_ancestor(exp.Select) is enclosing]
@@ -252,12 +252,12 @@ def _scalar_view(sub: exp.Subquery, number: int, public: Set[str], ctes: Set[str
     value = inner.expressions[0].unalias()
     if value.find(exp.AggFunc) is None:
         return None
-    own = _sources(inner)
+    own = sources(inner)
     enclosing = sub.parent_select
-    outer = _sources(enclosing) if enclosing is not None else None
+    outer = sources(enclosing) if enclosing is not None else None
     if own is None or outer is None or enclosing is None:
         return None
-    if {t.name.lower() for t in own.values()} & ctes or not _private(own, public):
+    if {t.name.lower() for t in own.values()} & ctes or not private(own, public):
         return None
     found = _correlation(inner, own, outer, public, schema)
     if found is None:
@@ -323,8 +323,8 @@ def _with_view(cte: exp.CTE, number: int, public: Set[str], schema: Schema | Non
     if not isinstance(body, exp.Select) or schema is None or not _plain(body):
         return None
     group = body.args.get("group")
-    own = _sources(body)
-    if group is None or own is None or len(own) != 1 or not _private(own, public):
+    own = sources(body)
+    if group is None or own is None or len(own) != 1 or not private(own, public):
         return None
     keys = list(group.expressions)
     if not keys or not all(isinstance(k, exp.Column) for k in keys):
@@ -548,59 +548,3 @@ def fill_views(sql: str, dialect: str | None, target: str,
         text = _put(text, placeholder, body)
     return fill_scalars(text, rows)
 
-
-# --------------------------------------------------------------------------- advice
-
-
-def _with_advice(cte: exp.CTE, public: Set[str], schema: Schema | None) -> str | None:
-    body = cte.this
-    if not isinstance(body, exp.Select) or body.args.get("group") is None:
-        return None
-    own = _sources(body)
-    if own is None or len(own) != 1 or not _private(own, public):
-        return None
-    keys = ", ".join(k.sql() for k in body.args["group"].expressions)
-    return (f"the WITH table {cte.alias_or_name} groups private rows by {keys}, which is no "
-            "NOT NULL foreign key into a public table: it would be a released view, a "
-            "histogram over that table's keys (docs/rules.md, rule released-view), if it "
-            "grouped by such a key (declare the foreign key in the schema and the table it "
-            "references with --public)")
-
-
-def _scalar_advice(sub: exp.Subquery, public: Set[str], schema: Schema | None) -> str | None:
-    inner, enclosing = sub.this, sub.parent_select
-    if not isinstance(inner, exp.Select) or enclosing is None \
-            or inner.find(exp.AggFunc) is None:
-        return None
-    own, outer = _sources(inner), _sources(enclosing)
-    if own is None or outer is None or not _private(own, public):
-        return None
-    tables = sorted({outer[a].name for c in inner.find_all(exp.Column)
-                     if _owner(c, own, schema) is None
-                     and (a := _owner(c, outer, schema)) is not None})
-    if not tables:
-        return None
-    return (f"the scalar subquery over private tables is correlated with {', '.join(tables)}: "
-            "it would be a released view, a histogram over a public table's keys "
-            "(docs/rules.md, rule released-view), if its only correlation were equalities "
-            "with the columns of one public table (--public)")
-
-
-def view_advice(sql: str, dialect: str | None, *, public: Set[str], schema: Schema | None,
-                source: str = "<sql>") -> str | None:
-    """What would make an aggregate over private tables in ``sql`` a released view, when
-    the statement has one that is not (None otherwise, or when it does not parse)."""
-    names = {p.lower() for p in public}
-    try:
-        tree = parse_statement(sql, dialect, source)
-    except InputError:
-        return None
-    for cte in tree.find_all(exp.CTE):
-        advice = _with_advice(cte, names, schema)
-        if advice is not None:
-            return advice
-    for sub in tree.find_all(exp.Subquery):
-        advice = _scalar_advice(sub, names, schema)
-        if advice is not None:
-            return advice
-    return None
