@@ -194,6 +194,41 @@ def test_the_histogram_l1_never_exceeds_the_bound(sql: str, person: bool) -> Non
     assert a.explanation[0].startswith("Released views (docs/rules.md, rule released-view)")
 
 
+def _substitutions(conn: sqlite3.Connection, rng: random.Random) -> list[list[tuple[str, Any]]]:
+    """Change each line in place: another (part, supplier) pair and quantity."""
+    pairs = _pairs(conn)
+    moves = []
+    for (i,) in conn.execute("SELECT l_id FROM lineitem").fetchall():
+        p, s = rng.choice(pairs)
+        moves.append([("UPDATE lineitem SET l_partkey = ?, l_suppkey = ?, l_quantity = ? "
+                       "WHERE l_id = ?", (p, s, rng.randint(1, 3), i))])
+    return moves
+
+
+@pytest.mark.parametrize("sql", [Q15, Q20])
+def test_the_histogram_l1_under_substitution(sql: str) -> None:
+    """Row level, one line changed in place (it may move between groups): the view's
+    vector moves by at most the substitution bound its stage reports."""
+    a = analyze(sql, schema=SCHEMA, cds=CDS, public=PUBLIC, neighbor="substitute")
+    found = split_views(sql, None, public=set(PUBLIC), schema=schema_from_ddl(SCHEMA))
+    assert found is not None
+    view, stage = found.views[0], a.stages[0]
+    width = 2 if sql is Q20 else 1
+    rng = random.Random(sql)
+    worst = 0.0
+    for _ in range(40):
+        conn = _database(rng)
+        base = _histogram(conn, view.sql, view.domain_sql, width)
+        for move in _substitutions(conn, rng):
+            conn.execute("SAVEPOINT s")
+            for statement, args in move:
+                conn.execute(statement, args)
+            worst = max(worst, _l1(base, _histogram(conn, view.sql, view.domain_sql, width)))
+            conn.execute("ROLLBACK TO s")
+        conn.close()
+    assert 0 < worst <= float(stage.l1), (worst, stage.l1)
+
+
 @pytest.mark.parametrize("person", [True, False])
 def test_the_average_view_parts_stay_within_their_bounds(person: bool) -> None:
     """q17's view releases SUM and COUNT per part key (its AVG as their ratio): the ℓ1 of
