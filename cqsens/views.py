@@ -114,7 +114,9 @@ def analyze_views(found: ViewSource, settings: Settings,
                      "filters, analysed without them, so its bound holds for every released "
                      "value.")
         last = outer
-    return replace(last, query=found.text, stages=(*firsts, outer),
+    shares = (*(("view", f"1/{count}") for _ in firsts),
+              ("outer", "0" if views.public_outer else f"1/{count}"))
+    return replace(last, query=found.text, stages=(*firsts, outer), stage_shares=shares,
                    explanation=(*lines, *last.explanation))
 
 

@@ -404,5 +404,11 @@ def test_analyze_json_shows_the_stages(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     document = json.loads(result.stdout)
     Draft202012Validator(load_schema("analyze")).validate(document)
-    assert [s["role"] for s in document["stages"]] == ["threshold", "outer"]
+    assert [s["role"] for s in document["stages"]] == ["view", "outer"]
+    assert [s["epsilon_share"] for s in document["stages"]] == ["1/2", "1/2"]
     assert "GROUP BY l_partkey" in document["stages"][0]["query"]
+    args[2] = Q20  # the rest reads public tables and the view only: it spends nothing
+    document = json.loads(CliRunner().invoke(cli, args).stdout)
+    Draft202012Validator(load_schema("analyze")).validate(document)
+    assert [s["epsilon_share"] for s in document["stages"]] == ["1/1", "0"]
+    assert document["sensitivity"]["l1"] == document["stages"][0]["l1"]
