@@ -412,3 +412,19 @@ def test_analyze_json_shows_the_stages(tmp_path: Path) -> None:
     Draft202012Validator(load_schema("analyze")).validate(document)
     assert [s["epsilon_share"] for s in document["stages"]] == ["1/1", "0"]
     assert document["sensitivity"]["l1"] == document["stages"][0]["l1"]
+
+
+def test_the_text_says_the_rest_is_computed_from_noisy_rows(tmp_path: Path) -> None:
+    conn = _database(random.Random(2))
+    _write(tmp_path / "d.db", conn)
+    conn.close()
+    schema = tmp_path / "schema.sql"
+    schema.write_text(SCHEMA)
+    args = ["release", "--sql", Q15, "--schema", str(schema), "--db",
+            f"sqlite:///{tmp_path / 'd.db'}", "--epsilon", "1", "--public", ",".join(PUBLIC),
+            "--unit", "customer", *[x for cd in CDS for x in ("--cd", cd)]]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    assert "== stage 2 of 2 (docs/rules.md, rule released-view)" in result.output
+    assert "computed from the released views' noisy rows and public tables" in result.output
+    assert "exact values computed from public tables only" not in result.output

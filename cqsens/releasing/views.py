@@ -172,7 +172,9 @@ def release_views(
                              reanalyse=reanalyse, schema=schema, bounds=bounds,
                              keys_file=_keys_file(Path(folder), keys, domain), public=public)
         rows[view.number] = _view_rows(view, result, domain)
-        done.append(replace(result, notes=(
+        done.append(replace(result, key_mode=(
+            f"public keys: the {len(domain)} rows of {view.domain_sql} (public tables "
+            "only): every key released, zeros included"), notes=(
             *result.notes, f"stage {len(done) + 1}: the released view {view.written}; its "
             f"noisy rows take its place in the rest of the statement")))
     outer = analysis.stages[-1]
@@ -182,9 +184,13 @@ def release_views(
         tables = str(outer.count_derivation.get("tables") or "")
         last = _public_release(outer, PublicAnswer(
             labels, tuple(tuple(_cell(v) for v in r) for r in answer), tables), url)
-        done.append(replace(last, notes=(
-            *last.notes, "computed from the released views' noisy rows and public tables "
-            "only: post-processing (docs/rules.md, rule released-view)")))
+        done.append(replace(
+            last, split="nothing spent: computed from the released views' noisy rows and "
+            "public tables only, post-processing (docs/rules.md, rule released-view)",
+            key_mode=f"every row of the answer, computed from the released views' noisy rows "
+            f"and public tables only ({tables})", notes=(
+                "the released views' noisy rows take their place; the rest reads public "
+                "tables only, so it spends no ε or δ (the ledger records nothing for it)",)))
         return StagedRelease(tuple(done), ())
 
     def rewrite(text: str) -> str:
