@@ -382,6 +382,48 @@ def test_only_noisy_values_reach_the_rest_of_the_statement(tmp_path: Path) -> No
     conn.close()
 
 
+def test_q17_stage_two_runs_with_the_noisy_averages(tmp_path: Path) -> None:
+    """The SQL texts of q17's second release hold the noisy averages per part key (sum and
+    count both shifted), never the true ones, and its answer is the SQL's with them."""
+    conn = _database(random.Random(7))
+    conn.execute("UPDATE part SET p_brand = 'x'")
+    _write(tmp_path / "d.db", conn)
+    offset = 1000
+
+    def shifted(values: Sequence[float], **_: object) -> tuple[list[float], float]:
+        return [v + offset for v in values], 1.0
+
+    seen: list[dict[int, Any]] = []
+    real = views_module.fill_scalars
+
+    def spy(sql: str, rows: Any) -> str:
+        seen.append({k: list(v) for k, v in rows.items()})
+        return real(sql, rows)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(noise, "sample_laplace", shifted)
+        mp.setattr(views_module, "fill_scalars", spy)
+        document = _release(tmp_path, Q17)
+    truth = {p: (s, n) for p, s, n in conn.execute(
+        "SELECT l_partkey, SUM(l_quantity), COUNT(l_quantity) FROM lineitem GROUP BY 1")}
+    assert seen
+    expected = []
+    for p, value in seen[0][1]:
+        total, count = truth.get(p, (0, 0))
+        noisy = 1.2 * ((total + offset) / (count + offset))
+        assert value == pytest.approx(noisy)
+        if count:
+            assert value != pytest.approx(1.2 * total / count)
+        expected.append((p, value))
+    assert all(rows == seen[0] for rows in seen)
+    sql = fill_scalars(split_views(Q17, None, public=set(PUBLIC),
+                                   schema=schema_from_ddl(SCHEMA)).outer, {1: expected})
+    (with_noisy,) = conn.execute(sql).fetchone()
+    (got,) = _rows(document)[0]
+    assert _number(got) == pytest.approx((_number(with_noisy) * 7.0 + offset) / 7.0)
+    conn.close()
+
+
 def test_the_ledger_records_each_paid_stage(tmp_path: Path) -> None:
     _write(tmp_path / "d.db", _database(random.Random(3)))
     ledger = tmp_path / "ledger.sqlite"
