@@ -301,12 +301,13 @@ def _write(path: Path, conn: sqlite3.Connection) -> None:
     target.close()
 
 
-def _release(tmp: Path, sql: str, *extra: str) -> dict[str, Any]:
+def _release(tmp: Path, sql: str, *extra: str, person: bool = True) -> dict[str, Any]:
     schema = tmp / "schema.sql"
     schema.write_text(SCHEMA)
+    unit = ["--unit", "customer"] if person else []
     args = ["release", "--sql", sql, "--schema", str(schema), "--db",
             f"sqlite:///{tmp / 'd.db'}", "--epsilon", "1", "--format", "json",
-            "--public", ",".join(PUBLIC), "--unit", "customer", *extra]
+            "--public", ",".join(PUBLIC), *unit, *extra]
     for cd in CDS:
         args += ["--cd", cd]
     result = CliRunner().invoke(cli, args)
@@ -328,20 +329,22 @@ def _number(value: object) -> float:
     return float(value or 0) if not isinstance(value, str) else float(value)
 
 
-@pytest.mark.parametrize("seed", range(5))
-def test_release_with_the_noise_off_is_the_sql_answer(seed: int, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("seed", "person"), [(s, s % 2 == 0) for s in range(6)])
+def test_release_with_the_noise_off_is_the_sql_answer(seed: int, person: bool,
+                                                      tmp_path: Path) -> None:
     """Random databases: with the noise off every view releases its true rows, and the
-    statement's answer is SQLite's own (q15-, q20- and q17-shaped statements)."""
+    statement's answer is SQLite's own (q15-, q20- and q17-shaped statements), person level
+    and row level."""
     conn = _database(random.Random(seed))
     _write(tmp_path / "d.db", conn)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(noise, "sample_laplace", _identity)
         for sql in (Q15, Q20, COUNTS):
             truth = [tuple(r) for r in conn.execute(sql).fetchall()]
-            document = _release(tmp_path, sql)
+            document = _release(tmp_path, sql, person=person)
             assert len(document["stages"]) == 2
             assert _rows(document) == truth, (sql, _rows(document), truth)
-        document = _release(tmp_path, Q17)
+        document = _release(tmp_path, Q17, person=person)
         (truth,) = conn.execute(Q17).fetchone()
         (got,) = _rows(document)[0]
         assert _number(got) == pytest.approx(_number(truth)), (got, truth)
