@@ -67,6 +67,10 @@ Q17 = ("SELECT SUM(l_quantity) / 7.0 AS avg_yearly FROM lineitem, part "
        "(SELECT 1.2 * AVG(l_quantity) FROM lineitem WHERE l_partkey = p_partkey)")
 COUNTS = ("SELECT p_partkey FROM part WHERE 1 < (SELECT COUNT(*) FROM lineitem "
           "WHERE l_partkey = p_partkey) ORDER BY p_partkey")
+# a view in the SELECT list: NULL where no line, and a count plus one (1 where no line)
+LISTED = ("SELECT ps_partkey, ps_suppkey, (SELECT SUM(l_quantity) FROM lineitem "
+          "WHERE l_partkey = ps_partkey AND l_suppkey = ps_suppkey), (SELECT COUNT(*) + 1 "
+          "FROM lineitem WHERE l_partkey = ps_partkey) FROM partsupp ORDER BY 1, 2")
 
 
 def _database(rng: random.Random) -> sqlite3.Connection:
@@ -339,10 +343,10 @@ def test_release_with_the_noise_off_is_the_sql_answer(seed: int, person: bool,
     _write(tmp_path / "d.db", conn)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(noise, "sample_laplace", _identity)
-        for sql in (Q15, Q20, COUNTS):
+        for sql in (Q15, Q20, COUNTS, LISTED):
             truth = [tuple(r) for r in conn.execute(sql).fetchall()]
             document = _release(tmp_path, sql, person=person)
-            assert len(document["stages"]) == 2
+            assert len(document["stages"]) == (3 if sql is LISTED else 2)
             assert _rows(document) == truth, (sql, _rows(document), truth)
         document = _release(tmp_path, Q17, person=person)
         (truth,) = conn.execute(Q17).fetchone()

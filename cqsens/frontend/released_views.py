@@ -61,15 +61,17 @@ class View:
         Its number in the statement (from 1), as its marker names it.
     sql : str
         The grouped statement released: its key columns, ``… AS cqsens_value`` and,
-        unless the value is ``COUNT(*)`` itself, ``COUNT(*) AS cqsens_rows``.
+        when ``counted``, ``COUNT(*) AS cqsens_rows``.
     domain_sql : str
         A statement over public tables only whose rows are the released keys.
     scalar : bool
         A scalar subquery (else a ``WITH`` table).
-    empty_zero : bool
-        For a scalar subquery: its value over no row is 0 (a COUNT), else NULL.
     counted : bool
-        The statement releases ``cqsens_rows`` (else the value is the row count).
+        The statement releases ``cqsens_rows``: a WITH table's rows are its keys with a
+        noisy row count of at least 1/2, a scalar subquery's value is NULL below that
+        (SQL's SUM, MIN, MAX over no row); else a WITH table's value is its row count
+        (``COUNT(*)``) and a scalar subquery's value stands as released (a COUNT is 0
+        and an average NULL over no row, as their noisy values with the noise off).
     columns : tuple of str
         For a ``WITH`` table: its column names, in order.
     written : str
@@ -80,7 +82,6 @@ class View:
     sql: str
     domain_sql: str
     scalar: bool
-    empty_zero: bool
     counted: bool
     columns: tuple[str, ...]
     written: str
@@ -268,10 +269,10 @@ def _scalar_view(sub: exp.Subquery, number: int, public: Set[str], ctes: Set[str
     domain = exp.select(*[c.copy() for c in found.outer]).distinct().from_(table.copy())
     if filters:
         domain = domain.where(exp.and_(*filters))
-    # over no row an average is NULL, as its noisy SUM / COUNT is with the noise off: no
-    # row count is needed to tell it
-    averages = {type(a) for a in value.find_all(exp.AggFunc)} == {exp.Avg}
-    counted = not _count_star(value) and not averages
+    # over no row a COUNT is 0 and an average NULL, as their noisy values are with the
+    # noise off: only SUM, MIN, MAX (NULL over no row) need the row count to tell it
+    kinds = {type(a) for a in value.find_all(exp.AggFunc)}
+    counted = not (kinds <= {exp.Count} or kinds == {exp.Avg})
     items: list[exp.Expr] = [*[c.copy() for c in found.inner],
                              exp.alias_(value.copy(), VALUE_LABEL)]
     if counted:
@@ -282,7 +283,7 @@ def _scalar_view(sub: exp.Subquery, number: int, public: Set[str], ctes: Set[str
              if found.kept else None)
     view = view.group_by(*[c.copy() for c in found.inner])
     return View(number, view.sql(dialect=dialect), domain.sql(dialect=dialect), True,
-                isinstance(value, exp.Count), counted, (), sub.sql(dialect=dialect)), found.outer
+                counted, (), sub.sql(dialect=dialect)), found.outer
 
 
 def _anchor(sub: exp.Subquery) -> exp.Expr:
@@ -358,7 +359,7 @@ def _with_view(cte: exp.CTE, number: int, public: Set[str], schema: Schema | Non
     cte.set("this", exp.select(*[exp.alias_(exp.Anonymous(
         this=ROWS_MARKER, expressions=[exp.Literal.number(number), exp.Literal.number(o)]),
         c) for o, c in zip(order, columns, strict=True)]))
-    return View(number, view.sql(dialect=dialect), domain.sql(dialect=dialect), False, False,
+    return View(number, view.sql(dialect=dialect), domain.sql(dialect=dialect), False,
                 counted, columns, written)
 
 

@@ -104,23 +104,20 @@ def _keys_file(folder: Path, names: Sequence[str], domain: Sequence[Row]) -> str
 
 def _view_rows(view: View, result: Release, domain: Sequence[Row]) -> list[Row]:
     """The rows that take the view's place: each key, then its noisy value (a scalar view:
-    every key, its empty value where the noisy row count is below 1/2; a WITH table: the
-    keys whose noisy row count is at least 1/2)."""
+    every key, NULL where its noisy row count is below 1/2 when it has one; a WITH table:
+    the keys whose noisy row count is at least 1/2)."""
     typed = {key_label(key_text(row)): row for row in domain}
     out: list[Row] = []
     for group in result.groups:
         values = {v.label: v.value for v in group.values}
         value = values.get(VALUE_LABEL)
         rows = values.get(ROWS_LABEL) if view.counted else value
-        # a scalar AVG without a row count: its noisy value stands as it is (NULL when
-        # its noisy count is 0)
-        present = (isinstance(rows, (int, float)) and rows >= 0.5) or (
-            view.scalar and not view.counted and not view.empty_zero)
+        present = isinstance(rows, (int, float)) and rows >= 0.5
         key = typed.get(group.key)
         if key is None:
             continue
-        if view.scalar:
-            out.append((*key, value if present else (0 if view.empty_zero else None)))
+        if view.scalar:  # without a row count the value stands as released
+            out.append((*key, value if present or not view.counted else None))
         elif present:
             out.append((*key, value))
     return out
