@@ -110,6 +110,9 @@ class Analysis:
     # a two-stage release (docs/rules.md, rule two-stage): each stage's own analysis, the
     # released subqueries first, the outer statement last; () for one release
     stages: tuple[Analysis, ...] = ()
+    # each stage's (role, share of ε) when they are not a two-stage release's (threshold
+    # stages, then the outer one, equal shares): docs/rules.md, rule released-view
+    stage_shares: tuple[tuple[str, str], ...] = ()
 
     @property
     def free(self) -> tuple[str, ...]:
@@ -222,15 +225,19 @@ class Analysis:
         if self.noise is not None:
             out["noise"] = noise_dict(self.noise)
         if self.stages:
-            out["stages"] = [_stage_dict(i, a, len(self.stages))
-                             for i, a in enumerate(self.stages, start=1)]
+            shares = self.stage_shares or tuple(
+                ("outer" if i == len(self.stages) else "threshold", f"1/{len(self.stages)}")
+                for i in range(1, len(self.stages) + 1))
+            out["stages"] = [_stage_dict(i, a, share)
+                             for (i, a), share in zip(enumerate(self.stages, start=1), shares,
+                                                      strict=True)]
         return out
 
 
-def _stage_dict(number: int, stage: Analysis, count: int) -> dict[str, Any]:
+def _stage_dict(number: int, stage: Analysis, share: tuple[str, str]) -> dict[str, Any]:
     """One stage of a two-stage release, as JSON (docs/rules.md, rule two-stage)."""
     s = stage.to_dict()["sensitivity"]
     return {"stage": number, "query": stage.query, "aggregate": stage.aggregate,
             "upper": s["upper"], "lower": s["lower"], "l1": s["l1"], "l2": s["l2"],
             "rule_id": stage.count_derivation.rule.value,
-            "epsilon_share": f"1/{count}", "role": "outer" if number == count else "threshold"}
+            "epsilon_share": share[1], "role": share[0]}

@@ -7,6 +7,9 @@ whole statement:
 
 * a statement that reads only public tables: sensitivity 0, whatever it computes
   (docs/rules.md, rule public-statement);
+* an aggregate over private tables grouped by, or correlated on, the columns of a
+  public table: a released view, a histogram over the public keys, released first
+  (docs/rules.md, rule released-view);
 * a WHERE comparison with a scalar subquery over private tables: a two-stage release,
   the subquery first (docs/rules.md, rule two-stage);
 * with a privacy unit, a statement over one derived table grouped by the person's
@@ -20,6 +23,7 @@ from pathlib import Path
 from typing import Protocol
 
 from cqsens.analysis import Analysis
+from cqsens.errors import UnsupportedQueryError
 from cqsens.frontend.load import read_source
 from cqsens.per_person import analyse_per_person
 from cqsens.prepare import options_for
@@ -27,6 +31,7 @@ from cqsens.public_statement import find_public_statement, public_analysis, synt
 from cqsens.settings import Settings
 from cqsens.stages import analyze_stages, staged_source
 from cqsens.state import Options
+from cqsens.views import advise, analyze_views, view_source
 
 __all__ = ["Analyse", "route"]
 
@@ -63,15 +68,23 @@ def route(source: str | Path, settings: Settings, *, kind: str | None, name: str
         inner = plain(synthetic_sql(found), replace(settings, prove_lower=False), kind="sql",
                       name=origin)
         return public_analysis(inner, text, origin, found)
-    options = options_for(settings)  # read once for both routes below
+    options = options_for(settings)  # read once for the routes below
+    views = view_source(source, settings, options.schema, kind=kind, name=name)
+    if views is not None:  # docs/rules.md, rule released-view
+        return analyze_views(views, settings, lambda text, s: route(
+            text, s, kind="sql", name=views.name, plain=plain))
     staged = staged_source(source, settings, options.schema, kind=kind, name=name)
     if staged is not None:  # a threshold over private data: two releases
         return analyze_stages(staged, settings, lambda text, s: route(
             text, s, kind="sql", name=staged.name, plain=plain))
-    per_person = _per_person(source, settings, options, kind=kind, name=name, plain=plain)
-    if per_person is not None:
-        return per_person
-    return plain(source, settings, kind=kind, name=name)
+    try:
+        per_person = _per_person(source, settings, options, kind=kind, name=name, plain=plain)
+        if per_person is not None:
+            return per_person
+        return plain(source, settings, kind=kind, name=name)
+    except UnsupportedQueryError as err:  # say what would make it a released view
+        advise(err, source, settings, options.schema, kind=kind, name=name)
+        raise
 
 
 def _per_person(source: str | Path, settings: Settings, options: Options, *, kind: str | None,

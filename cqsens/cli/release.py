@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 import click
@@ -53,6 +54,7 @@ from cqsens.release.noise import EPSILON_MAX, EPSILON_MIN, check_privacy
 from cqsens.releasing import Release, release
 from cqsens.releasing.public import is_public_release
 from cqsens.releasing.stages import StagedRelease, release_stages
+from cqsens.releasing.views import release_views, views_of
 from cqsens.report.release import (
     ledger_json,
     render_csv,
@@ -101,8 +103,9 @@ def _same_file(a: Path, b: Path | None) -> bool:
 
 
 def _show_stages(results: tuple[Release, ...], fmt: str, ledger: str | None,
-                 state: Ledger | None) -> None:
-    """A two-stage release: each stage as its own release, in order."""
+                 state: Ledger | None, rule: str) -> None:
+    """A release in stages (docs/rules.md, ``rule``): each stage as its own release, in
+    order."""
     spent = ledger_json(ledger, state) if state is not None and ledger is not None else None
     if fmt == "json":
         click.echo(render_stages_json(results, spent))
@@ -113,7 +116,7 @@ def _show_stages(results: tuple[Release, ...], fmt: str, ledger: str | None,
         click.echo(render_csv(results[-1]))
         return
     for number, result in enumerate(results, start=1):
-        click.echo(f"== stage {number} of {len(results)} (docs/rules.md, rule two-stage)")
+        click.echo(f"== stage {number} of {len(results)} (docs/rules.md, rule {rule})")
         click.echo(render_text(result, line if number == len(results) else None))
 
 
@@ -224,7 +227,10 @@ def release_cmd(
             if ledger is not None:  # before the query runs
                 precheck(ledger, charge, model, limits)
 
+        views = views_of(analysis, settings.public, schema_obj)
         run_release = release_stages if analysis.stages else release
+        if views is not None:  # docs/rules.md, rule released-view
+            run_release = partial(release_views, found=views)
         done = run_release(analysis, url=db, epsilon=epsilon, delta=delta, mechanism=mechanism,
                            reanalyse=lambda text: run(text, "sql", analysis.source),
                            schema=schema_obj, bounds=settings.bounds, keys_file=settings.keys,
@@ -232,15 +238,17 @@ def release_cmd(
         results = done.stages if isinstance(done, StagedRelease) else (done,)
         result = results[-1]
         state: Ledger | None = None
-        if ledger is not None and is_public_release(result):  # spent nothing: not recorded
-            state = open_ledger(ledger)
+        if ledger is not None and all(is_public_release(r) for r in results):
+            state = open_ledger(ledger)  # spent nothing: not recorded
         elif ledger is not None:  # recorded and committed before anything is shown
-            for stage in results:
-                state = record(ledger, stage.entry(), stage.model, limits)
+            for stage in results:  # a stage computed from public tables spent nothing
+                if not is_public_release(stage):
+                    state = record(ledger, stage.entry(), stage.model, limits)
     except (InputError, CqsensError) as err:
         fail(err)
     if len(results) > 1:
-        _show_stages(results, fmt, ledger, state)
+        _show_stages(results, fmt, ledger, state,
+                     "released-view" if views is not None else "two-stage")
         sys.exit(EXIT_OK)
     if fmt == "json":
         click.echo(render_json(result, None if state is None or ledger is None

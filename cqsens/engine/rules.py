@@ -64,6 +64,7 @@ class Rule(Enum):
     PERSON_LOCAL = "person-local"
     PERSON_GROUPS = "person-groups"
     TWO_STAGE = "two-stage"
+    RELEASED_VIEW = "released-view"
     BAGS = "bags"
     NULLS = "nulls"
     SUM_SUBSTITUTION = "sum-substitution"

@@ -92,9 +92,13 @@ def render_text(release: Release, ledger: str | None = None) -> str:
     if not release.groups:
         lines.append("  (no group released)")
     lines.append("")
-    lines.append("  (exact values computed from public tables only: no noise, no ε spent)"
-                 if is_public_release(release)
-                 else "  (noisy values; ± is the 95 % error half-width of the noise)")
+    if is_public_release(release) and "rule released-view" in release.split:
+        lines.append("  (computed from the released views' noisy rows and public tables: no "
+                     "further noise, no ε spent)")
+    else:
+        lines.append("  (exact values computed from public tables only: no noise, no ε spent)"
+                     if is_public_release(release)
+                     else "  (noisy values; ± is the 95 % error half-width of the noise)")
     if ledger:
         lines.append(f"  {ledger}")
     for note in release.notes:
