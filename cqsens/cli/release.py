@@ -155,6 +155,21 @@ _ledger_options = stack(
 )
 
 
+def _recorded(ledger: str | None, results: tuple[Release, ...], limits: Limits
+              ) -> Ledger | None:
+    """Record each release that spent privacy in ``ledger`` (committed before anything is
+    shown); the ledger's state after, or None without a ledger."""
+    if ledger is None:
+        return None
+    if all(is_public_release(r) for r in results):
+        return open_ledger(ledger)  # spent nothing: not recorded
+    state: Ledger | None = None
+    for stage in results:  # a stage computed from public tables spent nothing
+        if not is_public_release(stage):
+            state = record(ledger, stage.entry(), stage.model, limits)
+    return state
+
+
 @click.command("release")
 @click.argument("query", required=False, type=click.Path(dir_okay=False))
 @sql_option(help="The SQL query as text.")
@@ -237,13 +252,7 @@ def release_cmd(
                            public=settings.public, epsilon_parts=parts, before_query=check)
         results = done.stages if isinstance(done, StagedRelease) else (done,)
         result = results[-1]
-        state: Ledger | None = None
-        if ledger is not None and all(is_public_release(r) for r in results):
-            state = open_ledger(ledger)  # spent nothing: not recorded
-        elif ledger is not None:  # recorded and committed before anything is shown
-            for stage in results:  # a stage computed from public tables spent nothing
-                if not is_public_release(stage):
-                    state = record(ledger, stage.entry(), stage.model, limits)
+        state = _recorded(ledger, results, limits)
     except (InputError, CqsensError) as err:
         fail(err)
     if len(results) > 1:
