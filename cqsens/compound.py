@@ -83,14 +83,46 @@ def monotone_rule(compound: CompoundQuery, where: Neighbourhood) -> str:
     return how if how == "sum" or (where.contributions == 1 and where.unit is None) else "sum"
 
 
-def _signed_total(compound: CompoundQuery, values: Sequence[Exact], how: str) -> Exact:
-    """Σ values, or the added parts' total (``how == "sum"``) or largest (``"max"``)."""
-    if not how:
-        return _total(values)
-    added = [v for v, sign in zip(values, compound.signs, strict=True) if sign > 0]
-    if how == "max":
-        return max(added, default=0)
-    return _total(added)
+def _tables(compound: CompoundQuery, where: Neighbourhood) -> list[frozenset[str]] | None:
+    """The tables each part reads, when one neighbour changes one row of one table (no
+    ``--unit``, one row per individual); None otherwise."""
+    if where.unit is not None or where.contributions != 1:
+        return None
+    return [frozenset(r.lower() for r in (p.relations() if isinstance(p, CompoundQuery)
+                                          else p.cq.relations()))
+            for p in compound.parts]
+
+
+def _worst(combine: Callable[[list[int]], T], tables: list[frozenset[str]] | None,
+           count: int) -> T:
+    """``combine`` over every part, or, by table, its largest over the parts that read one
+    table: a row of T changes only the parts that read T (docs/rules.md, rule
+    set-operations)."""
+    if tables is None:
+        return combine(list(range(count)))
+    names = sorted(frozenset().union(*tables))
+    found = [combine([i for i, r in enumerate(tables) if name in r]) for name in names]
+    return max(found, key=_order) if found else combine([])
+
+
+def _order(x: object) -> Exact:
+    assert isinstance(x, (int, float, Fraction))
+    return x
+
+
+def _signed_total(compound: CompoundQuery, values: Sequence[Exact], how: str,
+                  tables: list[frozenset[str]] | None = None) -> Exact:
+    """Σ values, or the added parts' total (``how == "sum"``) or largest (``"max"``), the
+    largest over the tables when ``tables`` is given."""
+    def combine(indices: list[int]) -> Exact:
+        chosen = [values[i] for i in indices]
+        if not how:
+            return _total(chosen)
+        added = [values[i] for i in indices if compound.signs[i] > 0]
+        if how == "max":
+            return max(added, default=0)
+        return _total(added)
+    return _worst(combine, tables, len(values))
 
 
 def _by_steps(compound: CompoundQuery, l1: Exact, l2: Exact,
@@ -118,29 +150,35 @@ def _bounds(compound: CompoundQuery, parts: Sequence[Analysis], *, neighbor: str
             contributions: int) -> tuple[Exact, Exact, tuple[AggregateRecord, ...]]:
     """(ℓ1, ℓ2, records) of the whole statement."""
     kind = compound.combination
+    tables = _tables(compound, parts[0].neighbourhood)
     if kind == "concat":
-        squares = _total([_square(a.l2) for a in parts])
+        squares = _worst(lambda ix: _total([_square(parts[i].l2) for i in ix]), tables,
+                         len(parts))
         l2 = math.inf if squares == math.inf else sqrt_upper(squares)
         records = tuple(replace(r, label=f"{compound.name(i)}: {r.label}")
                         for i, a in enumerate(parts) for r in a.aggregates)
-        return _total([a.l1 for a in parts]), l2, records
+        return _worst(lambda ix: _total([parts[i].l1 for i in ix]), tables, len(parts)), l2, \
+            records
     if kind == "sum":
         how = monotone_rule(compound, parts[0].neighbourhood)
         facts = {"combination": "sum", **({"monotone": how} if how else {})}
         records = tuple(
             AggregateRecord(f"{first.label} over {compound.operator}", first.kind,
                             _weights([a.aggregates[j].count_bound for a in parts]),
-                            _signed_total(compound, [a.aggregates[j].l1 for a in parts], how),
-                            _signed_total(compound, [a.aggregates[j].l2 for a in parts], how),
+                            _signed_total(compound, [a.aggregates[j].l1 for a in parts], how,
+                                          tables),
+                            _signed_total(compound, [a.aggregates[j].l2 for a in parts], how,
+                                          tables),
                             Derivation(Rule(compound.rule),
                                        _signed_total(compound, [a.aggregates[j].l1
-                                                                for a in parts], how),
+                                                                for a in parts], how, tables),
                                        parts[0].neighbourhood, facts),
                             first.values)
             for j, first in enumerate(parts[0].aggregates))
-        return (_signed_total(compound, [a.l1 for a in parts], how),
-                _signed_total(compound, [a.l2 for a in parts], how), records)
-    delta = _weights([a.aggregates[0].count_bound for a in parts])
+        return (_signed_total(compound, [a.l1 for a in parts], how, tables),
+                _signed_total(compound, [a.l2 for a in parts], how, tables), records)
+    delta = _worst(lambda ix: _weights([parts[i].aggregates[0].count_bound for i in ix]),
+                   tables, len(parts))
     rule = histogram_bound if compound.grouped else count_bound
     b = rule(delta, neighbor=neighbor, contributions=contributions)
     where = parts[0].neighbourhood

@@ -33,6 +33,7 @@ from tests.test_union import CANDIDATES as UNION_CANDIDATES
 from tests.test_union import CDS as UNION_CDS
 from tests.test_union import DDL as UNION_DDL
 from tests.test_union import _ok as union_ok
+from tests.test_union import databases as union_databases
 
 DDL = """
 CREATE TABLE p (id INTEGER PRIMARY KEY, g INTEGER NOT NULL CHECK (g BETWEEN 0 AND 1),
@@ -170,3 +171,45 @@ def test_substitution_in_two_steps_needs_no_foreign_key() -> None:
     db: Rows = {"p": [(0, 0, None)], "q": [(0, 0, 2), (1, 0, 2)], "b": []}
     l1, _ = sql_sensitivity(DDL, [sql], db, CANDIDATES, _ok, neighbor="substitute")
     assert l1 > 2 * steps.l1 and l1 <= a.l1
+
+
+# ---------------------------------------------------------------- parts that read other tables
+
+BY_TABLE = [  # (statement, the statements released side by side, for the brute force)
+    ("SELECT COUNT(*) FROM (SELECT r.a AS v FROM r UNION ALL SELECT s.c FROM s "
+     "UNION ALL SELECT u.x FROM u) AS t", []),
+    ("SELECT COUNT(*) FROM r UNION ALL SELECT COUNT(*) FROM s UNION ALL SELECT SUM(u.x) FROM u",
+     ["SELECT COUNT(*) FROM r", "SELECT COUNT(*) FROM s", "SELECT SUM(u.x) FROM u"]),
+    ("SELECT COUNT(*) FROM (SELECT r.a FROM r UNION SELECT s.c FROM s JOIN r ON s.r = r.k "
+     "UNION SELECT u.x FROM u) AS t", []),
+]
+
+
+@pytest.mark.parametrize(("sql", "sides"), BY_TABLE)
+@pytest.mark.parametrize("neighbor", NEIGHBORS)
+@settings(max_examples=scaled_examples(15), deadline=None)
+@given(db=union_databases)
+def test_parts_of_other_tables_do_not_add_up(sql: str, sides: list[str], neighbor: str,
+                                             db: Rows) -> None:
+    """A row of one table changes only the parts that read it (docs/rules.md, rule
+    set-operations, 5)."""
+    a = _analysis(sql, neighbor, UNION_DDL, UNION_CDS)
+    l1, l2 = sql_sensitivity(UNION_DDL, sides or [sql], db, UNION_CANDIDATES, union_ok,
+                             neighbor=neighbor)
+    assert l1 <= a.l1
+    assert l2 <= float(a.l2) + 1e-9
+
+
+@pytest.mark.parametrize(("sql", "sides"), BY_TABLE[:2])
+def test_parts_of_other_tables_reach_the_bound(sql: str, sides: list[str]) -> None:
+    """Measured: 1 row of u moves the vector by 3 (SUM(u.x)), not 1 + 1 + 3."""
+    a = _analysis(sql, "add-remove", UNION_DDL, UNION_CDS)
+    rng = random.Random(sql)
+    best = 0.0
+    for _ in range(300):
+        db = _random_database(rng, UNION_CANDIDATES, union_ok, ("u",))
+        best = max(best, sql_sensitivity(UNION_DDL, sides or [sql], db, UNION_CANDIDATES,
+                                         union_ok)[0])
+        if best >= a.l1:
+            break
+    assert best == a.l1
