@@ -278,6 +278,34 @@ def _paper(parts: Sequence[Analysis]) -> dict[str, PaperValue]:
     return {key: PaperValue(None, why) for key in parts[0].paper}
 
 
+def _lines(compound: CompoundQuery, parts: Sequence[Analysis], where: Neighbourhood,
+           steps: Analysis | None, *, scalar: bool) -> list[str]:
+    """The explanation: the combination, one line per part, the refinements applied."""
+    rule = _RULES[compound.combination]
+    lines = [f"The statement is {compound.operator} over {len(parts)} parts, each a conjunctive "
+             f"query analysed on its own; {rule} (docs/rules.md, rule {compound.rule})."]
+    for i, a in enumerate(parts):
+        count = f", count bound Δ = {text(a.aggregates[0].count_bound)}" \
+            if compound.combination == "count" else ""
+        name = compound.name(i)
+        lines.append(f"{name[0].upper()}{name[1:]}: {_part_sql(compound.parts[i], a)} — ℓ1 "
+                     f"{text(a.l1)}{count}: "
+                     f"{a.reason()}.")
+    how = monotone_rule(compound, where)
+    if how:
+        lines.append("The released values only grow when rows are added, so their change is "
+                     + ("at most the largest of the added parts' (inner join, preserved table)"
+                        if how == "max" else "at most the sum of the added parts' (sign +)")
+                     + " (docs/rules.md, rule outer-joins).")
+    if steps is not None:
+        times = "the" if not compound.grouped and scalar else "twice the"
+        lines.append("Under substitution (a row removed, then one added, each step within the "
+                     "constraints, the values only growing when a row is added) the change is "
+                     f"at most {times} add-remove bound {text(steps.l1)} (docs/rules.md, rule "
+                     "outer-joins).")
+    return lines
+
+
 def combine_analyses(
     compound: CompoundQuery,
     parts: Sequence[Analysis],
@@ -317,28 +345,7 @@ def combine_analyses(
     where = first.neighbourhood
     l1, l2, records = _by_steps(compound, *_bounds(compound, parts, neighbor=neighbor,
                                                     contributions=k), steps)
-    rule = _RULES[compound.combination]
-    lines = [f"The statement is {compound.operator} over {len(parts)} parts, each a conjunctive "
-             f"query analysed on its own; {rule} (docs/rules.md, rule {compound.rule})."]
-    for i, a in enumerate(parts):
-        count = f", count bound Δ = {text(a.aggregates[0].count_bound)}" \
-            if compound.combination == "count" else ""
-        name = compound.name(i)
-        lines.append(f"{name[0].upper()}{name[1:]}: {_part_sql(compound.parts[i], a)} — ℓ1 "
-                     f"{text(a.l1)}{count}: "
-                     f"{a.reason()}.")
-    how = monotone_rule(compound, where)
-    if how:
-        lines.append("The released values only grow when rows are added, so their change is "
-                     + ("at most the largest of the added parts' (inner join, preserved table)"
-                        if how == "max" else "at most the sum of the added parts' (sign +)")
-                     + " (docs/rules.md, rule outer-joins).")
-    if steps is not None:
-        times = "the" if not compound.grouped and len(records) == 1 else "twice the"
-        lines.append("Under substitution (a row removed, then one added, each step within the "
-                     "constraints, the values only growing when a row is added) the change is "
-                     f"at most {times} add-remove bound {text(steps.l1)} (docs/rules.md, rule "
-                     "outer-joins).")
+    lines = _lines(compound, parts, where, steps, scalar=len(records) == 1)
     lines.append(f"Released statistic: ℓ1 = {text(l1)}, ℓ2 = {text(l2)}.")
     notes = tuple(dict.fromkeys([*compound.notes, *(n for a in parts for n in a.notes)]))
     suggestion = tuple(f"{compound.name(i)}: {s}" for i, a in enumerate(parts)
