@@ -213,3 +213,28 @@ def test_parts_of_other_tables_reach_the_bound(sql: str, sides: list[str]) -> No
         if best >= a.l1:
             break
     assert best == a.l1
+
+
+SHADOW = ("WITH r AS (SELECT s.r AS k, s.c AS a, s.c AS b FROM s) "
+          "SELECT COUNT(*) FROM u LEFT JOIN r ON r.k = u.y")
+
+
+@pytest.mark.parametrize("neighbor", NEIGHBORS)
+@settings(max_examples=scaled_examples(15), deadline=None)
+@given(db=union_databases)
+def test_a_with_table_named_like_a_keyed_table_is_not_keyed(neighbor: str, db: Rows) -> None:
+    """``r`` is a WITH table over s here, not the table r: s.r is no key, so the LEFT JOIN
+    is not dropped and the count is not read as monotone in the table r's columns."""
+    a = _analysis(SHADOW, neighbor, UNION_DDL, UNION_CDS)
+    l1, _ = sql_sensitivity(UNION_DDL, [SHADOW], db, UNION_CANDIDATES, union_ok,
+                            neighbor=neighbor)
+    assert l1 <= a.l1
+
+
+def test_a_with_table_named_like_a_keyed_table_moves_by_two() -> None:
+    """Two u rows of y = 1 and one s row of r = 1: a second s row of r = 1 gives each u
+    row a second match (the dropped join would have claimed 1)."""
+    a = _analysis(SHADOW, "add-remove", UNION_DDL, UNION_CDS)
+    db: Rows = {"r": [], "s": [(0, 1, 1)], "u": [(0, 1), (3, 1)]}
+    l1, _ = sql_sensitivity(UNION_DDL, [SHADOW], db, UNION_CANDIDATES, union_ok)
+    assert l1 == 2 <= a.l1

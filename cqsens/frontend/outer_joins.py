@@ -220,7 +220,10 @@ def split_outer_joins(tree: exp.Select, reject: Reject, dialect: str | None,
                      f"cqsens expands at most {MAX_OUTER_JOINS} LEFT JOINs")
     _aggregates_read_core(tree, splitter, padded, reject, operator)
     _check_on_chain(outer, splitter, reject, operator)
-    keyed = [n for n, o in enumerate(outer) if _at_most_one_match(o, splitter, schema)]
+    # a WITH table may shadow a schema table: its keys and CHECKs are not the table's
+    plain = not any(True for _ in whole.find_all(exp.CTE))
+    keyed = [n for n, o in enumerate(outer)
+             if plain and _at_most_one_match(o, splitter, schema)]
     terms = _cancel_keyed(_terms(outer, splitter), keyed)
     parts = [_build(tree, pending, outer, present, semi) for present, semi, _ in terms]
     signs = [(-1) ** len(semi) for _, semi, _ in terms]
@@ -242,7 +245,7 @@ def split_outer_joins(tree: exp.Select, reject: Reject, dialect: str | None,
                      + " joined on a key: at most one match per row, so a term joining it "
                      "equals the term with EXISTS in its place, and the two cancel "
                      "(docs/rules.md, rule outer-joins)")
-    monotone = _monotone(tree, splitter, schema)
+    monotone = plain and _monotone(tree, splitter, schema)
     if monotone:
         notes.append("counts and non-negative sums over outer joins only grow when rows are "
                      "added: under add-remove only the added terms' bounds count "
