@@ -451,13 +451,14 @@ def substitution_steps(compound: CompoundQuery, options: Options,
     None where it does not apply.
 
     A substitution removes a row t and adds t′; when removing t keeps every constraint
-    (no foreign key, no privacy unit), both steps are add-remove neighbours, and each
+    (no foreign key, no privacy unit, no fixed ``--rows``), both steps are add-remove
+    neighbours, and each
     moves the (only growing) values by at most the add-remove bound, in opposite
     directions (docs/rules.md, rule outer-joins).
     """
     nb = options.nb
     if (nb.model != "substitute" or nb.unit is not None or nb.references
-            or not compound.monotone or compound.combination != "sum"
+            or options.rows is not None or not compound.monotone or compound.combination != "sum"
             or len(compound.signs) != len(compound.parts)):
         return None
     settings = replace(options.settings, neighbor="add-remove", prove_lower=False)
