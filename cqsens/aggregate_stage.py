@@ -111,9 +111,10 @@ def stage_release(state: State) -> State:
                             if agg.kind in VALUE_KINDS and agg.kind != "sum" else None)
         b = replace(b, derivation=for_unit(b.derivation, state.options.nb.unit))
         bounds.append(b)
+        counted = agg.kind == "count" and agg.expression is not None  # a row adds 0 or 1
         sums.append(ExclusiveSum(agg, query.cq_for(index), b, count_delta,
-                                 values.low if values is not None else None,
-                                 values.high if values is not None else None))
+                                 values.low if values is not None else 0 if counted else None,
+                                 values.high if values is not None else 1 if counted else None))
         records.append(AggregateRecord(agg.label, agg.kind, count_delta, b.l1, b.l2,
                                        b.derivation,
                                        values.describe() if values is not None else None))

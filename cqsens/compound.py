@@ -18,6 +18,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, TypeVar
 
 from cqsens.analysis import AggregateRecord, Analysis
+from cqsens.engine.neighbourhood import Neighbourhood
 from cqsens.engine.paper import PaperValue
 from cqsens.engine.paths import Weight
 from cqsens.engine.rules import Derivation, Rule, for_unit
@@ -66,29 +67,118 @@ def _square(x: Exact) -> Exact:
     return x * x if x != math.inf else math.inf
 
 
+def monotone_rule(compound: CompoundQuery, where: Neighbourhood) -> str:
+    """``"sum"`` or ``"max"`` when only the added parts' bounds count, else ``""``.
+
+    The values of a monotone signed sum only grow when rows are added, so under
+    add-remove their change lies between 0 and the added parts' change; with one
+    preserved table, one LEFT JOIN and one row per individual, it is at most the
+    larger of the inner join's and the preserved table's (docs/rules.md, rule
+    outer-joins).
+    """
+    how = compound.monotone
+    if (not how or where.model != "add-remove" or compound.combination != "sum"
+            or len(compound.signs) != len(compound.parts)):
+        return ""
+    return how if how == "sum" or (where.contributions == 1 and where.unit is None) else "sum"
+
+
+def _tables(compound: CompoundQuery, where: Neighbourhood) -> list[frozenset[str]] | None:
+    """The tables each part reads, when one neighbour changes one row of one table (no
+    ``--unit``, one row per individual); None otherwise."""
+    if where.unit is not None or where.contributions != 1:
+        return None
+    return [frozenset(r.lower() for r in (p.relations() if isinstance(p, CompoundQuery)
+                                          else p.cq.relations()))
+            for p in compound.parts]
+
+
+def _worst(combine: Callable[[list[int]], T], tables: list[frozenset[str]] | None,
+           count: int) -> T:
+    """``combine`` over every part, or, by table, its largest over the parts that read one
+    table: a row of T changes only the parts that read T (docs/rules.md, rule
+    set-operations)."""
+    if tables is None:
+        return combine(list(range(count)))
+    names = sorted(frozenset().union(*tables))
+    found = [combine([i for i, r in enumerate(tables) if name in r]) for name in names]
+    return max(found, key=_order) if found else combine([])
+
+
+def _order(x: object) -> Exact:
+    assert isinstance(x, (int, float, Fraction))
+    return x
+
+
+def _signed_total(compound: CompoundQuery, values: Sequence[Exact], how: str,
+                  tables: list[frozenset[str]] | None = None) -> Exact:
+    """Σ values, or the added parts' total (``how == "sum"``) or largest (``"max"``), the
+    largest over the tables when ``tables`` is given."""
+    def combine(indices: list[int]) -> Exact:
+        chosen = [values[i] for i in indices]
+        if not how:
+            return _total(chosen)
+        added = [values[i] for i in indices if compound.signs[i] > 0]
+        if how == "max":
+            return max(added, default=0)
+        return _total(added)
+    return _worst(combine, tables, len(values))
+
+
+def _by_steps(compound: CompoundQuery, l1: Exact, l2: Exact,
+              records: tuple[AggregateRecord, ...], steps: Analysis | None,
+              ) -> tuple[Exact, Exact, tuple[AggregateRecord, ...]]:
+    """Under substitution, a monotone signed sum changes by at most its add-remove bound
+    (one released value) or twice it (docs/rules.md, rule outer-joins)."""
+    if steps is None:
+        return l1, l2, records
+    scalar = not compound.grouped
+    f = 1 if scalar and len(records) == 1 else 2
+    out = []
+    for record, step in zip(records, steps.aggregates, strict=True):
+        g = 1 if scalar else 2
+        best = min(record.l1, g * step.l1)
+        if best < record.l1:
+            facts = {**record.derivation.inputs, "substitution": "two add-remove steps"}
+            record = replace(record, l1=best, l2=min(record.l2, g * step.l2),
+                             derivation=replace(record.derivation, value=best, inputs=facts))
+        out.append(record)
+    return min(l1, f * steps.l1), min(l2, f * steps.l2), tuple(out)
+
+
 def _bounds(compound: CompoundQuery, parts: Sequence[Analysis], *, neighbor: str,
             contributions: int) -> tuple[Exact, Exact, tuple[AggregateRecord, ...]]:
     """(ℓ1, ℓ2, records) of the whole statement."""
     kind = compound.combination
+    tables = _tables(compound, parts[0].neighbourhood)
     if kind == "concat":
-        squares = _total([_square(a.l2) for a in parts])
+        squares = _worst(lambda ix: _total([_square(parts[i].l2) for i in ix]), tables,
+                         len(parts))
         l2 = math.inf if squares == math.inf else sqrt_upper(squares)
         records = tuple(replace(r, label=f"{compound.name(i)}: {r.label}")
                         for i, a in enumerate(parts) for r in a.aggregates)
-        return _total([a.l1 for a in parts]), l2, records
+        return _worst(lambda ix: _total([parts[i].l1 for i in ix]), tables, len(parts)), l2, \
+            records
     if kind == "sum":
+        how = monotone_rule(compound, parts[0].neighbourhood)
+        facts = {"combination": "sum", **({"monotone": how} if how else {})}
         records = tuple(
             AggregateRecord(f"{first.label} over {compound.operator}", first.kind,
                             _weights([a.aggregates[j].count_bound for a in parts]),
-                            _total([a.aggregates[j].l1 for a in parts]),
-                            _total([a.aggregates[j].l2 for a in parts]),
-                            Derivation(Rule(compound.rule), _total([a.aggregates[j].l1
-                                                                    for a in parts]),
-                                       parts[0].neighbourhood, {"combination": "sum"}),
+                            _signed_total(compound, [a.aggregates[j].l1 for a in parts], how,
+                                          tables),
+                            _signed_total(compound, [a.aggregates[j].l2 for a in parts], how,
+                                          tables),
+                            Derivation(Rule(compound.rule),
+                                       _signed_total(compound, [a.aggregates[j].l1
+                                                                for a in parts], how, tables),
+                                       parts[0].neighbourhood, facts),
                             first.values)
             for j, first in enumerate(parts[0].aggregates))
-        return _total([a.l1 for a in parts]), _total([a.l2 for a in parts]), records
-    delta = _weights([a.aggregates[0].count_bound for a in parts])
+        return (_signed_total(compound, [a.l1 for a in parts], how, tables),
+                _signed_total(compound, [a.l2 for a in parts], how, tables), records)
+    delta = _worst(lambda ix: _weights([parts[i].aggregates[0].count_bound for i in ix]),
+                   tables, len(parts))
     rule = histogram_bound if compound.grouped else count_bound
     b = rule(delta, neighbor=neighbor, contributions=contributions)
     where = parts[0].neighbourhood
@@ -188,6 +278,34 @@ def _paper(parts: Sequence[Analysis]) -> dict[str, PaperValue]:
     return {key: PaperValue(None, why) for key in parts[0].paper}
 
 
+def _lines(compound: CompoundQuery, parts: Sequence[Analysis], where: Neighbourhood,
+           steps: Analysis | None, *, scalar: bool) -> list[str]:
+    """The explanation: the combination, one line per part, the refinements applied."""
+    rule = _RULES[compound.combination]
+    lines = [f"The statement is {compound.operator} over {len(parts)} parts, each a conjunctive "
+             f"query analysed on its own; {rule} (docs/rules.md, rule {compound.rule})."]
+    for i, a in enumerate(parts):
+        count = f", count bound Δ = {text(a.aggregates[0].count_bound)}" \
+            if compound.combination == "count" else ""
+        name = compound.name(i)
+        lines.append(f"{name[0].upper()}{name[1:]}: {_part_sql(compound.parts[i], a)} — ℓ1 "
+                     f"{text(a.l1)}{count}: "
+                     f"{a.reason()}.")
+    how = monotone_rule(compound, where)
+    if how:
+        lines.append("The released values only grow when rows are added, so their change is "
+                     + ("at most the largest of the added parts' (inner join, preserved table)"
+                        if how == "max" else "at most the sum of the added parts' (sign +)")
+                     + " (docs/rules.md, rule outer-joins).")
+    if steps is not None:
+        times = "the" if not compound.grouped and scalar else "twice the"
+        lines.append("Under substitution (a row removed, then one added, each step within the "
+                     "constraints, the values only growing when a row is added) the change is "
+                     f"at most {times} add-remove bound {text(steps.l1)} (docs/rules.md, rule "
+                     "outer-joins).")
+    return lines
+
+
 def combine_analyses(
     compound: CompoundQuery,
     parts: Sequence[Analysis],
@@ -196,6 +314,7 @@ def combine_analyses(
     epsilon: float | None = None,
     delta: float | None = None,
     prove_lower: bool = True,
+    steps: Analysis | None = None,
 ) -> Analysis:
     """The analysis of ``compound`` from the analyses of its parts (in order).
 
@@ -211,6 +330,9 @@ def combine_analyses(
         Recalibrate the noise to the combined sensitivity.
     prove_lower : bool
         Look for a lower bound among the parts' witnesses.
+    steps : Analysis, optional
+        The statement's analysis under add-remove, which bounds a monotone signed
+        sum under substitution (see :func:`substitution_steps`).
 
     Returns
     -------
@@ -220,17 +342,10 @@ def combine_analyses(
     """
     first = parts[0]
     neighbor, k = first.neighbor, first.contributions
-    l1, l2, records = _bounds(compound, parts, neighbor=neighbor, contributions=k)
-    rule = _RULES[compound.combination]
-    lines = [f"The statement is {compound.operator} over {len(parts)} parts, each a conjunctive "
-             f"query analysed on its own; {rule} (docs/rules.md, rule {compound.rule})."]
-    for i, a in enumerate(parts):
-        count = f", count bound Δ = {text(a.aggregates[0].count_bound)}" \
-            if compound.combination == "count" else ""
-        name = compound.name(i)
-        lines.append(f"{name[0].upper()}{name[1:]}: {_part_sql(compound.parts[i], a)} — ℓ1 "
-                     f"{text(a.l1)}{count}: "
-                     f"{a.reason()}.")
+    where = first.neighbourhood
+    l1, l2, records = _by_steps(compound, *_bounds(compound, parts, neighbor=neighbor,
+                                                    contributions=k), steps)
+    lines = _lines(compound, parts, where, steps, scalar=len(records) == 1)
     lines.append(f"Released statistic: ℓ1 = {text(l1)}, ℓ2 = {text(l2)}.")
     notes = tuple(dict.fromkeys([*compound.notes, *(n for a in parts for n in a.notes)]))
     suggestion = tuple(f"{compound.name(i)}: {s}" for i, a in enumerate(parts)
@@ -251,7 +366,6 @@ def combine_analyses(
     noise = calibrate(display(l1), display(l2), epsilon=epsilon, delta=delta) \
         if epsilon is not None else None
     sigma = Sigma.of([d for a in parts for d in a.sigma])
-    where = first.neighbourhood
     combined = Derivation(
         Rule(compound.rule), l1, where,
         {"combination": compound.combination, "operator": compound.operator},
@@ -326,4 +440,27 @@ def analyze_compound(compound: CompoundQuery, options: Options,
         else:
             parts.append(analyze_one(part, replace(options, settings=share)))
     return combine_analyses(compound, parts, schema=options.schema, epsilon=options.epsilon,
-                            delta=options.delta, prove_lower=options.prove_lower)
+                            delta=options.delta, prove_lower=options.prove_lower,
+                            steps=substitution_steps(compound, options, analyze_one))
+
+
+def substitution_steps(compound: CompoundQuery, options: Options,
+                       analyze_one: Callable[[AggregateQuery, Options], Analysis],
+                       ) -> Analysis | None:
+    """The add-remove analysis of a monotone signed sum analysed under substitution, or
+    None where it does not apply.
+
+    A substitution removes a row t and adds t′; when removing t keeps every constraint
+    (no foreign key, no privacy unit, no fixed ``--rows``), both steps are add-remove
+    neighbours, and each
+    moves the (only growing) values by at most the add-remove bound, in opposite
+    directions (docs/rules.md, rule outer-joins).
+    """
+    nb = options.nb
+    if (nb.model != "substitute" or nb.unit is not None or nb.references
+            or options.rows is not None or not compound.monotone or compound.combination != "sum"
+            or len(compound.signs) != len(compound.parts)):
+        return None
+    settings = replace(options.settings, neighbor="add-remove", prove_lower=False)
+    return analyze_compound(compound, replace(options, settings=settings,
+                                              nb=replace(nb, model="add-remove")), analyze_one)

@@ -61,6 +61,13 @@ EXCLUSIVE = [
     "SUM(CASE WHEN c = 'b' THEN x * 2 ELSE 0 END) AS b FROM t GROUP BY g",
     "SELECT SUM(CASE WHEN g = 0 THEN x WHEN g = 1 THEN 0 ELSE NULL END) AS a, "
     "SUM(CASE WHEN g = 1 THEN x ELSE 0 END) AS b, COUNT(*) AS n FROM t",
+    # COUNTs of a CASE without ELSE (a row counts 0 or 1), FILTER, and with SUMs
+    "SELECT COUNT(CASE WHEN c = 'a' THEN 1 END) AS a, COUNT(CASE WHEN c = 'b' THEN x END) AS b, "
+    "COUNT(CASE WHEN c IN ('c', 'd') THEN 0 ELSE NULL END) AS cd FROM t",
+    "SELECT g AS g, COUNT(*) FILTER (WHERE c = 'a') AS a, COUNT(*) FILTER (WHERE c = 'b') AS b "
+    "FROM t GROUP BY g",
+    "SELECT COUNT(CASE WHEN t.c = 'a' THEN 1 END) AS a, "
+    "SUM(CASE WHEN t.c = 'b' THEN s.y ELSE 0 END) AS b FROM t JOIN s ON s.t_id = t.id",
 ]
 # statements whose columns can hold on one row (the rule must not apply)
 OVERLAPPING = [
@@ -72,6 +79,16 @@ OVERLAPPING = [
     "SUM(CASE WHEN c = 'A' THEN x ELSE 0 END) AS b FROM t",
     "SELECT SUM(CASE WHEN c = 'a' THEN x ELSE 0 END) AS a, "
     "SUM(CASE WHEN g = 1 THEN x ELSE 0 END) AS b FROM t",
+    "SELECT COUNT(CASE WHEN c = 'a' THEN 1 ELSE 0 END) AS a, "
+    "COUNT(CASE WHEN c = 'b' THEN 1 END) AS b FROM t",  # ELSE 0 is counted: every row
+    "SELECT COUNT(CASE WHEN c = 'a' THEN 1 END) AS a, "
+    "COUNT(CASE WHEN g = 1 THEN 1 END) AS b FROM t",
+]
+# one COUNT of a subset of the rows: a substitution can move a row out of it
+SUBSETS = [
+    "SELECT COUNT(CASE WHEN c = 'a' THEN 1 END) FROM t",
+    "SELECT COUNT(*) FILTER (WHERE c = 'a') FROM t",
+    "SELECT COUNT(CASE WHEN x > 0 THEN x END) FROM t",
 ]
 
 
@@ -80,7 +97,7 @@ def _applied(a: cqsens.Analysis) -> bool:
     return any(f"rule {Rule.EXCLUSIVE_CASES.value})" in line for line in a.explanation)
 
 
-@pytest.mark.parametrize("sql", EXCLUSIVE + OVERLAPPING)
+@pytest.mark.parametrize("sql", EXCLUSIVE + OVERLAPPING + SUBSETS)
 @pytest.mark.parametrize("neighbor", ["add-remove", "substitute"])
 @settings(max_examples=scaled_examples(12), deadline=None)
 @given(db=databases)
@@ -126,3 +143,26 @@ def test_join_bound_is_reached() -> None:
     db: Rows = {"t": [(0, "a", 0, 3)], "s": [(0, 0, 5), (1, 0, 5)]}
     l1, _ = sql_sensitivity(DDL, [sql], db, CANDIDATES, _ok)
     assert l1 == a.l1 == 10
+
+
+@pytest.mark.parametrize("sql", SUBSETS)
+def test_a_count_of_a_subset_moves_under_substitution(sql: str) -> None:
+    """Changing the row of ``c = 'a'``, ``x = 3`` to ``c = 'b'``, ``x = -2`` takes it out
+    of the counted subset: the bound under substitution is that change, not 0 (the
+    rule count-substitution holds for COUNT(*) of a whole table only)."""
+    a = cqsens.analyze(sql, schema=DDL, cds=CDS, neighbor="substitute", prove_lower=False)
+    db: Rows = {"t": [(0, "a", 0, 3)], "s": []}
+    l1, _ = sql_sensitivity(DDL, [sql], db, CANDIDATES, _ok, neighbor="substitute")
+    assert l1 == a.l1 > 0
+
+
+@pytest.mark.parametrize("neighbor", ["add-remove", "substitute"])
+def test_exclusive_counts_reach_the_bound(neighbor: str) -> None:
+    """One row counts in one column: a row added moves the vector by 1, a row changed
+    from ``c = 'a'`` to ``c = 'b'`` by 2; the columns' own bounds summed give 3 (6)."""
+    sql = EXCLUSIVE[5]
+    a = cqsens.analyze(sql, schema=DDL, cds=CDS, neighbor=neighbor, prove_lower=False)
+    db: Rows = {"t": [(0, "a", 0, 3)], "s": []}
+    l1, _ = sql_sensitivity(DDL, [sql], db, CANDIDATES, _ok, neighbor=neighbor)
+    assert l1 == a.l1
+    assert sum(agg.l1 for agg in a.aggregates) > a.l1

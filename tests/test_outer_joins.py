@@ -70,8 +70,11 @@ def test_outer_join_lower_bound_is_real(sql: str) -> None:
 
 def test_left_join_bound_is_inner_plus_preserved_plus_semijoin() -> None:
     a = cqsens.analyze(CASES[0], schema=DDL, cds=CDS)
-    assert a.l1 == 4  # 2 (inner join) + 1 (r) + 1 (r ⋉ s)
-    assert len(a.explanation) == 5 and "EXISTS" in a.explanation[3]
+    assert a.l1 == 2  # a count only grows: max(2 (inner join), 1 (r)), not 2 + 1 + 1
+    assert len(a.explanation) == 6 and "EXISTS" in a.explanation[3]
+    assert "largest of the added parts'" in a.explanation[4]
+    signed = cqsens.analyze(CASES[12], schema=DDL, cds=CDS)  # SUM(r.b) may be negative
+    assert signed.l1 == 12 and not any("only grow" in line for line in signed.explanation)
     inner = cqsens.analyze(CASES[3], schema=DDL, cds=CDS)
     assert inner.l1 == 2 and any("read as an inner join" in n for n in inner.notes)
     star = cqsens.analyze(CASES[7], schema=DDL, cds=CDS)

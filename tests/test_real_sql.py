@@ -175,7 +175,8 @@ def test_case_sum_is_zero_one_and_count_case_is_a_count() -> None:
     s, c = q.aggregates
     b = expression_bound(s, cli={}, schema=SCHEMA, query=q)
     assert (b.low, b.high) == (0, 1)
-    assert c.kind == "count" and c.expression is None
+    assert c.kind == "count" and c.expression is not None  # kept for exclusive-cases
+    assert c.column is None and c.term_columns == ("r.a",)
     assert any("bounded as COUNT(*)" in n for n in q.notes)
 
 

@@ -142,12 +142,14 @@ def test_bounds_add_as_the_rule_says() -> None:
     distinct = cqsens.analyze("SELECT t.a AS g, COUNT(*) FROM (SELECT r.a FROM r UNION "
                               "SELECT s.c FROM s) AS t GROUP BY t.a", schema=DDL, cds=CDS,
                               neighbor="substitute")
-    assert distinct.aggregates[0].count_bound == 2 and distinct.l1 == 4  # histogram: 2·(1+1)
+    # r and s are different tables: a row changes one part, Δ = max(1, 1) (rule
+    # set-operations, 5), and the histogram rule gives 2·Δ under substitution
+    assert distinct.aggregates[0].count_bound == 1 and distinct.l1 == 2
     assert any("rule set-operations" in n for n in distinct.notes)
     derivation = distinct.aggregates[0].derivation
     assert derivation.rule is Rule.SET_OPERATIONS and derivation.value == distinct.l1
     assert [p.rule for p in derivation.premises] == [Rule.GROUP_BY_HISTOGRAM]
-    assert derivation.premises[0].inputs["delta"] == 2
+    assert derivation.premises[0].inputs["delta"] == 1
     assert summed.aggregates[0].derivation.rule is Rule.SET_OPERATIONS
 
 

@@ -22,6 +22,7 @@ from cqsens.cli.options import (
     witness_time_option,
 )
 from cqsens.errors import CqsensError, TimeLimitError
+from cqsens.ir.schema import Schema
 from cqsens.pipeline import Analysis, analyze_with
 from cqsens.report.text import Format, to_json, to_text
 from cqsens.settings import Settings
@@ -110,6 +111,14 @@ def analyze_cmd(
         except TimeLimitError as err:
             echo_error(f"{name}: {err}")
             failed = True
+        except CqsensError as err:
+            echo_error(err)
+            failed = True
+    if results and db_url is not None and isinstance(settings.schema, Schema):
+        from cqsens.observed_advice import observed_advice
+
+        try:
+            results = [observed_advice(a, db_url, settings.schema) for a in results]
         except CqsensError as err:
             echo_error(err)
             failed = True

@@ -211,24 +211,151 @@ def split_outer_joins(tree: exp.Select, reject: Reject, dialect: str | None,
                      f"cqsens expands at most {MAX_OUTER_JOINS} LEFT JOINs")
     _aggregates_read_core(tree, splitter, padded, reject, operator)
     _check_on_chain(outer, splitter, reject, operator)
-    terms = _terms(outer, splitter)
+    # a WITH table may shadow a schema table: its keys and CHECKs are not the table's
+    plain = not any(True for _ in whole.find_all(exp.CTE))
+    keyed = [n for n, o in enumerate(outer)
+             if plain and _at_most_one_match(o, splitter, schema)]
+    terms = _cancel_keyed(_terms(outer, splitter), keyed)
     parts = [_build(tree, pending, outer, present, semi) for present, semi, _ in terms]
+    signs = [(-1) ** len(semi) for _, semi, _ in terms]
     if side == "FULL":  # the rows of the right table that match nothing
         assert isinstance(left, exp.Table)
         back = [_Outer(left.copy(), outer[0].on)]
         parts += [_build(swapped, [], back, (), ()), _build(swapped, [], back, (), (0,))]
+        signs += [1, -1]
     names = [_describe(outer, present, semi) for present, semi, _ in terms]
     if side == "FULL":
         names += [f"{right.alias_or_name} alone", f"{right.alias_or_name} ⋉ "
                   f"{left.alias_or_name}"]
-    note = (f"{operator}: each preserved row counts max(1, m) = m + 1 − [m ≥ 1] times, m its "
-            f"matches, so the released values are a signed sum of {len(parts)} conjunctive "
-            "aggregates (inner join, preserved side, semi-join) and change by at most the sum "
-            "of their changes (docs/rules.md, rule outer-joins)")
+    notes = [f"{operator}: each preserved row counts max(1, m) = m + 1 − [m ≥ 1] times, m its "
+             f"matches, so the released values are a signed sum of {len(parts)} conjunctive "
+             "aggregates (inner join, preserved side, semi-join) and change by at most the sum "
+             "of their changes (docs/rules.md, rule outer-joins)"]
+    if keyed:
+        notes.append(", ".join(outer[n].table.alias_or_name for n in keyed)
+                     + " joined on a key: at most one match per row, so a term joining it "
+                     "equals the term with EXISTS in its place, and the two cancel "
+                     "(docs/rules.md, rule outer-joins)")
+    monotone = plain and _monotone(tree, splitter, schema)
+    if monotone:
+        notes.append("counts and non-negative sums over outer joins only grow when rows are "
+                     "added: under add-remove only the added terms' bounds count "
+                     "(docs/rules.md, rule outer-joins)")
     split = SetSplit("sum", operator, parts, [False] * len(parts), whole.sql(dialect=dialect),
-                     [note])
+                     notes, signs=signs)
     split.names = names
+    if monotone:
+        split.monotone = "max" if side != "FULL" and _one_preserved_table(tree, outer) else "sum"
     return split
+
+
+def _one_preserved_table(tree: exp.Select, outer: list[_Outer]) -> bool:
+    """One table LEFT JOINed to one other table (not itself), nothing else in FROM."""
+    from_ = tree.args.get("from_") or tree.args.get("from")
+    return (isinstance(from_, exp.From) and isinstance(from_.this, exp.Table)
+            and not from_.expressions and not tree.args.get("joins") and len(outer) == 1
+            and from_.this.name.lower() != outer[0].table.name.lower())
+
+
+def _monotone(tree: exp.Select, splitter: _Splitter, schema: Schema | None) -> bool:
+    """Whether every released value is a ``COUNT`` or a ``SUM`` of a column that a CHECK
+    keeps non-negative, with no HAVING, DISTINCT, window or subquery: then each value
+    only grows when a row is added (docs/rules.md, rule outer-joins)."""
+    if (tree.args.get("having") is not None or tree.args.get("distinct") is not None
+            or any(True for _ in tree.find_all(exp.Subquery, exp.Exists, exp.Window))):
+        return False
+    for item in tree.expressions:
+        node = item.this if isinstance(item, exp.Alias) else item
+        if not any(is_aggregate(n) for n in node.find_all(exp.AggFunc, exp.WithinGroup)):
+            continue  # a group key
+        if isinstance(node, exp.Count):
+            continue
+        if not (isinstance(node, exp.Sum) and isinstance(node.this, exp.Column)
+                and _non_negative(node.this, splitter, schema)):
+            return False
+    return True
+
+
+def _non_negative(col: exp.Column, splitter: _Splitter, schema: Schema | None) -> bool:
+    """A column whose CHECK bounds it below by 0."""
+    owners = splitter.owners(col)
+    tables = {t.alias_or_name.lower(): t.name for t in splitter.tables}
+    if schema is None or len(owners) != 1:
+        return False
+    rel = schema.find(tables.get(next(iter(owners)), ""))
+    index = rel.index(col.name) if rel is not None else None
+    bound = rel.bound(index) if rel is not None and index is not None else None
+    return bound is not None and bound[0] >= 0
+
+
+def _affinity(declared: str) -> str:
+    """SQLite's type affinity of a declared column type (its documented rules)."""
+    t = declared.upper()
+    if "INT" in t:
+        return "integer"
+    if any(w in t for w in ("CHAR", "CLOB", "TEXT")):
+        return "text"
+    if not t or "BLOB" in t:
+        return "blob"
+    return "real" if any(w in t for w in ("REAL", "FLOA", "DOUB")) else "numeric"
+
+
+def _type_of(node: exp.Expr, splitter: _Splitter, schema: Schema | None) -> str | None:
+    """The affinity of a column or a literal, None when unknown."""
+    if isinstance(node, exp.Literal):
+        return "text" if node.is_string else "numeric"
+    if not isinstance(node, exp.Column) or schema is None:
+        return None
+    owners = splitter.owners(node)
+    tables = {t.alias_or_name.lower(): t.name for t in splitter.tables}
+    if len(owners) != 1:
+        return None
+    rel = schema.find(tables.get(next(iter(owners)), ""))
+    index = rel.index(node.name) if rel is not None else None
+    if rel is None or index is None or index >= len(rel.types):
+        return None
+    return _affinity(rel.types[index])
+
+
+def _at_most_one_match(o: _Outer, splitter: _Splitter, schema: Schema | None) -> bool:
+    """Whether ON equates every column of a key of ``o``'s table with a value read from the
+    other tables, of the same type affinity (so no conversion makes two keys equal)."""
+    rel = schema.find(o.table.name) if schema is not None else None
+    if rel is None:
+        return False
+    bound: set[int] = set()
+    for cond in o.on:
+        if not isinstance(cond, exp.EQ):
+            continue
+        for own, other in ((cond.this, cond.expression), (cond.expression, cond.this)):
+            index = rel.index(own.name) if isinstance(own, exp.Column) else None
+            if (index is None or splitter.owners(own) != {o.alias}
+                    or o.alias in splitter.owners(other)):
+                continue
+            mine, theirs = _type_of(own, splitter, schema), _type_of(other, splitter, schema)
+            if mine is not None and (theirs == mine or theirs == "numeric"
+                                     and mine in ("integer", "real", "numeric")):
+                bound.add(index)
+    keys = [set(rel.primary_key), *({k} for k in rel.keys), *(set(k) for k in rel.composite_keys)]
+    return any(k and k <= bound for k in keys)
+
+
+def _cancel_keyed(terms: list[_Term], keyed: list[int]) -> list[_Term]:
+    """The terms without the pairs that cancel: for an outer join ``n`` with at most one
+    match per row, the term joining ``n`` (every join reading ``n`` padded) equals the
+    term with ``EXISTS n`` in its place, with the opposite sign."""
+    out = list(terms)
+    for n in keyed:
+        for term in list(out):
+            present, semi, pad = term
+            if n not in semi or term not in out:
+                continue
+            twin = (tuple(sorted((*present, n))), tuple(i for i in semi if i != n), pad - {n})
+            match = next((t for t in out if (tuple(sorted(t[0])), t[1], t[2]) == twin), None)
+            if match is not None:
+                out.remove(term)
+                out.remove(match)
+    return out
 
 
 def _swapped(tree: exp.Select, left: exp.Expr, right: exp.Expr) -> exp.Select:
@@ -289,17 +416,20 @@ def _check_on_chain(outer: list[_Outer], splitter: _Splitter, reject: Reject,
                              "NULLs (compare its column)")
 
 
-def _terms(outer: list[_Outer], splitter: _Splitter,
-           ) -> list[tuple[tuple[int, ...], tuple[int, ...], frozenset[int]]]:
+_Term = tuple[tuple[int, ...], tuple[int, ...], frozenset[int]]
+
+
+def _terms(outer: list[_Outer], splitter: _Splitter) -> list[_Term]:
     """The terms of the signed sum: for each outer join, matched, NULL-padded or semi-join,
-    as (joined, semi-joined, padded) numbers of the outer joins."""
-    terms: list[tuple[tuple[int, ...], tuple[int, ...], frozenset[int]]] = [((), (), frozenset())]
+    as (joined, semi-joined, padded) numbers of the outer joins (a join that cannot match
+    a padded table is padded too, with factor 1)."""
+    terms: list[_Term] = [((), (), frozenset())]
     for number, o in enumerate(outer):
         refs = {a for c in o.on for a in splitter.owners(c)}
         out = []
         for present, semi, pad in terms:
             if refs & {outer[i].alias for i in pad}:
-                out.append((present, semi, pad))  # o cannot match a NULL-padded row
+                out.append((present, semi, pad | {number}))  # o cannot match a padded row
                 continue
             out += [((*present, number), semi, pad), (present, semi, pad | {number}),
                     (present, (*semi, number), pad | {number})]

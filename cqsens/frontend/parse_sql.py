@@ -156,7 +156,8 @@ def _compound(plan: Combine, sql: str, tr: Translator, dialect: str | None,
                        dialect, standalone=True, distinct_expressions=part.distinct).translate()
         parts.append(replace(query, text=query.sql or ""))
     return CompoundQuery(tuple(parts), plan.kind, plan.operator, plan.whole, dialect=dialect,
-                         source=tr.source, text=text, notes=plan.notes, names=plan.names)
+                         source=tr.source, text=text, notes=plan.notes, names=plan.names,
+                         signs=plan.signs, monotone=plan.monotone)
 
 
 class _Query:

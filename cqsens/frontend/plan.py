@@ -76,6 +76,8 @@ class Combine:
     parts: tuple[Plan, ...]
     notes: tuple[str, ...] = ()
     names: tuple[str, ...] = ()
+    signs: tuple[int, ...] = ()
+    monotone: str = ""
 
 
 Plan = Leaf | Combine
@@ -101,7 +103,7 @@ def _split(rule: str, split: SetSplit | None) -> Combine | None:
         return None
     parts = tuple(Leaf(p, d) for p, d in zip(split.parts, split.distinct, strict=True))
     return Combine(split.kind, split.operator, rule, split.whole, parts, tuple(split.notes),
-                   tuple(split.names))
+                   tuple(split.names), tuple(split.signs), split.monotone)
 
 
 def _grouping_sets(leaf: Leaf, ctx: Context) -> Plan | None:

@@ -46,7 +46,8 @@ class SetSplit:
     result rows, changed by at most the sum of the parts' count changes).
     ``distinct[i]`` says part i is counted as distinct rows (below a
     duplicate-removing operator).  ``whole`` is the statement without its
-    post-processing clauses, as SQL in the statement's dialect.
+    post-processing clauses, as SQL in the statement's dialect.  ``signs`` and
+    ``monotone``: see :class:`cqsens.ir.compound.CompoundQuery`.
     """
 
     kind: str
@@ -56,6 +57,8 @@ class SetSplit:
     whole: str
     notes: list[str] = field(default_factory=list)
     names: list[str] = field(default_factory=list)
+    signs: list[int] = field(default_factory=list)
+    monotone: str = ""
 
 
 def _name(node: exp.Expr) -> str:

@@ -66,11 +66,13 @@ def _count(
         column = q.final(q.term_of(arg))
         return Aggregate("count", label, column=column, column_name=q.column_name(arg)), all_vars
     # COUNT(CASE WHEN p THEN 1 END) counts the rows where the expression is not NULL: a
-    # subset of the rows, which one tuple changes by at most as much as COUNT(*).
-    _expression_aggregate(q, "count", arg, label)  # checks the expression is one cqsens reads
+    # subset of the rows, which one tuple changes by at most as much as COUNT(*).  The
+    # expression is kept: a substitution can move a row out of the subset, and exclusive
+    # conditions split the rows among several such counts (rule exclusive-cases).
+    found = _expression_aggregate(q, "count", arg, label)
     q.tr.notes.append(f"{label} counts the rows where its expression is not NULL, a subset of "
                       "the rows: it is bounded as COUNT(*)")
-    return Aggregate("count", label), all_vars
+    return found, all_vars
 
 
 def _distinct_rows(

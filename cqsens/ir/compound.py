@@ -42,6 +42,13 @@ class CompoundQuery:
     ``sql`` is the whole statement without its post-processing clauses (run in
     SQLite to check a lower bound), ``text`` the statement as written, ``names``
     how the output calls each part (``part i`` when empty).
+
+    ``signs`` (``"sum"`` only, empty when every part is added) gives +1 or −1 per
+    part; ``monotone`` is ``""`` unless the statement's released values only grow
+    when rows are added (an outer-join split of counts and non-negative sums,
+    docs/rules.md, rule outer-joins): then, under add-remove, ``"sum"`` bounds the
+    change by the added parts' bounds alone and ``"max"`` (one preserved table, one
+    LEFT JOIN, one row per individual) by their largest.
     """
 
     parts: tuple[AggregateQuery | CompoundQuery, ...]
@@ -53,6 +60,8 @@ class CompoundQuery:
     text: str = ""
     notes: tuple[str, ...] = ()
     names: tuple[str, ...] = ()
+    signs: tuple[int, ...] = ()
+    monotone: str = ""
 
     def name(self, index: int) -> str:
         """How the output names part ``index`` (from 0): ``part 1``, ``grouping set (a)``."""

@@ -1,8 +1,9 @@
 """Mutually exclusive CASE columns: ``SUM(CASE WHEN c = 'a' THEN x ELSE 0 END)``, ``… c = 'b' …``.
 
-Several SUMs of one SELECT list whose CASE conditions cannot hold on the same
-row (equalities or IN lists on one term with disjoint constants) split each
-row's value among them: a row adds to one of them at most.  One added or
+Several SUMs (or COUNTs of a CASE without ELSE, each a SUM of 0 or 1) of one
+SELECT list whose CASE conditions cannot hold on the same row (equalities or IN
+lists on one term with disjoint constants) split each row's value among them: a
+row adds to one of them at most.  One added or
 removed row then moves the vector of these SUMs by the value of one branch, so
 the group is bounded like one SUM over the union of the branches' ranges, not
 like the sum of the columns (docs/rules.md, rule exclusive-cases).
@@ -34,7 +35,7 @@ class ExclusiveSum:
     Parameters
     ----------
     aggregate : Aggregate
-        The aggregate (only ``sum`` over a CASE expression can join a group).
+        The aggregate (only ``sum`` or ``count`` over a CASE expression can join a group).
     cq : CQ
         The query whose rows it sums (``AggregateQuery.cq_for``).
     bound : AggregateBound
@@ -42,7 +43,7 @@ class ExclusiveSum:
     delta : int, Fraction or float
         The count bound Δ its bound used.
     low, high : int, Fraction or float
-        The range of the summed expression (None when it has none).
+        The range of the summed expression, 0 and 1 for a count (None when it has none).
     """
 
     aggregate: Aggregate
@@ -109,12 +110,18 @@ def _zero(node: Expr | None) -> bool:
                                    and not isinstance(node.value, bool) and node.value == 0)))
 
 
-def support(aggregate: Aggregate) -> _Support | None:
-    """What a row must hold for ``aggregate`` (a SUM over a CASE) to add a non-zero value.
+def _null(node: Expr | None) -> bool:
+    """A branch that a COUNT skips: no ELSE, or NULL."""
+    return node is None or (isinstance(node, Literal) and node.kind is Kind.NULL)
 
-    The row's value is non-zero only through a WHEN whose value is not 0 or NULL,
-    hence only when that WHEN's condition holds: the union over those WHENs of
-    what each condition pins.  None when the aggregate is not such a SUM.
+
+def support(aggregate: Aggregate) -> _Support | None:
+    """What a row must hold for ``aggregate`` (a SUM or a COUNT over a CASE) to add to it.
+
+    A SUM's value is non-zero only through a WHEN whose value is not 0 or NULL, a
+    COUNT counts a row only through a WHEN whose value is not NULL, hence only
+    when that WHEN's condition holds: the union over those WHENs of what each
+    condition pins.  None when the aggregate is not such a SUM or COUNT.
 
     >>> from cqsens.ir.cq import Var
     >>> e = Case(((Compare("=", Slot(0), Literal("a", Kind.TEXT)), Slot(1)),),
@@ -124,9 +131,10 @@ def support(aggregate: Aggregate) -> _Support | None:
     True
     """
     e = aggregate.expression
-    if aggregate.kind != "sum" or not isinstance(e, Case) or not _zero(e.default):
+    adds_nothing = {"sum": _zero, "count": _null}.get(aggregate.kind)
+    if adds_nothing is None or not isinstance(e, Case) or not adds_nothing(e.default):
         return None
-    live = [condition for condition, value in e.whens if not _zero(value)]
+    live = [condition for condition, value in e.whens if not adds_nothing(value)]
     if not live:
         return None
     return _support(Or(tuple(live)), aggregate.terms) if len(live) > 1 \

@@ -339,8 +339,8 @@ def aggregate_bound(
     if kind in ("count", "count_distinct"):
         if grouped:
             return histogram_bound(count_delta, neighbor=neighbor, contributions=k)
-        if kind == "count" and aggregate.column is None and neighbor == "substitute" \
-                and single_table_unfiltered:
+        if kind == "count" and aggregate.column is None and aggregate.expression is None \
+                and neighbor == "substitute" and single_table_unfiltered:
             return derived(0, 0, neighbor, Rule.COUNT_SUBSTITUTION, k, aggregate="count",
                            single_table=1)
         return count_bound(count_delta, neighbor=neighbor, contributions=k)

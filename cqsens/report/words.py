@@ -216,6 +216,10 @@ def _finite_domains(d: Derivation) -> str:
 
 def _combined(d: Derivation, style: str) -> str:
     combination = str(d["combination"])
+    if combination == "sum" and "monotone" in d.inputs:
+        which = "largest" if d["monotone"] == "max" else "sum"
+        return (f"{which} of the added parts' bounds: the values only grow when rows are "
+                "added (docs/rules.md, rule outer-joins)")
     if combination == "sum":
         return f"sum of the parts' bounds ({COMBINATIONS['sum']})"
     return f"{COMBINATIONS[combination]}; {render(d.premises[0], style)}"
