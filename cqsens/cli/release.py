@@ -102,6 +102,13 @@ def _same_file(a: Path, b: Path | None) -> bool:
         return False
 
 
+def _ledger_line(ledger: str | None, state: Ledger | None) -> str:
+    """The line that says what the ledger has spent (or that there is none)."""
+    if state is not None and ledger is not None:
+        return spent_line(ledger, state)
+    return "ledger: none (give --ledger to count this release against a budget)"
+
+
 def _show_stages(results: tuple[Release, ...], fmt: str, ledger: str | None,
                  state: Ledger | None, rule: str) -> None:
     """A release in stages (docs/rules.md, ``rule``): each stage as its own release, in
@@ -110,8 +117,7 @@ def _show_stages(results: tuple[Release, ...], fmt: str, ledger: str | None,
     if fmt == "json":
         click.echo(render_stages_json(results, spent))
         return
-    line = (spent_line(ledger, state) if state is not None and ledger is not None
-            else "ledger: none (give --ledger to count this release against a budget)")
+    line = _ledger_line(ledger, state)
     if fmt == "csv":  # the answer: the outer statement's release
         click.echo(render_csv(results[-1]))
         return
@@ -168,6 +174,18 @@ def _recorded(ledger: str | None, results: tuple[Release, ...], limits: Limits
         if not is_public_release(stage):
             state = record(ledger, stage.entry(), stage.model, limits)
     return state
+
+
+def _show(result: Release, fmt: str, ledger: str | None, state: Ledger | None) -> None:
+    """One release, in the format asked for, with the ledger's line (or JSON) when there is
+    a ledger."""
+    if fmt == "json":
+        click.echo(render_json(result, None if state is None or ledger is None
+                               else ledger_json(ledger, state)))
+    elif fmt == "csv":
+        click.echo(render_csv(result))
+    else:
+        click.echo(render_text(result, _ledger_line(ledger, state)))
 
 
 @click.command("release")
@@ -258,14 +276,6 @@ def release_cmd(
     if len(results) > 1:
         _show_stages(results, fmt, ledger, state,
                      "released-view" if views is not None else "two-stage")
-        sys.exit(EXIT_OK)
-    if fmt == "json":
-        click.echo(render_json(result, None if state is None or ledger is None
-                               else ledger_json(ledger, state)))
-    elif fmt == "csv":
-        click.echo(render_csv(result))
     else:
-        line = (spent_line(ledger, state) if state is not None and ledger is not None
-                else "ledger: none (give --ledger to count this release against a budget)")
-        click.echo(render_text(result, line))
+        _show(result, fmt, ledger, state)
     sys.exit(EXIT_OK)

@@ -16,6 +16,7 @@ References
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -105,17 +106,28 @@ def noiseless_report(
         "notes": notes,
     }
     if epsilon is not None:
-        report["at_epsilon"] = _at_epsilon(n, lam, epsilon, ps, notes)
+        report["at_epsilon"] = _at_epsilon(_Class(n, lam, ps, notes), epsilon)
     if delta is not None:
-        report["at_delta"] = _at_delta(n, lam, delta, ps, notes)
+        report["at_delta"] = _at_delta(_Class(n, lam, ps, notes), delta)
     return report
 
 
-def _at_epsilon(n: int, lam: float, epsilon: float, ps: list[float] | None,
-                notes: list[str]) -> dict[str, Any]:
-    """The ``at_epsilon`` part of the report; appends its notes to ``notes``."""
-    d_class = class_delta(n, lam, epsilon)
-    d_cf = closed_form_delta(n, lam, epsilon)
+@dataclass(frozen=True)
+class _Class:
+    """What each part of the report reads: ``n`` records with every ``p_j`` in
+    ``[lam, 1 - lam]``, the known ``p_j`` (None when unknown), and the report's notes,
+    to which the part appends its own."""
+
+    n: int
+    lam: float
+    ps: list[float] | None
+    notes: list[str]
+
+
+def _at_epsilon(c: _Class, epsilon: float) -> dict[str, Any]:
+    """The ``at_epsilon`` part of the report."""
+    d_class = class_delta(c.n, c.lam, epsilon)
+    d_cf = closed_form_delta(c.n, c.lam, epsilon)
     at: dict[str, Any] = {
         "epsilon": epsilon,
         "delta_class_bound": d_class,
@@ -126,30 +138,29 @@ def _at_epsilon(n: int, lam: float, epsilon: float, ps: list[float] | None,
         "epsilon_gain": None,
     }
     if d_cf is not None and not 0.0 < d_cf < 1.0:
-        notes.append(f"the closed form's delta at epsilon = {epsilon:g} underflows to "
+        c.notes.append(f"the closed form's delta at epsilon = {epsilon:g} underflows to "
                      f"{d_cf:g}: no epsilon comparison at that delta")
     elif d_cf is None:
-        notes.append(f"the closed form gives no delta < 1 at epsilon = {epsilon:g} "
+        c.notes.append(f"the closed form gives no delta < 1 at epsilon = {epsilon:g} "
                      f"(it needs 27/(lambda (n-1)) <= epsilon and is stated for epsilon <= 1)")
     else:
-        e_cf = closed_form_epsilon(n, lam, d_cf)
-        e_class = class_epsilon(n, lam, d_cf)
+        e_cf = closed_form_epsilon(c.n, c.lam, d_cf)
+        e_class = class_epsilon(c.n, c.lam, d_cf)
         at["epsilon_closed_form_at_closed_form_delta"] = e_cf
         at["epsilon_class_bound_at_closed_form_delta"] = _finite_or_none(e_class)
         at["epsilon_gain"] = _ratio(e_cf, e_class)
-    if ps is not None:
-        per_record = exact_delta_by_record(ps, epsilon)
+    if c.ps is not None:
+        per_record = exact_delta_by_record(c.ps, epsilon)
         worst = int(np.argmax(per_record))
         at["delta_exact"] = float(per_record[worst])
         at["worst_record"] = worst + 1
     return at
 
 
-def _at_delta(n: int, lam: float, delta: float, ps: list[float] | None,
-              notes: list[str]) -> dict[str, Any]:
-    """The ``at_delta`` part of the report; appends its notes to ``notes``."""
-    e_class = class_epsilon(n, lam, delta)
-    e_cf = closed_form_epsilon(n, lam, delta)
+def _at_delta(c: _Class, delta: float) -> dict[str, Any]:
+    """The ``at_delta`` part of the report."""
+    e_class = class_epsilon(c.n, c.lam, delta)
+    e_cf = closed_form_epsilon(c.n, c.lam, delta)
     at: dict[str, Any] = {
         "delta": delta,
         "epsilon_class_bound": _finite_or_none(e_class),
@@ -157,15 +168,15 @@ def _at_delta(n: int, lam: float, delta: float, ps: list[float] | None,
         "epsilon_gain": _ratio(e_cf, e_class),
     }
     if math.isinf(e_class):
-        floor = (1.0 - lam) ** (n - 1)
-        notes.append(f"no finite epsilon reaches delta = {delta:g} for the class: with "
+        floor = (1.0 - c.lam) ** (c.n - 1)
+        c.notes.append(f"no finite epsilon reaches delta = {delta:g} for the class: with "
                      f"probability (1 - lambda)^(n-1) = {floor:.4g} every other record "
                      "may be 0, and then the count reveals the record")
     if e_cf is None:
-        notes.append(f"the closed form gives no epsilon <= 1 at delta = {delta:g}")
-    if ps is not None:
-        e_exact = exact_epsilon(ps, delta)
+        c.notes.append(f"the closed form gives no epsilon <= 1 at delta = {delta:g}")
+    if c.ps is not None:
+        e_exact = exact_epsilon(c.ps, delta)
         at["epsilon_exact"] = _finite_or_none(e_exact)
         if math.isinf(e_exact):
-            notes.append(f"no finite epsilon reaches delta = {delta:g} for the given p_j")
+            c.notes.append(f"no finite epsilon reaches delta = {delta:g} for the given p_j")
     return at
