@@ -18,7 +18,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from cqsens.frontend.dates import fold_date_arithmetic
+from cqsens.frontend.dates import fold_date_arithmetic, sqlite_extracts
 from cqsens.ir.expr import (
     Abs,
     And,
@@ -188,7 +188,8 @@ def _transpiled(sql: str, dialect: str | None) -> str | None:
         tree = sqlglot.parse(sql, read=dialect)[0]
         if tree is None:
             return None
-        return fold_date_arithmetic(tree).sql(dialect="sqlite")
+        # SQLite has no EXTRACT: STRFTIME on its ISO date texts gives the same numbers
+        return sqlite_extracts(fold_date_arithmetic(tree)).sql(dialect="sqlite")
     except (SqlglotError, ValueError, IndexError):
         return None
 

@@ -188,11 +188,16 @@ class _Chooser:
                  for v in a.variables()}
         chosen: dict[_Ident, Value] = {}
         per_var: dict[str, Value] = {}  # a value of each variable (for binary filters)
+        slots = self._slots()
+        taken: dict[tuple[str, int], list[Value]] = {}  # values other variables hold there
         for name in sorted(by_var, key=lambda n: (self._rank(names.get(n)), n)):
             wanted = len(by_var[name]) if name in self.branching else 1
-            values = self._values(names.get(name), per_var, wanted)
+            avoid = [v for slot in slots.get(name, ()) for v in taken.get(slot, ())]
+            values = self._values(names.get(name), per_var, wanted, avoid)
             if not values:
                 return None
+            for slot in slots.get(name, ()):
+                taken.setdefault(slot, []).extend(values)
             for n, ident in enumerate(by_var[name]):
                 chosen[ident] = values[n % len(values)]
             per_var[name] = values[0]
@@ -201,25 +206,40 @@ class _Chooser:
     def _relation_atoms(self) -> list[Atom]:
         return list(self.cq.relation_atoms())
 
+    def _slots(self) -> dict[str, set[tuple[str, int]]]:
+        """The columns (relation, position) each variable fills: two variables in one
+        column take different values where they can (two nations of one query are two
+        rows, not one key with two names)."""
+        out: dict[str, set[tuple[str, int]]] = {}
+        for atom in self._relation_atoms():
+            for p, t in enumerate(atom.terms):
+                if isinstance(t, Var):
+                    out.setdefault(t.name, set()).add((atom.relation, p))
+        return out
+
     def _rank(self, var: Var | None) -> int:
         """Variables with a filter over them alone first, then the others."""
         return 0 if var is not None and self.unary.get(var) else 1
 
     def _values(self, var: Var | None, known: Mapping[str, Value],
-                wanted: int) -> list[Value]:
+                wanted: int, avoid: Sequence[Value] = ()) -> list[Value]:
         """Up to ``wanted`` distinct values meeting the variable's CHECKs and filters, the
         filters over other variables read at their chosen value (one per variable that is
-        not multiplied by a step)."""
+        not multiplied by a step); values in ``avoid`` only when no other one fits."""
         checks = self.unary.get(var, []) if var is not None else []
         related = [a for a in self.filters if var in a.variables()]
         seeds: list[Value] = [*self.constants]
         for chk in checks:
             seeds.extend(literals(chk))
         for atom in related:
+            assert atom.predicate is not None
+            seeds.extend(literals(atom.predicate))  # an OR of equalities names its values
             seeds.extend(known[t.name] for t in atom.variables() if t.name in known)
         out: list[Value] = []
         first = self._end(var, checks)
-        for value in (*first, *_candidates(seeds, wanted)):
+        tried = [*first, *_candidates(seeds, wanted)]
+        fresh = [v for v in tried if v not in avoid]
+        for value in (*fresh, *(v for v in tried if v in avoid)):
             if var is not None and not _fits(value, self.declared.get(var.name, "")):
                 continue
             if all(self._holds(c, [value]) for c in checks) and all(
