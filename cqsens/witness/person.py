@@ -146,13 +146,18 @@ class _Search:
     owners: Owners = None
     extremes: Mapping[tuple[str, int], Value] = field(default_factory=dict)
     background: Mapping[tuple[str, int], Value] = field(default_factory=dict)
+    unit: str = ""
 
     def doubled(self, full: Database) -> Database | None:
         """``full`` with a renamed copy of its rows beside it (another person and what
         it references), the copy's released columns at ``background``: removing one
         person then leaves the other, so MIN, MAX, AVG and MEDIAN stay defined."""
-        kept = set(self.column_checks) | set(self.background)
-        rename = renamed(full, lambda r, p, v: (r, p) in kept, 7)
+        identities = self.identities(full)
+        if identities:  # the copy differs in its keys only: the same groups, filters met
+            rename = renamed(full, lambda r, p, v: (r.lower(), p) not in identities, 7)
+        else:
+            kept = set(self.column_checks) | set(self.background)
+            rename = renamed(full, lambda r, p, v: (r, p) in kept, 7)
         out = full
         for relation, rows in full.rows.items():
             for row in rows:
@@ -161,6 +166,26 @@ class _Search:
                 out = out.with_row(relation, new)
         ok = references_hold(out, self.schema) and self.valid(out)
         return out if ok and out != full else None
+
+    def identities(self, full: Database) -> frozenset[tuple[str, int]]:
+        """The key columns of the tables a person owns in ``full`` and the foreign-key
+        columns that reference them (relation in lower case, position)."""
+        unit = next((t for t in full.rows if t.lower() == self.unit.lower()), None)
+        if unit is None or not full.rows[unit]:
+            return frozenset()
+        owned = {r.lower() for r, _ in cascade(full, unit, min(full.rows[unit], key=repr),
+                                               self.schema, self.owners)}
+        out: set[tuple[str, int]] = set()
+        for name in owned:
+            table = self.schema.find(name)
+            if table is not None:
+                out.update((name, p) for p in (*table.keys, *table.primary_key,
+                                               *(q for k in table.composite_keys for q in k)))
+        for relation, fk, target in self.schema.foreign_keys():
+            out.update((relation.name.lower(), c) for c, q in zip(fk.columns, fk.referenced,
+                                                                  strict=False)
+                       if (target.name.lower(), q) in out)
+        return frozenset(out)
 
     def pushed(self, full: Database, rows: Sequence[tuple[str, Row]]) -> \
             tuple[Database, list[tuple[str, Row]]] | None:
@@ -233,7 +258,7 @@ def find_person_witness(
     search = _Search(query, schema, valid, column_checks,
                      hidden=dict(query.row_positions), owners=person.unit.owners,
                      extremes=dict(extremes or {}),
-                     background=dict(background or {}))
+                     background=dict(background or {}), unit=person.unit.table)
     unit = person.unit.table
     groups = sorted(person.groups, key=lambda g: -g.value if g.value != math.inf else -1e300)
     best: PersonWitness | None = None

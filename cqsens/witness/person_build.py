@@ -39,6 +39,7 @@ from cqsens.ir.expr import Arith, Kind, Literal, Predicate, Slot, literals, shif
 from cqsens.ir.schema import Schema
 from cqsens.ir.semantics import Undecided, evaluate, slot_ranges
 from cqsens.witness.aggregate import concrete
+from cqsens.witness.disjuncts import disjunct_variants
 from cqsens.witness.evaluate import Database, Value, affinity_value
 from cqsens.witness.values import unary_checks
 
@@ -104,9 +105,12 @@ def build_person(
     declared = {t.name: tuple(table.types)[p] for a in atoms
                 if (table := schema.find(a.relation)) is not None
                 for p, t in enumerate(a.terms) if isinstance(t, Var) and p < len(table.types)}
-    chosen = _Chooser(extended, column_checks, branching, ends or {},
-                      declared).choose(idents)
-    if chosen is None:
+    for variant in disjunct_variants(extended):
+        chosen = _Chooser(variant, column_checks, branching, ends or {},
+                          declared).choose(idents)
+        if chosen is not None:
+            break
+    else:
         return None
     return _database(extended, copies, chosen, schema, columns, hidden)
 
