@@ -241,7 +241,7 @@ class _Chooser:
             seeds.extend(known[t.name] for t in atom.variables() if t.name in known)
         out: list[Value] = []
         first = self._end(var, checks)
-        tried = [*first, *_candidates(seeds, wanted)]
+        tried = [*first, *_candidates(seeds, wanted + len(avoid))]
         fresh = [v for v in tried if v not in avoid]
         for value in (*fresh, *(v for v in tried if v in avoid)):
             if var is not None and not _fits(value, self.declared.get(var.name, "")):
