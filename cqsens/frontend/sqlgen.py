@@ -189,7 +189,32 @@ def _transpiled(sql: str, dialect: str | None) -> str | None:
         if tree is None:
             return None
         # SQLite has no EXTRACT: STRFTIME on its ISO date texts gives the same numbers
-        return sqlite_extracts(fold_date_arithmetic(tree)).sql(dialect="sqlite")
+        return _named_inside(sqlite_extracts(fold_date_arithmetic(tree))).sql(dialect="sqlite")
     except (SqlglotError, ValueError, IndexError):
         return None
 
+
+
+def _named_inside(tree: exp.Expr) -> exp.Expr:
+    """``tree`` with a derived table's column names (``AS d (a, b)``, which SQLite does not
+    accept) given to its SELECT's items instead (``SELECT x AS a, y AS b``).
+
+    Examples
+    --------
+    >>> q = sqlglot.parse_one("SELECT b FROM (SELECT k, COUNT(*) FROM t GROUP BY k) AS d (a, b)")
+    >>> _named_inside(q).sql(dialect="sqlite")
+    'SELECT b FROM (SELECT k AS a, COUNT(*) AS b FROM t GROUP BY k) AS d'
+    """
+    for sub in list(tree.find_all(exp.Subquery)):
+        alias, inner = sub.args.get("alias"), sub.this
+        if not isinstance(alias, exp.TableAlias):
+            continue
+        names = list(alias.columns)
+        if not names or not isinstance(inner, exp.Select) \
+                or len(inner.expressions) != len(names) \
+                or any(isinstance(e, exp.Star) for e in inner.expressions):
+            continue
+        inner.set("expressions", [exp.alias_(e.unalias(), n.name, quoted=n.quoted)
+                                  for e, n in zip(inner.expressions, names, strict=True)])
+        alias.set("columns", [])
+    return tree
