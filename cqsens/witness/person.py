@@ -307,6 +307,7 @@ def _from_group(search: _Search, query: AggregateQuery, sigma: Sigma, group: Per
                     column_checks=column_checks, hidden=search.hidden)
     if full is None or not references_hold(full, search.schema) or not search.valid(full):
         return None
+    full = with_every_table(full, search.schema)
     person = search.best_person(full, unit)
     doubled = search.doubled(full) if search.background else None
     other = search.best_person(doubled, unit) if doubled is not None else None
@@ -346,6 +347,18 @@ def _end_choices(query: AggregateQuery) -> list[dict[str, bool]]:
     return [dict.fromkeys(names, True), dict.fromkeys(names, False)]
 
 
+def with_every_table(db: Database, schema: Schema) -> Database:
+    """``db`` with an empty table for every table of the schema it lacks: the user's SQL
+    may read one in a subquery (``NOT EXISTS (SELECT * FROM orders ...)``)."""
+    held = {r.lower() for r in db.columns}
+    missing = [r for r in schema.relations if r.name.lower() not in held]
+    if not missing:
+        return db
+    return Database({**db.columns, **{r.name: r.columns for r in missing}},
+                    {**db.rows, **{r.name: frozenset() for r in missing}},
+                    {**db.types, **{r.name: r.types for r in missing}})
+
+
 def _step_variants(steps: Sequence[Step]) -> list[Sequence[Step]]:
     """``steps``, then with the last step of weight above 1 one lower: the rows a
     second atom of the same table adds (TPC-H q21's other supplier's line) then fit
@@ -374,6 +387,7 @@ def _built_with(search: _Search, group: PersonGroup, unit: str,
     else:
         return None
     assert full is not None
+    full = with_every_table(full, search.schema)
     person = search.best_person(full, unit)
     doubled = search.doubled(full) if search.background else None
     other = search.best_person(doubled, unit) if doubled is not None else None
