@@ -29,10 +29,12 @@ from cqsens.ir.dependencies import Sigma
 from cqsens.ir.exact import Exact, display, json_number
 from cqsens.ir.expr import Predicate
 from cqsens.ir.schema import Schema
+from cqsens.ir.semantics import Undecided, value_of
+from cqsens.ir.semantics import Value as SqlValue
 from cqsens.witness.aggregate import exact_text, released_pair, renamed, show_released
 from cqsens.witness.evaluate import Database, Value, count_answers
 from cqsens.witness.model import Witness
-from cqsens.witness.person_build import build_person
+from cqsens.witness.person_build import aggregate_hints, build_person, ranged_variables
 from cqsens.witness.references import (
     complete,
     declared_clauses,
@@ -202,20 +204,25 @@ class _Search:
             moved.append((relation, new))
         return (out, moved) if out != full else None
 
-    def best_person(self, full: Database, unit: str) -> PersonWitness | None:
-        """The person of ``full`` whose removal changes the released value most."""
+    def best_person(self, full: Database, unit: str, *, only: Database | None = None,
+                    push: bool = True) -> PersonWitness | None:
+        """The person of ``full`` whose removal changes the released value most (one of
+        ``only``'s persons when given; ``push``: also with the summed values at their
+        extremes)."""
         name = next((t for t in full.rows if t.lower() == unit.lower()), None)
         if name is None:
             return None
         best: PersonWitness | None = None
-        for row in sorted(full.rows[name], key=repr)[:50]:
+        units = full.rows[name] if only is None \
+            else full.rows[name] & only.rows.get(name, frozenset())
+        for row in sorted(units, key=repr)[:50]:
             rows = cascade(full, name, row, self.schema, self.owners)
             smaller = full
             for relation, r in rows:
                 smaller = smaller.without_row(relation, r)
             if not references_hold(smaller, self.schema) or not self.valid(smaller):
                 continue
-            pushed = self.pushed(full, rows)
+            pushed = self.pushed(full, rows) if push else None
             for bigger, person in ((full, rows), *((pushed,) if pushed else ())):
                 if bigger is not full and not self.valid(bigger):
                     continue
@@ -291,8 +298,8 @@ def _from_group(search: _Search, query: AggregateQuery, sigma: Sigma, group: Per
             if table is None:
                 return None
             columns[name] = table.columns
-    built = _built(search, group, unit, columns, column_checks)
-    if built is not None and upper != math.inf and built.change >= upper:
+    built = _built(search, group, unit, columns, column_checks, upper)
+    if built is not None:  # the bound's own construction; the search below is the fallback
         return built
     others = frozenset(r for r in relations if r.lower() != unit.lower())
     bound = upper_bound(extended, sigma, public=others)
@@ -310,7 +317,7 @@ def _from_group(search: _Search, query: AggregateQuery, sigma: Sigma, group: Per
     full = with_every_table(full, search.schema)
     person = search.best_person(full, unit)
     doubled = search.doubled(full) if search.background else None
-    other = search.best_person(doubled, unit) if doubled is not None else None
+    other = search.best_person(doubled, unit, only=full) if doubled is not None else None
     if other is not None and (person is None or other.change > person.change):
         person = other
     if built is not None and (person is None or built.change >= person.change):
@@ -323,28 +330,65 @@ def _from_group(search: _Search, query: AggregateQuery, sigma: Sigma, group: Per
 
 def _built(search: _Search, group: PersonGroup, unit: str,
            columns: Mapping[str, tuple[str, ...]],
-           column_checks: Mapping[tuple[str, int], Sequence[Predicate]]) -> PersonWitness | None:
+           column_checks: Mapping[tuple[str, int], Sequence[Predicate]],
+           upper: Exact = math.inf) -> PersonWitness | None:
     """The best person of ``D*`` built along the group's own steps
-    (:func:`~cqsens.witness.person_build.build_person`), checked like every other."""
+    (:func:`~cqsens.witness.person_build.build_person`), checked like every other; the
+    ends and hints in a fixed order, stopping at the upper bound."""
     best: PersonWitness | None = None
-    for ends in _end_choices(search.query):
-        found = _built_with(search, group, unit, columns, column_checks, ends)
-        if found is not None and (best is None or found.change > best.change):
-            best = found
+    hints = aggregate_hints(search.query)
+    ranges = ranged_variables(group.extended, column_checks)
+    for ends in _end_choices(search.query, ranges, hints):
+        for hinted in ((hints, {}) if hints else ({},)):
+            found = _built_with(search, group, unit, columns, column_checks, ends, hinted)
+            if found is not None and (best is None or found.change > best.change):
+                best = found
+                if found.change >= upper:
+                    return best
     return best
 
 
-def _end_choices(query: AggregateQuery) -> list[dict[str, bool]]:
-    """Ends (high True, low False) for the variables of the summed expressions: each
-    combination for up to two variables, else all high and all low; {} for none."""
+def _end_choices(query: AggregateQuery, ranges: Mapping[str, tuple[Exact, Exact]],
+                 hints: Mapping[str, Sequence[Value]]) -> list[dict[str, bool]]:
+    """Ends (high True, low False) for the variables of the summed expressions whose
+    values have a finite range (``ranges``): first the ends that make the summed values
+    largest (one variable at a time from all high), then each combination for up to two
+    variables, else all high and all low; {} for none."""
     names = sorted({t.name for a in query.aggregates if a.kind != "count"
-                    for t in (a.column, *a.terms) if isinstance(t, Var)})
+                    for t in (a.column, *a.terms) if isinstance(t, Var) and t.name in ranges})
     if not names:
         return [{}]
-    if len(names) <= 2:
-        return [dict(zip(names, c, strict=True))
-                for c in itertools.product((True, False), repeat=len(names))]
-    return [dict.fromkeys(names, True), dict.fromkeys(names, False)]
+    combos = [dict(zip(names, c, strict=True))
+              for c in itertools.product((True, False), repeat=len(names))] \
+        if len(names) <= 2 else [dict.fromkeys(names, True), dict.fromkeys(names, False)]
+    best = dict.fromkeys(names, True)
+    for name in names:
+        flipped = {**best, name: False}
+        if _magnitude(query, flipped, ranges, hints) > _magnitude(query, best, ranges, hints):
+            best = flipped
+    return [best, *(c for c in combos if c != best)]
+
+
+def _magnitude(query: AggregateQuery, ends: Mapping[str, bool],
+               ranges: Mapping[str, tuple[Exact, Exact]],
+               hints: Mapping[str, Sequence[Value]]) -> float:
+    """Σ |value| of the summed expressions of one row with its variables at ``ends``."""
+    def value(term: object) -> SqlValue:
+        if not isinstance(term, Var):
+            return None
+        if term.name in ends:
+            return float(ranges[term.name][1 if ends[term.name] else 0])
+        return next(iter(hints.get(term.name, ())), None)
+
+    total = 0.0
+    for agg in query.aggregates:
+        try:
+            got = value_of(agg.expression, [value(t) for t in agg.terms]) \
+                if agg.expression is not None else value(agg.column)
+        except Undecided:
+            continue
+        total += abs(float(got)) if isinstance(got, (int, float)) else 0.0
+    return total
 
 
 def with_every_table(db: Database, schema: Schema) -> Database:
@@ -374,12 +418,13 @@ def _step_variants(steps: Sequence[Step]) -> list[Sequence[Step]]:
 def _built_with(search: _Search, group: PersonGroup, unit: str,
                 columns: Mapping[str, tuple[str, ...]],
                 column_checks: Mapping[tuple[str, int], Sequence[Predicate]],
-                ends: Mapping[str, bool]) -> PersonWitness | None:
+                ends: Mapping[str, bool],
+                hints: Mapping[str, Sequence[Value]]) -> PersonWitness | None:
     full: Database | None = None
     for steps in _step_variants(group.steps):
         made = build_person(group.extended, steps, group.key, schema=search.schema,
                             columns=columns, column_checks=column_checks,
-                            hidden=search.hidden, ends=ends)
+                            hidden=search.hidden, ends=ends, hints=hints)
         full = None if made is None else complete(
             made, [], schema=search.schema, column_checks=column_checks, hidden=search.hidden)
         if full is not None and references_hold(full, search.schema) and search.valid(full):
@@ -388,9 +433,10 @@ def _built_with(search: _Search, group: PersonGroup, unit: str,
         return None
     assert full is not None
     full = with_every_table(full, search.schema)
-    person = search.best_person(full, unit)
+    person = search.best_person(full, unit, push=False)  # the build put them at their ends
     doubled = search.doubled(full) if search.background else None
-    other = search.best_person(doubled, unit) if doubled is not None else None
+    other = search.best_person(doubled, unit, only=full, push=False) \
+        if doubled is not None else None
     if other is not None and (person is None or other.change > person.change):
         person = other
     if person is None:
