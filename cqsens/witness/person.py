@@ -299,8 +299,9 @@ def _from_group(search: _Search, query: AggregateQuery, sigma: Sigma, group: Per
                 return None
             columns[name] = table.columns
     built = _built(search, group, unit, columns, column_checks, upper)
-    if built is not None:  # the bound's own construction; the search below is the fallback
-        return built
+    if built is not None and upper != math.inf:
+        return built  # the bound's own construction; below, the search (a growing family
+        # for an unbounded query) as the fallback
     others = frozenset(r for r in relations if r.lower() != unit.lower())
     bound = upper_bound(extended, sigma, public=others)
     base = find_witness(
@@ -338,12 +339,16 @@ def _built(search: _Search, group: PersonGroup, unit: str,
     best: PersonWitness | None = None
     hints = aggregate_hints(search.query)
     ranges = ranged_variables(group.extended, column_checks)
+    # for sums, averages and counts the first choice that builds (the largest values,
+    # the CASE's own literals) is kept; MIN, MAX and MEDIAN try every choice
+    first = all(a.kind in ("count", "count_distinct", "sum", "avg")
+                for a in search.query.aggregates)
     for ends in _end_choices(search.query, ranges, hints):
         for hinted in ((hints, {}) if hints else ({},)):
             found = _built_with(search, group, unit, columns, column_checks, ends, hinted)
             if found is not None and (best is None or found.change > best.change):
                 best = found
-                if found.change >= upper:
+                if found.change >= upper or first:
                     return best
     return best
 
