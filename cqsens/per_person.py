@@ -33,7 +33,13 @@ from cqsens.frontend.person_derived import PerPerson, per_person_statement
 from cqsens.ir.dependencies import Sigma
 from cqsens.ir.exact import Exact, sql_decimal
 from cqsens.ir.schema import Schema
+from cqsens.release.values import parse_value_bounds
 from cqsens.settings import Settings
+from cqsens.witness.certificate import declared_hold
+from cqsens.witness.per_person import per_person_witness
+from cqsens.witness.person import PersonWitness
+from cqsens.witness.schema_checks import column_checks
+from cqsens.witness.schema_checks import keys as witness_keys
 
 __all__ = ["analyse_per_person", "per_person_ddl"]
 
@@ -156,10 +162,32 @@ def analyse_per_person(text: str, settings: Settings, unit: Unit, schema: Schema
             f"removed adds or removes one row of {plan.table} and changes no other; the "
             f"statement is analysed over {plan.table} with one row per neighbour "
             f"(docs/rules.md, rule person-groups); {'; '.join(why)}")
+    declared = Sigma.of([d for b in bounds for d in b.sigma])  # the user's Σ, as resolved
+    witness = _witness(outer, text, settings, unit, schema, declared) \
+        if settings.prove_lower and bounds else None
+    lower_note = "" if witness is not None else (
+        "not searched (--no-lower)" if not settings.prove_lower else
+        "none proven: no small person (the unit's row alone, or with one row of each table "
+        "that references it) changes the released value")
     return replace(outer, query=text, source=source, unit=unit.text,
                    nb=replace(outer.nb, unit=unit), notes=(*outer.notes, note),
-                   sigma=Sigma.of([*outer.sigma, *(d for b in bounds for d in b.sigma)]),
+                   sigma=Sigma.of([*outer.sigma, *declared]),
                    derived_ddl=ddl,
-                   lower=None, witness=None,
-                   lower_note="not searched: the statement was analysed over its per-person "
-                              "table, and a witness must be a pair of databases of the schema")
+                   lower=witness.lower if witness is not None else None, witness=witness,
+                   lower_note=lower_note)
+
+
+def _witness(outer: Analysis, text: str, settings: Settings, unit: Unit, schema: Schema,
+             sigma: Sigma) -> PersonWitness | None:
+    """Two databases of the user's schema one person apart (witness/per_person.py), never
+    beyond the upper bound (a real pair above it would be a bug)."""
+    checks = column_checks(schema, value_bounds=parse_value_bounds(settings.bounds))
+    keys = witness_keys(schema)
+    found = per_person_witness(
+        outer.query_obj, text, settings.dialect, schema=schema, unit=unit.table,
+        unit_text=unit.text, column_checks=checks,
+        valid=lambda db: declared_hold(db, sigma, column_checks=checks, keys=keys))
+    if found is not None and found.lower > outer.upper:
+        raise AssertionError(f"internal error: person witness difference {found.lower} "
+                             f"exceeds the upper bound {outer.upper}; please report it")
+    return found

@@ -83,6 +83,9 @@ def analyze_stages(staged: StagedSource, settings: Settings,
                      f"{stage.count_derivation.rule.value}); {condition} then compares with "
                      "its noisy value, a constant.")
     lines.append(f"Stage {count}: the outer statement, released with the noisy values as "
-                 "literals; its bound holds for every value they take.")
+                 "literals; its bound holds for every value they take" + (
+                     "; the upper and lower bounds shown are this stage's (its witness runs "
+                     "it with concrete values in their place)." if outer.lower is not None
+                     else "."))
     return replace(outer, query=staged.text, stages=(*firsts, outer),
                    explanation=(*lines, *outer.explanation))

@@ -42,12 +42,12 @@ def inline_column_lists(tree: exp.Expr) -> exp.Expr:
         select = _first_select(sub.this)
         if select is None:
             continue
-        names = [column.name for column in alias.columns]
+        names = list(alias.columns)
         projections = select.expressions
         if len(projections) != len(names) or any(isinstance(p, exp.Star) or p.is_star
                                                  for p in projections):
             continue
-        select.set("expressions", [exp.alias_(p.this if isinstance(p, exp.Alias) else p, name)
+        select.set("expressions", [exp.alias_(p.unalias(), name.name, quoted=name.quoted)
                                    for p, name in zip(projections, names, strict=True)])
         alias.set("columns", None)
     return tree

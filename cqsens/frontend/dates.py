@@ -126,6 +126,20 @@ def _extract_for_sqlite(node: exp.Expr) -> exp.Expr:
     return exp.cast(call, exp.DataType.Type.INT)
 
 
+def sqlite_extracts(tree: exp.Expr) -> exp.Expr:
+    """``tree`` with ``EXTRACT(YEAR|MONTH|DAY FROM d)`` written as SQLite computes it
+    (see :func:`sqlite_dates`).
+
+    Examples
+    --------
+    >>> import sqlglot
+    >>> q = sqlglot.parse_one("SELECT EXTRACT(YEAR FROM d) FROM t, u")
+    >>> sqlite_extracts(q).sql(dialect="sqlite")
+    "SELECT CAST(STRFTIME('%Y', d) AS INTEGER) FROM t, u"
+    """
+    return tree.transform(_extract_for_sqlite)
+
+
 def sqlite_dates(sql: str) -> str:
     """``sql`` with ``EXTRACT(YEAR|MONTH|DAY FROM d)`` written as SQLite computes it.
 

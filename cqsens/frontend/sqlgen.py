@@ -19,7 +19,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from cqsens.frontend.column_lists import inline_column_lists
-from cqsens.frontend.dates import fold_date_arithmetic
+from cqsens.frontend.dates import fold_date_arithmetic, sqlite_extracts
 from cqsens.ir import expr as ir
 
 __all__ = ["ColumnRef", "predicate_sql", "remember_sqlite", "sqlite_query"]
@@ -169,7 +169,10 @@ def _transpiled(sql: str, dialect: str | None) -> str | None:
         tree = sqlglot.parse(sql, read=dialect)[0]
         if tree is None:
             return None
-        return inline_column_lists(fold_date_arithmetic(tree)).sql(dialect="sqlite")
+        # SQLite has no EXTRACT: STRFTIME on its ISO date texts gives the same numbers
+        return inline_column_lists(sqlite_extracts(fold_date_arithmetic(tree))).sql(
+            dialect="sqlite")
     except (SqlglotError, ValueError, IndexError):
         return None
+
 

@@ -36,7 +36,7 @@ from cqsens.ir.expr import (
     Truth,
 )
 
-__all__ = ["Undecided", "Value", "checks_range", "evaluate", "slot_ranges"]
+__all__ = ["Undecided", "Value", "checks_range", "evaluate", "slot_ranges", "value_of"]
 
 
 class Undecided(Exception):
@@ -167,6 +167,17 @@ def _truth(node: Predicate, values: Sequence[Value]) -> bool | None:
             raise Undecided("LIKE on a number")
         result = _like(text, pattern)
     return _not(result) if node.negated else result
+
+
+def value_of(expr: Expr, values: Sequence[Value]) -> Value:
+    """SQL's value of ``expr`` with slot ``i`` bound to ``values[i]`` (None is NULL);
+    raises :class:`Undecided` as :func:`evaluate` does.
+
+    >>> from cqsens.ir.expr import Arith
+    >>> value_of(Arith("*", Slot(0), Slot(1)), [3, 4])
+    12
+    """
+    return _value(expr, values)
 
 
 def evaluate(predicate: Predicate, values: Sequence[Value]) -> bool | None:

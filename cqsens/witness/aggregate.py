@@ -32,6 +32,7 @@ the best kept.  See docs/rules.md, rule ``aggregate-witness``.
 from __future__ import annotations
 
 import math
+import re
 import sqlite3
 import statistics
 import threading
@@ -275,11 +276,36 @@ def _group_positions(query: AggregateQuery, names: Sequence[str]) -> list[int] |
         shown = next((lowered.index(n) for n in found
                       if n in lowered and lowered.index(n) not in positions), None)
         if shown is None:
-            return None
+            return _beside_aggregates(query, names)
         positions.append(shown)
     if len(names) - len(positions) != len(query.aggregates):
         return None
     return positions
+
+
+def _label_name(label: str) -> str:
+    """The result column an aggregate's label names: its alias, else its text."""
+    label = re.sub(r"\s+\(in [^()]*\)$", "", label.strip())  # "SUM(x) (in ratio)"
+    alias = re.search(r"\s+AS\s+(\"?[A-Za-z_][A-Za-z_0-9]*\"?)$", label, re.IGNORECASE)
+    return _squeezed(alias.group(1) if alias else label)
+
+
+def _squeezed(name: str) -> str:
+    return re.sub(r"\s+", "", name).strip('"').lower()
+
+
+def _beside_aggregates(query: AggregateQuery, names: Sequence[str]) -> list[int] | None:
+    """The positions of the columns that are not the query's aggregates (the group keys as
+    the SQL shows them: an alias, ``EXTRACT(YEAR FROM d)``), the aggregates found by their
+    labels; None when one is not found."""
+    squeezed = [_squeezed(n) for n in names]
+    mine: list[int] = []
+    for agg in query.aggregates:
+        at = [i for i, n in enumerate(squeezed) if n == _label_name(agg.label) and i not in mine]
+        if not at:
+            return None
+        mine.append(at[0])
+    return [i for i in range(len(names)) if i not in mine] or None
 
 
 def _rows(conn: sqlite3.Connection, sql: str) -> tuple[list[tuple[Any, ...]], list[str]]:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
+from cqsens.engine.paths import Step
 from cqsens.engine.person import PersonBound, PersonGroup
 from cqsens.engine.upper import upper_bound
 from cqsens.frontend.sqlgen import sqlite_query
@@ -28,10 +29,12 @@ from cqsens.ir.dependencies import Sigma
 from cqsens.ir.exact import Exact, display, json_number
 from cqsens.ir.expr import Predicate
 from cqsens.ir.schema import Schema
+from cqsens.ir.semantics import Undecided, value_of
+from cqsens.ir.semantics import Value as SqlValue
 from cqsens.witness.aggregate import exact_text, released_pair, renamed, show_released
 from cqsens.witness.evaluate import Database, Value, count_answers
 from cqsens.witness.model import Witness
-from cqsens.witness.person_build import build_person
+from cqsens.witness.person_build import aggregate_hints, build_person, ranged_variables
 from cqsens.witness.references import (
     complete,
     declared_clauses,
@@ -146,13 +149,18 @@ class _Search:
     owners: Owners = None
     extremes: Mapping[tuple[str, int], Value] = field(default_factory=dict)
     background: Mapping[tuple[str, int], Value] = field(default_factory=dict)
+    unit: str = ""
 
     def doubled(self, full: Database) -> Database | None:
         """``full`` with a renamed copy of its rows beside it (another person and what
         it references), the copy's released columns at ``background``: removing one
         person then leaves the other, so MIN, MAX, AVG and MEDIAN stay defined."""
-        kept = set(self.column_checks) | set(self.background)
-        rename = renamed(full, lambda r, p, v: (r, p) in kept, 7)
+        identities = self.identities(full)
+        if identities:  # the copy differs in its keys only: the same groups, filters met
+            rename = renamed(full, lambda r, p, v: (r.lower(), p) not in identities, 7)
+        else:
+            kept = set(self.column_checks) | set(self.background)
+            rename = renamed(full, lambda r, p, v: (r, p) in kept, 7)
         out = full
         for relation, rows in full.rows.items():
             for row in rows:
@@ -161,6 +169,26 @@ class _Search:
                 out = out.with_row(relation, new)
         ok = references_hold(out, self.schema) and self.valid(out)
         return out if ok and out != full else None
+
+    def identities(self, full: Database) -> frozenset[tuple[str, int]]:
+        """The key columns of the tables a person owns in ``full`` and the foreign-key
+        columns that reference them (relation in lower case, position)."""
+        unit = next((t for t in full.rows if t.lower() == self.unit.lower()), None)
+        if unit is None or not full.rows[unit]:
+            return frozenset()
+        owned = {r.lower() for r, _ in cascade(full, unit, min(full.rows[unit], key=repr),
+                                               self.schema, self.owners)}
+        out: set[tuple[str, int]] = set()
+        for name in owned:
+            table = self.schema.find(name)
+            if table is not None:
+                out.update((name, p) for p in (*table.keys, *table.primary_key,
+                                               *(q for k in table.composite_keys for q in k)))
+        for relation, fk, target in self.schema.foreign_keys():
+            out.update((relation.name.lower(), c) for c, q in zip(fk.columns, fk.referenced,
+                                                                  strict=False)
+                       if (target.name.lower(), q) in out)
+        return frozenset(out)
 
     def pushed(self, full: Database, rows: Sequence[tuple[str, Row]]) -> \
             tuple[Database, list[tuple[str, Row]]] | None:
@@ -176,30 +204,38 @@ class _Search:
             moved.append((relation, new))
         return (out, moved) if out != full else None
 
-    def best_or_doubled(self, full: Database, unit: str) -> PersonWitness | None:
+    def best_or_doubled(self, full: Database, unit: str, *, push: bool = True
+                        ) -> PersonWitness | None:
         """:meth:`best_person` of ``full`` or, with a background, of :meth:`doubled`
-        ``full``, whichever changes the released value more (``full`` first on a tie)."""
-        person = self.best_person(full, unit)
+        ``full`` (one of ``full``'s persons), whichever changes the released value more
+        (``full`` first on a tie)."""
+        person = self.best_person(full, unit, push=push)
         doubled = self.doubled(full) if self.background else None
-        other = self.best_person(doubled, unit) if doubled is not None else None
+        other = self.best_person(doubled, unit, only=full, push=push) \
+            if doubled is not None else None
         if other is not None and (person is None or other.change > person.change):
             return other
         return person
 
-    def best_person(self, full: Database, unit: str) -> PersonWitness | None:
-        """The person of ``full`` whose removal changes the released value most."""
+    def best_person(self, full: Database, unit: str, *, only: Database | None = None,
+                    push: bool = True) -> PersonWitness | None:
+        """The person of ``full`` whose removal changes the released value most (one of
+        ``only``'s persons when given; ``push``: also with the summed values at their
+        extremes)."""
         name = next((t for t in full.rows if t.lower() == unit.lower()), None)
         if name is None:
             return None
         best: PersonWitness | None = None
-        for row in sorted(full.rows[name], key=repr)[:50]:
+        units = full.rows[name] if only is None \
+            else full.rows[name] & only.rows.get(name, frozenset())
+        for row in sorted(units, key=repr)[:50]:
             rows = cascade(full, name, row, self.schema, self.owners)
             smaller = full
             for relation, r in rows:
                 smaller = smaller.without_row(relation, r)
             if not references_hold(smaller, self.schema) or not self.valid(smaller):
                 continue
-            pushed = self.pushed(full, rows)
+            pushed = self.pushed(full, rows) if push else None
             for bigger, person in ((full, rows), *((pushed,) if pushed else ())):
                 if bigger is not full and not self.valid(bigger):
                     continue
@@ -243,7 +279,7 @@ def find_person_witness(
     search = _Search(query, schema, valid, column_checks,
                      hidden=dict(query.row_positions), owners=person.unit.owners,
                      extremes=dict(extremes or {}),
-                     background=dict(background or {}))
+                     background=dict(background or {}), unit=person.unit.table)
     unit = person.unit.table
     groups = sorted(person.groups, key=lambda g: -g.value if g.value != math.inf else -1e300)
     best: PersonWitness | None = None
@@ -275,9 +311,10 @@ def _from_group(search: _Search, query: AggregateQuery, sigma: Sigma, group: Per
             if table is None:
                 return None
             columns[name] = table.columns
-    built = _built(search, group, unit, columns, column_checks)
-    if built is not None and upper != math.inf and built.change >= upper:
-        return built
+    built = _built(search, group, unit, columns, column_checks, upper)
+    if built is not None and upper != math.inf:
+        return built  # the bound's own construction; below, the search (a growing family
+        # for an unbounded query) as the fallback
     others = frozenset(r for r in relations if r.lower() != unit.lower())
     bound = upper_bound(extended, sigma, public=others)
     base = find_witness(
@@ -291,6 +328,7 @@ def _from_group(search: _Search, query: AggregateQuery, sigma: Sigma, group: Per
                     column_checks=column_checks, hidden=search.hidden)
     if full is None or not references_hold(full, search.schema) or not search.valid(full):
         return None
+    full = with_every_table(full, search.schema)
     person = search.best_or_doubled(full, unit)
     if built is not None and (person is None or built.change >= person.change):
         return built
@@ -302,44 +340,114 @@ def _from_group(search: _Search, query: AggregateQuery, sigma: Sigma, group: Per
 
 def _built(search: _Search, group: PersonGroup, unit: str,
            columns: Mapping[str, tuple[str, ...]],
-           column_checks: Mapping[tuple[str, int], Sequence[Predicate]]) -> PersonWitness | None:
+           column_checks: Mapping[tuple[str, int], Sequence[Predicate]],
+           upper: Exact = math.inf) -> PersonWitness | None:
     """The best person of ``D*`` built along the group's own steps
-    (:func:`~cqsens.witness.person_build.build_person`), checked like every other."""
+    (:func:`~cqsens.witness.person_build.build_person`), checked like every other; the
+    ends and hints in a fixed order, stopping at the upper bound."""
     best: PersonWitness | None = None
-    for ends in _end_choices(search.query):
-        found = _built_with(search, group, unit, columns, column_checks, ends)
-        if found is not None and (best is None or found.change > best.change):
-            best = found
+    hints = aggregate_hints(search.query)
+    ranges = ranged_variables(group.extended, column_checks)
+    # for sums, averages and counts the first choice that builds (the largest values,
+    # the CASE's own literals) is kept; MIN, MAX and MEDIAN try every choice
+    first = all(a.kind in ("count", "count_distinct", "sum", "avg")
+                for a in search.query.aggregates)
+    for ends in _end_choices(search.query, ranges, hints):
+        for hinted in ((hints, {}) if hints else ({},)):
+            found = _built_with(search, group, unit, columns, column_checks, ends, hinted)
+            if found is not None and (best is None or found.change > best.change):
+                best = found
+                if found.change >= upper or first:
+                    return best
     return best
 
 
-def _end_choices(query: AggregateQuery) -> list[dict[str, bool]]:
-    """Ends (high True, low False) for the variables of the summed expressions: each
-    combination for up to two variables, else all high and all low; {} for none."""
+def _end_choices(query: AggregateQuery, ranges: Mapping[str, tuple[Exact, Exact]],
+                 hints: Mapping[str, Sequence[Value]]) -> list[dict[str, bool]]:
+    """Ends (high True, low False) for the variables of the summed expressions whose
+    values have a finite range (``ranges``): first the ends that make the summed values
+    largest (one variable at a time from all high), then each combination for up to two
+    variables, else all high and all low; {} for none."""
     names = sorted({t.name for a in query.aggregates if a.kind != "count"
-                    for t in (a.column, *a.terms) if isinstance(t, Var)})
+                    for t in (a.column, *a.terms) if isinstance(t, Var) and t.name in ranges})
     if not names:
         return [{}]
-    if len(names) <= 2:
-        return [dict(zip(names, c, strict=True))
-                for c in itertools.product((True, False), repeat=len(names))]
-    return [dict.fromkeys(names, True), dict.fromkeys(names, False)]
+    combos = [dict(zip(names, c, strict=True))
+              for c in itertools.product((True, False), repeat=len(names))] \
+        if len(names) <= 2 else [dict.fromkeys(names, True), dict.fromkeys(names, False)]
+    best = dict.fromkeys(names, True)
+    for name in names:
+        flipped = {**best, name: False}
+        if _magnitude(query, flipped, ranges, hints) > _magnitude(query, best, ranges, hints):
+            best = flipped
+    return [best, *(c for c in combos if c != best)]
+
+
+def _magnitude(query: AggregateQuery, ends: Mapping[str, bool],
+               ranges: Mapping[str, tuple[Exact, Exact]],
+               hints: Mapping[str, Sequence[Value]]) -> float:
+    """Σ |value| of the summed expressions of one row with its variables at ``ends``."""
+    def value(term: object) -> SqlValue:
+        if not isinstance(term, Var):
+            return None
+        if term.name in ends:
+            return float(ranges[term.name][1 if ends[term.name] else 0])
+        return next(iter(hints.get(term.name, ())), None)
+
+    total = 0.0
+    for agg in query.aggregates:
+        try:
+            got = value_of(agg.expression, [value(t) for t in agg.terms]) \
+                if agg.expression is not None else value(agg.column)
+        except Undecided:
+            continue
+        total += abs(float(got)) if isinstance(got, (int, float)) else 0.0
+    return total
+
+
+def with_every_table(db: Database, schema: Schema) -> Database:
+    """``db`` with an empty table for every table of the schema it lacks: the user's SQL
+    may read one in a subquery (``NOT EXISTS (SELECT * FROM orders ...)``)."""
+    held = {r.lower() for r in db.columns}
+    missing = [r for r in schema.relations if r.name.lower() not in held]
+    if not missing:
+        return db
+    return Database({**db.columns, **{r.name: r.columns for r in missing}},
+                    {**db.rows, **{r.name: frozenset() for r in missing}},
+                    {**db.types, **{r.name: r.types for r in missing}})
+
+
+def _step_variants(steps: Sequence[Step]) -> list[Sequence[Step]]:
+    """``steps``, then with the last step of weight above 1 one lower: the rows a
+    second atom of the same table adds (TPC-H q21's other supplier's line) then fit
+    under the declared limit beside the step's own rows (6 lines and 1, not 7 and 1)."""
+    last = max((n for n, s in enumerate(steps) if s.weight != math.inf and s.weight > 1),
+               default=None)
+    if last is None:
+        return [steps]
+    lower = replace(steps[last], weight=steps[last].weight - 1)
+    return [steps, [*steps[:last], lower, *steps[last + 1:]]]
 
 
 def _built_with(search: _Search, group: PersonGroup, unit: str,
                 columns: Mapping[str, tuple[str, ...]],
                 column_checks: Mapping[tuple[str, int], Sequence[Predicate]],
-                ends: Mapping[str, bool]) -> PersonWitness | None:
-    made = build_person(group.extended, group.steps, group.key, schema=search.schema,
-                        columns=columns, column_checks=column_checks, hidden=search.hidden,
-                        ends=ends)
-    if made is None:
+                ends: Mapping[str, bool],
+                hints: Mapping[str, Sequence[Value]]) -> PersonWitness | None:
+    full: Database | None = None
+    for steps in _step_variants(group.steps):
+        made = build_person(group.extended, steps, group.key, schema=search.schema,
+                            columns=columns, column_checks=column_checks,
+                            hidden=search.hidden, ends=ends, hints=hints)
+        full = None if made is None else complete(
+            made, [], schema=search.schema, column_checks=column_checks, hidden=search.hidden)
+        if full is not None and references_hold(full, search.schema) and search.valid(full):
+            break
+    else:
         return None
-    full = complete(made, [], schema=search.schema, column_checks=column_checks,
-                    hidden=search.hidden)
-    if full is None or not references_hold(full, search.schema) or not search.valid(full):
-        return None
-    person = search.best_or_doubled(full, unit)
+    assert full is not None
+    full = with_every_table(full, search.schema)
+    person = search.best_or_doubled(full, unit, push=False)  # the build put them at their ends
     if person is None:
         return None
     kept = tuple((rel, pos, t) for (rel, pos), ts in sorted(column_checks.items()) for t in ts

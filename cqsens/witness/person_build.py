@@ -23,21 +23,26 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
+import itertools
 import math
 import re
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from fractions import Fraction
 from typing import Any, cast
 
 from cqsens.engine.paths import Step
 from cqsens.frontend.sqlgen import predicate_sql
-from cqsens.ir.cq import CQ, Atom, Const, Term, Var
+from cqsens.ir.cq import CQ, AggregateQuery, Atom, Const, Term, Var
+from cqsens.ir.exact import Exact
 from cqsens.ir.expr import Arith, Kind, Literal, Predicate, Slot, literals, shifted_date
 from cqsens.ir.schema import Schema
 from cqsens.ir.semantics import Undecided, checks_range, evaluate
 from cqsens.witness.aggregate import concrete
+from cqsens.witness.disjuncts import disjunct_variants
 from cqsens.witness.evaluate import Database, Value, affinity_value
 from cqsens.witness.values import unary_checks
 
@@ -70,13 +75,15 @@ def build_person(
     hidden: Mapping[str, int],
     ends: Mapping[str, bool] | None = None,
     cap: int = MAX_PERSON_ROWS,
+    hints: Mapping[str, Sequence[Value]] | None = None,
 ) -> Database | None:
     """The rows of ``extended`` (the query extended to the unit table) for one person
     whose key holds ``key``, a product along ``steps``, with concrete values; None when
     no value meets a filter or CHECK, or a step has no finite weight.  ``ends`` puts
     a variable (by name) at the high (True) or low (False) end of the range its CHECKs
     and filters allow, when that range is finite: an aggregated value at the end that
-    moves the released value most.
+    moves the released value most.  ``hints`` are values to try first for a variable (by
+    name): the literals a CASE of a summed expression compares it with.
 
     Examples
     --------
@@ -90,6 +97,29 @@ def build_person(
     >>> len(db.rows["O"]), len(db.rows["U"])
     (3, 1)
     """
+    shape = _shape(extended, tuple(steps), tuple(key), cap)
+    if shape is None:
+        return None
+    copies, idents, branching = shape
+    atoms = extended.relation_atoms()
+    declared = {t.name: tuple(table.types)[p] for a in atoms
+                if (table := schema.find(a.relation)) is not None
+                for p, t in enumerate(a.terms) if isinstance(t, Var) and p < len(table.types)}
+    for variant in disjunct_variants(extended):
+        chosen = _Chooser(variant, column_checks, branching, ends or {},
+                          declared, hints or {}).choose(idents)
+        if chosen is not None:
+            break
+    else:
+        return None
+    return _database(extended, copies, chosen, schema, columns, hidden)
+
+
+@functools.lru_cache(maxsize=16)
+def _shape(extended: CQ, steps: tuple[Step, ...], key: tuple[Term, ...], cap: int) -> tuple[
+        tuple[Mapping[Var, _Ident], ...], tuple[_Ident, ...], frozenset[str]] | None:
+    """The copies of the plan, their identities in order and the variables a step
+    multiplies; shared by the builds that differ only in the values chosen (read only)."""
     plan = _plan(steps, key)
     if plan is None:
         return None
@@ -99,15 +129,8 @@ def build_person(
     atoms = extended.relation_atoms()
     idents = sorted({c[t] for c in copies for a in atoms for t in a.terms if isinstance(t, Var)},
                     key=repr)
-    branching = frozenset(t.name for t, _, w in plan.order if w > 1)
-    declared = {t.name: tuple(table.types)[p] for a in atoms
-                if (table := schema.find(a.relation)) is not None
-                for p, t in enumerate(a.terms) if isinstance(t, Var) and p < len(table.types)}
-    chosen = _Chooser(extended, column_checks, branching, ends or {},
-                      declared).choose(idents)
-    if chosen is None:
-        return None
-    return _database(extended, copies, chosen, schema, columns, hidden)
+    return (tuple(copies), tuple(idents),
+            frozenset(t.name for t, _, w in plan.order if w > 1))
 
 
 def _plan(steps: Sequence[Step], key: Sequence[Term]) -> _Plan | None:
@@ -162,8 +185,9 @@ class _Chooser:
 
     def __init__(self, cq: CQ, column_checks: Mapping[tuple[str, int], Sequence[Predicate]],
                  branching: frozenset[str], ends: Mapping[str, bool],
-                 declared: Mapping[str, str]):
+                 declared: Mapping[str, str], hints: Mapping[str, Sequence[Value]]):
         self.cq = cq
+        self.hints = hints
         self.declared = declared  # a variable's declared column type
         self.ends = ends
         self.branching = branching  # variables a step gives several values per source
@@ -187,11 +211,16 @@ class _Chooser:
                  for v in a.variables()}
         chosen: dict[_Ident, Value] = {}
         per_var: dict[str, Value] = {}  # a value of each variable (for binary filters)
+        slots = self._slots()
+        taken: dict[tuple[str, int], list[Value]] = {}  # values other variables hold there
         for name in sorted(by_var, key=lambda n: (self._rank(names.get(n)), n)):
             wanted = len(by_var[name]) if name in self.branching else 1
-            values = self._values(names.get(name), per_var, wanted)
+            avoid = [v for slot in slots.get(name, ()) for v in taken.get(slot, ())]
+            values = self._values(names.get(name), per_var, wanted, avoid)
             if not values:
                 return None
+            for slot in slots.get(name, ()):
+                taken.setdefault(slot, []).extend(values)
             for n, ident in enumerate(by_var[name]):
                 chosen[ident] = values[n % len(values)]
             per_var[name] = values[0]
@@ -200,43 +229,80 @@ class _Chooser:
     def _relation_atoms(self) -> list[Atom]:
         return list(self.cq.relation_atoms())
 
+    def _slots(self) -> dict[str, set[tuple[str, int]]]:
+        """The columns (relation, position) each variable fills: two variables in one
+        column take different values where they can (two nations of one query are two
+        rows, not one key with two names)."""
+        out: dict[str, set[tuple[str, int]]] = {}
+        for atom in self._relation_atoms():
+            for p, t in enumerate(atom.terms):
+                if isinstance(t, Var):
+                    out.setdefault(t.name, set()).add((atom.relation, p))
+        return out
+
     def _rank(self, var: Var | None) -> int:
         """Variables with a filter over them alone first, then the others."""
         return 0 if var is not None and self.unary.get(var) else 1
 
     def _values(self, var: Var | None, known: Mapping[str, Value],
-                wanted: int) -> list[Value]:
+                wanted: int, avoid: Sequence[Value] = ()) -> list[Value]:
         """Up to ``wanted`` distinct values meeting the variable's CHECKs and filters, the
         filters over other variables read at their chosen value (one per variable that is
-        not multiplied by a step)."""
+        not multiplied by a step); values in ``avoid`` only when no other one fits."""
         checks = self.unary.get(var, []) if var is not None else []
         related = [a for a in self.filters if var in a.variables()]
         seeds: list[Value] = [*self.constants]
         for chk in checks:
             seeds.extend(literals(chk))
         for atom in related:
+            assert atom.predicate is not None
+            seeds.extend(literals(atom.predicate))  # an OR of equalities names its values
             seeds.extend(known[t.name] for t in atom.variables() if t.name in known)
         out: list[Value] = []
-        first = self._end(var, checks)
-        for value in (*first, *_candidates(seeds, wanted)):
-            if var is not None and not _fits(value, self.declared.get(var.name, "")):
-                continue
-            if all(self._holds(c, [value]) for c in checks) and all(
-                    self._filter_holds(a, var, value, known) for a in related):
+        first = [*self._end(var, checks),
+                 *(self.hints.get(var.name, ()) if var is not None else ())]
+        taken = set(avoid)
+        later: list[Value] = []  # values other variables hold: tried last
+        for value in itertools.chain(first, _candidates(seeds, wanted + len(taken))):
+            if value in taken:
+                later.append(value)
+            elif self._fits_all(var, value, value in first, checks, related, known):
+                out.append(value)
+                if len(out) >= wanted:
+                    return out
+        for value in later:
+            if self._fits_all(var, value, value in first, checks, related, known):
                 out.append(value)
                 if len(out) >= wanted:
                     break
         return out
 
+    def _fits_all(self, var: Var | None, value: Value, end: bool,
+                  checks: Sequence[Predicate], related: Sequence[Atom],
+                  known: Mapping[str, Value]) -> bool:
+        """Whether ``value`` suits the variable's type, CHECKs and filters (a range's end
+        decided as SQLite decides it, in doubles)."""
+        if var is not None and not _fits(value, self.declared.get(var.name, "")):
+            return False
+        sqlite = end and isinstance(value, float)
+        return all(self._holds(c, [value], sqlite) for c in checks) and all(
+            self._filter_holds(a, var, value, known) for a in related)
+
     def _end(self, var: Var | None, checks: Sequence[Predicate]) -> list[Value]:
         """The end of the variable's range asked for in ``ends`` (empty when none)."""
         if var is None or var.name not in self.ends:
             return []
-        low, high = checks_range(checks)
+        low, high = _range(checks)
         end = high if self.ends[var.name] else low
         if end in (math.inf, -math.inf) or low > high:
             return []
-        return [concrete(Fraction(end), low if end == high else high)]
+        toward = low if end == high else high
+        inward = 1 if toward > end else -1  # a strict bound (x < 24): a cent, a unit inside
+        # SQLite decides a filter's 0.06 + 0.01 in doubles, where 0.07 is above it: then a
+        # cent inside (a DECIMAL(15,2) value), then a unit
+        return [concrete(Fraction(end) + step * inward, toward)
+                for step in (Fraction(0), Fraction(1, 100), Fraction(1))
+                if low <= Fraction(end) + step * inward <= high]
 
     def _filter_holds(self, atom: Atom, var: Var | None, value: Value,
                       known: Mapping[str, Value]) -> bool:
@@ -253,9 +319,11 @@ class _Chooser:
         assert atom.predicate is not None
         return self._holds(atom.predicate, args)
 
-    def _holds(self, predicate: Predicate, args: Sequence[Value]) -> bool:
+    def _holds(self, predicate: Predicate, args: Sequence[Value], sqlite: bool = False) -> bool:
         predicate = self.folded.setdefault(predicate, _folded(predicate))
         try:
+            if sqlite:  # a range's end: exact in Python, maybe not in SQLite's doubles
+                raise Undecided
             return evaluate(predicate, args) is True
         except Undecided:
             try:
@@ -265,11 +333,49 @@ class _Chooser:
             return bool(row and row[0])
 
 
-def _folded(node: _Node) -> _Node:
+def _range(checks: Sequence[Predicate]) -> tuple[Exact, Exact]:
+    """The closed range the predicates put on ``Slot(0)``, constant arithmetic folded
+    (``BETWEEN 0.06 - 0.01 AND 0.06 + 0.01``)."""
+    return checks_range(cast(Predicate, _folded(check, numeric=True)) for check in checks)
+
+
+def ranged_variables(cq: CQ, column_checks: Mapping[tuple[str, int], Sequence[Predicate]]
+                     ) -> dict[str, tuple[Exact, Exact]]:
+    """The variables of ``cq`` whose values lie in a finite range (a column's CHECK and
+    the filters over the variable alone), with that range: the ones worth putting at an
+    end."""
+    out: dict[str, tuple[Exact, Exact]] = {}
+    for var, checks in unary_checks(cq, column_checks).items():
+        low, high = _range(checks)
+        if abs(low) != math.inf and abs(high) != math.inf and low <= high:
+            out[var.name] = (low, high)
+    return out
+
+
+def aggregate_hints(query: AggregateQuery) -> dict[str, list[Value]]:
+    """Per variable of a summed expression, the literals that expression holds (``CASE
+    WHEN p_type LIKE 'PROMO%'``, ``WHEN nation = 'BRAZIL'``): values to try first."""
+    out: dict[str, list[Value]] = {}
+    for agg in query.aggregates:
+        if agg.expression is None:
+            continue
+        found = [v for v in literals(agg.expression) if isinstance(v, str)]
+        for term in agg.terms:
+            if isinstance(term, Var) and found:
+                out.setdefault(term.name, []).extend(found)
+    return out
+
+
+def _folded(node: _Node, numeric: bool = False) -> _Node:
     """``node`` with ``DATE 'd' ± INTERVAL 'n' UNIT`` replaced by the date it denotes
-    (SQLite has no interval type; the released SQL is translated, a bare predicate is not)."""
-    if isinstance(node, Arith) and node.op in "+-":
-        left, right = _folded(node.left), _folded(node.right)
+    (SQLite has no interval type; the released SQL is translated, a bare predicate is not);
+    with ``numeric``, arithmetic on number literals too, exactly (for a range's ends only:
+    SQLite computes ``0.06 + 0.01`` in doubles)."""
+    if isinstance(node, Arith) and node.op in "+-*":
+        left, right = _folded(node.left, numeric), _folded(node.right, numeric)
+        number = _number_folded(node.op, left, right) if numeric else None
+        if number is not None or node.op == "*":
+            return number or Arith(node.op, left, right)
         if isinstance(left, Literal) and isinstance(right, Literal) \
                 and left.kind is Kind.DATE and right.kind is Kind.INTERVAL \
                 and isinstance(left.value, str) and _DATE.match(left.value):
@@ -284,15 +390,28 @@ def _folded(node: _Node) -> _Node:
         return Arith(node.op, left, right)
     if isinstance(node, (Literal, Slot, type)) or not dataclasses.is_dataclass(node):
         return node
-    changes = {f.name: _fold_item(getattr(node, f.name)) for f in dataclasses.fields(node)}
+    changes = {f.name: _fold_item(getattr(node, f.name), numeric)
+               for f in dataclasses.fields(node)}
     return dataclasses.replace(cast(Any, node), **changes)
 
 
-def _fold_item(value: Any) -> Any:
+def _number_folded(op: str, left: _Node, right: _Node) -> Literal | None:
+    """``left op right`` for two number literals, exactly (None otherwise)."""
+    if not (isinstance(left, Literal) and isinstance(right, Literal)):
+        return None
+    a, b = left.value, right.value
+    if not (isinstance(a, (int, Decimal)) and isinstance(b, (int, Decimal))) \
+            or isinstance(a, bool) or isinstance(b, bool):
+        return None
+    x, y = Decimal(a), Decimal(b)
+    return Literal(x + y if op == "+" else x - y if op == "-" else x * y, Kind.DECIMAL)
+
+
+def _fold_item(value: Any, numeric: bool) -> Any:
     if isinstance(value, tuple):
-        return tuple(_fold_item(v) for v in value)
+        return tuple(_fold_item(v, numeric) for v in value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return _folded(value)
+        return _folded(value, numeric)
     return value
 
 
@@ -312,42 +431,47 @@ def _fits(value: Value, declared: str) -> bool:
     return True
 
 
-def _candidates(seeds: Sequence[Value], wanted: int = 1) -> list[Value]:
+def _candidates(seeds: Sequence[Value], wanted: int = 1) -> Iterator[Value]:
     """Values to try near the seeds: dates a few days around a date, numbers around a
-    number, a text's pattern with its wildcards filled; then plain fresh numbers."""
-    out: list[Value] = []
-    for seed in seeds:
-        if isinstance(seed, bool) or seed is None:
-            continue
-        if isinstance(seed, (int, float)):
-            out.extend(seed + d for d in (1, -1, 0, 2, -2, 3, 5, 10, 100, -10, -100))
-            out.extend(seed + d for d in range(4, 120))
-        elif isinstance(seed, str) and _DATE.match(seed):
-            try:
-                day = datetime.date.fromisoformat(seed)
-            except ValueError:
-                continue
-            for d in (1, -1, 0, *range(2, 120), *range(-2, -60, -1)):
-                try:
-                    out.append((day + datetime.timedelta(days=d)).isoformat())
-                except OverflowError:
-                    continue
-        elif isinstance(seed, str):
-            filled = seed.replace("%", "").replace("_", "x")
-            out += [seed, filled, *(filled + str(n) for n in range(1, 60)),
-                    *(f"{n}{filled}" for n in range(1, 10))]
-    out.extend(range(100_001, 100_201 + wanted))  # clear of the 1001.. that complete() uses
-    out.extend(f"v{n}" for n in range(1001, 1201 + wanted))
-    out.extend(day.isoformat() for n in range(1, 200 + wanted)
-               if (day := datetime.date(2000, 1, 1) + datetime.timedelta(days=n)))
+    number, a text's pattern with its wildcards filled; then plain fresh numbers (each
+    once, made as they are asked for)."""
     seen: set[object] = set()
-    unique: list[Value] = []
-    for v in out:
+    for v in itertools.chain.from_iterable(
+            (*(_near(seed) for seed in seeds), _fresh_values(wanted))):
         marker = (type(v).__name__, v)
         if marker not in seen:
             seen.add(marker)
-            unique.append(v)
-    return unique
+            yield v
+
+
+def _near(seed: Value) -> Iterator[Value]:
+    """Values near one seed (see :func:`_candidates`)."""
+    if isinstance(seed, bool) or seed is None:
+        return
+    if isinstance(seed, (int, float)):
+        yield from (seed + d for d in (1, -1, 0, 2, -2, 3, 5, 10, 100, -10, -100))
+        yield from (seed + d for d in range(4, 120))
+    elif isinstance(seed, str) and _DATE.match(seed):
+        try:
+            day = datetime.date.fromisoformat(seed)
+        except ValueError:
+            return
+        for d in (1, -1, 0, *range(2, 120), *range(-2, -60, -1)):
+            try:
+                yield (day + datetime.timedelta(days=d)).isoformat()
+            except OverflowError:
+                continue
+    elif isinstance(seed, str):
+        filled = seed.replace("%", "").replace("_", "x")
+        yield from (seed, filled, *(filled + str(n) for n in range(1, 60)),
+                    *(f"{n}{filled}" for n in range(1, 10)))
+
+
+def _fresh_values(wanted: int) -> Iterator[Value]:
+    yield from range(100_001, 100_201 + wanted)  # clear of the 1001.. that complete() uses
+    yield from (f"v{n}" for n in range(1001, 1201 + wanted))
+    yield from ((datetime.date(2000, 1, 1) + datetime.timedelta(days=n)).isoformat()
+                for n in range(1, 200 + wanted))
 
 
 def _database(cq: CQ, copies: Sequence[Mapping[Var, _Ident]], chosen: Mapping[_Ident, Value],

@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 import math
+import re
 import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from cqsens.frontend.sqlgen import sqlite_query
-from cqsens.frontend.two_stage import MARKER
+from cqsens.frontend.two_stage import MARKER, substitute
 from cqsens.ir.cq import CQ, AggregateQuery, Var
 from cqsens.ir.exact import Exact, text
 from cqsens.ir.expr import Predicate
@@ -89,13 +90,12 @@ def _stage_witness(state: State) -> State:
     query, options, counted = state.query, state.options, state.count
     if not options.prove_lower:
         return replace(state, lower_note="not searched (--no-lower)")
+    staged = any(MARKER in f for f in query.opaque_filters)
+    if staged and state.person is not None and query.sql:
+        return _staged_witness(state)
     # a person's pair runs the whole SQL, but not a stage's comparison with a later value
-    if query.opaque_filters and (state.person is None or any(
-            MARKER in f for f in query.opaque_filters)):
-        return replace(state, lower_note=(
-            "not searched: a condition is kept out of the analysed query (its subqueries "
-            "read public tables or only the row's own person, or it compares with a value "
-            "released by an earlier stage), and the witness search does not evaluate it"))
+    if query.opaque_filters and (state.person is None or staged):
+        return replace(state, lower_note=_NOT_EVALUATED)
     simple = len(query.aggregates) == 1 and query.aggregate in ("count", "count_distinct") \
         and options.nb.add_remove
     if not simple and state.release is not None and state.release.l1 == 0:
@@ -149,6 +149,53 @@ def _stage_witness(state: State) -> State:
         )
     return replace(state, witness=witness, lower=witness.lower)
 
+
+STAGE_PROBES: tuple[int, ...] = (0, -1_000_000, 1_000_000)
+"""Values tried for an earlier stage's released value in a later stage's witness."""
+
+
+def _staged_witness(state: State) -> State:
+    """A witness for the last stage of a two-stage release (docs/rules.md, rule two-stage).
+
+    That stage's bound holds for every value the earlier stages release, so a pair of
+    neighbours on which the stage's statement, run with one concrete value in place of
+    each ``CQSENS_STAGE_VALUE(i)``, changes by ``L`` proves ``L`` for this stage (not for
+    the earlier ones, which have their own witnesses).  The value is shown with the pair."""
+    query = state.query
+    assert query.sql is not None
+    markers = [int(m) for m in re.findall(rf"{MARKER}\s*\(\s*(\d+)\s*\)", query.sql,
+                                          re.IGNORECASE)]
+    if not markers:
+        return replace(state, lower_note=_NOT_EVALUATED)
+    best: State | None = None
+    for probe in STAGE_PROBES:
+        values = [probe] * max(markers)
+        concrete_query = replace(
+            query, sql=substitute(query.sql, values),
+            opaque_filters=tuple(substitute(f, values) for f in query.opaque_filters))
+        found = _person_witness(replace(state, query=concrete_query))
+        if found.witness is not None and (best is None or best.lower is None
+                                          or found.witness.lower > best.lower):
+            shown = ", ".join(f"{MARKER}({i}) = {probe}" for i in range(1, max(markers) + 1))
+            witness = replace(found.witness, construction=(
+                f"{found.witness.construction}; the last stage of the two-stage release, run "
+                f"with {shown} in place of the earlier stages' released values (its bound "
+                "holds for every value they take; docs/rules.md, rule two-stage)"))
+            best = replace(state, witness=witness, lower=witness.lower, lower_note="")
+            if state.release is not None and witness.lower >= state.release.l1:
+                break
+    if best is None:
+        return replace(state, lower_note=(
+            "none proven (no witness of the last stage found with "
+            f"{', '.join(str(p) for p in STAGE_PROBES)} in place of the earlier stages' "
+            "released values)"))
+    return best
+
+
+_NOT_EVALUATED = (
+    "not searched: a condition is kept out of the analysed query (its subqueries "
+    "read public tables or only the row's own person, or it compares with a value "
+    "released by an earlier stage), and the witness search does not evaluate it")
 
 _BROKEN_CHECK = ("none proven: the witness found breaks a CHECK of the schema as SQLite "
                  "evaluates it, so it is not reported")
