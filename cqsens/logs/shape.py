@@ -42,14 +42,16 @@ from cqsens.ir.cq import Const, format_term
 __all__ = ["Lexed", "Literal", "lex", "literal_value", "shape_key", "substitute_literals"]
 
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+# one token per match (or the end), after the white space and comments before it, skipped
+# atomically as matches of their own would be (no backtracking into them)
 _TOKEN = re.compile(
-    r"""(?P<ws>\s+)
-      | (?P<comment>--[^\n]*|/\*.*?\*/)
-      | (?P<string>'(?:[^']|'')*')
+    r"""(?>(?:\s+|--[^\n]*|/\*.*?\*/)*)
+      (?: (?P<string>'(?:[^']|'')*')
       | (?P<qident>"(?:[^"]|"")*"|`[^`]*`|\[[^\]]*\])
       | (?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?(?![\w$]))
       | (?P<ident>[^\W\d][\w$]*)
       | (?P<op><=|>=|<>|!=|\|\||::|[^\s])
+      | (?P<end>\Z) )
     """,
     re.VERBOSE | re.DOTALL,
 )
@@ -91,12 +93,12 @@ def lex(sql: str) -> Lexed:
     previous = "("
     sign_at: int | None = None
     for m in _TOKEN.finditer(sql):
-        kind = m.lastgroup
-        if kind in ("ws", "comment"):
+        kind = m.lastgroup or "end"
+        if kind == "end":  # white space or a comment up to the end
             continue
-        value = m.group()
+        value = m.group(kind)
         if kind == "number" or kind == "string":
-            start = m.start()
+            start = m.start(kind)
             text = value
             if kind == "number" and sign_at is not None:
                 tokens.pop()
@@ -106,7 +108,7 @@ def lex(sql: str) -> Lexed:
             tokens.append("?")
             previous, sign_at = "?", None
             continue
-        sign_at = m.start() if value == "-" and previous.lower() in _SIGN_AFTER else None
+        sign_at = m.start(kind) if value == "-" and previous.lower() in _SIGN_AFTER else None
         tokens.append(value)
         previous = value
     return Lexed(" ".join(tokens), tuple(literals))
