@@ -145,14 +145,20 @@ def _rows_hold(signature: tuple[str, ...], rows: Iterable[Sequence[Value]]) -> b
     """
     joined = "\0".join(signature)
     memo = _ROWS.memo
-    new = [row for row in rows if (joined, _typed(row)) not in memo]
+    new = []
+    for row in rows:
+        known = memo.get((joined, _typed(row)))
+        if known is False:
+            return False
+        if known is None:
+            new.append(row)
     if len(new) > 1 and _insert(signature, new):
         if len(memo) > _MEMO:
             memo.clear()
         for row in new:
             memo[(joined, _typed(row))] = True
         return True
-    return all(_row_holds(signature, row, joined) for row in rows)
+    return all(_row_holds(signature, row, joined) for row in new)
 
 
 def _insert(signature: tuple[str, ...], rows: Sequence[Sequence[Value]]) -> bool:
