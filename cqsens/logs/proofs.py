@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
+from operator import itemgetter
 from typing import Any
 
 from cqsens.errors import InputError
@@ -186,8 +187,57 @@ def _scaled(v: int, numbers: list[tuple[int, int]]) -> int:
     return n1 + ((v - c1) * (n2 - n1) + (c2 - c1) // 2) // (c2 - c1)
 
 
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """A database as its distinct cells (told apart by type: ``1``, ``1.0`` and ``True``
+    are three) and, per relation, a getter per row that picks the row's cells from a
+    list of them: an instance maps each distinct cell once and rebuilds its rows in C."""
+
+    database: Database
+    cells: tuple[_Cell, ...]
+    getters: dict[str, tuple[Callable[[list[_Cell]], tuple[Any, ...]], ...]]
+
+
+#: Layouts of the witnesses' databases, by ``id`` (each holds its database: the id is
+#: not reused while it is kept).
+_LAYOUTS: dict[int, _Layout] = {}
+_LAYOUTS_KEPT = 512
+
+
+def _getter(positions: list[int]) -> Callable[[list[_Cell]], tuple[Any, ...]]:
+    if len(positions) >= 2:
+        return itemgetter(*positions)
+    return lambda cells: tuple(cells[i] for i in positions)
+
+
+def _layout(db: Database) -> _Layout:
+    found = _LAYOUTS.get(id(db))
+    if found is not None and found.database is db:
+        return found
+    index: dict[tuple[type, _Cell], int] = {}
+    cells: list[_Cell] = []
+    getters: dict[str, tuple[Callable[[list[_Cell]], tuple[Any, ...]], ...]] = {}
+    for relation, rows in db.rows.items():
+        made = []
+        for row in rows:
+            positions = []
+            for cell in row:
+                at = index.setdefault((type(cell), cell), len(cells))
+                if at == len(cells):
+                    cells.append(cell)
+                positions.append(at)
+            made.append(_getter(positions))
+        getters[relation] = tuple(made)
+    if len(_LAYOUTS) >= _LAYOUTS_KEPT:
+        _LAYOUTS.clear()
+    layout = _LAYOUTS[id(db)] = _Layout(db, tuple(cells), getters)
+    return layout
+
+
 def _mapped_db(db: Database, value: Callable[[_Cell], _Cell]) -> Database:
-    rows = {r: frozenset(_row(row, value) for row in rs) for r, rs in db.rows.items()}
+    layout = _layout(db)
+    mapped = [value(cell) for cell in layout.cells]
+    rows = {r: frozenset(get(mapped) for get in gets) for r, gets in layout.getters.items()}
     return Database(db.columns, rows, db.types)
 
 
@@ -195,8 +245,24 @@ def _row(row: tuple[Any, ...], value: Callable[[_Cell], _Cell]) -> tuple[Any, ..
     return tuple(value(x) for x in row)
 
 
+def _memo(value: Callable[[_Cell], _Cell]) -> Callable[[_Cell], _Cell]:
+    """``value``, computed once per distinct cell (a witness repeats its values across its
+    copies); cells are told apart by type as well (``1``, ``1.0`` and ``True``)."""
+    seen: dict[tuple[type, _Cell], _Cell] = {}
+
+    def once(v: _Cell) -> _Cell:
+        key = (type(v), v)
+        if key in seen:
+            return seen[key]
+        out = seen[key] = value(v)
+        return out
+
+    return once
+
+
 def _instance(witness: Witness, value: Callable[[_Cell], _Cell], own_sql: str) -> Witness:
     """``witness`` with every value mapped, claiming the same counts or changes."""
+    value = _memo(value)
     changes: dict[str, Any] = {"database": _mapped_db(witness.database, value),
                                "row": _row(witness.row, value)}
     if isinstance(witness, AggregateWitness):

@@ -197,12 +197,23 @@ def _proven(row: Row, lexed: Lexed) -> tuple[str, str] | None:
     return _literal_key(lexed), json.dumps(row.lower)
 
 
+_SHAPE_IDS: dict[tuple[str, str, tuple[int, ...], tuple[str, ...]], str] = {}
+
+
 def _shape_id(fp: str, lexed: Lexed) -> str:
     normal = [str(literal_value(lit)).strip().lower() for lit in lexed.literals]
     classes: dict[str, int] = {}
     pattern = [classes.setdefault(n, len(classes)) for n in normal]
-    blob = json.dumps([fp, lexed.template, pattern, [lit.kind for lit in lexed.literals]])
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    kinds = [lit.kind for lit in lexed.literals]
+    slot = (fp, lexed.template, tuple(pattern), tuple(kinds))
+    found = _SHAPE_IDS.get(slot)
+    if found is None:  # the digest of a shape's first record, the same for the others
+        blob = json.dumps([fp, lexed.template, pattern, kinds])
+        found = hashlib.sha256(blob.encode("utf-8")).hexdigest()
+        if len(_SHAPE_IDS) >= 4096:
+            _SHAPE_IDS.clear()
+        _SHAPE_IDS[slot] = found
+    return found
 
 
 def _finish(row: Row, record: Record, key: str, cached: bool) -> Row:

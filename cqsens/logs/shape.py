@@ -42,14 +42,16 @@ from cqsens.ir.cq import Const, format_term
 __all__ = ["Lexed", "Literal", "lex", "literal_value", "shape_key", "substitute_literals"]
 
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+# one token per match (or the end), after the white space and comments before it, skipped
+# atomically as matches of their own would be (no backtracking into them)
 _TOKEN = re.compile(
-    r"""(?P<ws>\s+)
-      | (?P<comment>--[^\n]*|/\*.*?\*/)
-      | (?P<string>'(?:[^']|'')*')
+    r"""(?>(?:\s+|--[^\n]*|/\*.*?\*/)*)
+      (?: (?P<string>'(?:[^']|'')*')
       | (?P<qident>"(?:[^"]|"")*"|`[^`]*`|\[[^\]]*\])
       | (?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?(?![\w$]))
       | (?P<ident>[^\W\d][\w$]*)
       | (?P<op><=|>=|<>|!=|\|\||::|[^\s])
+      | (?P<end>\Z) )
     """,
     re.VERBOSE | re.DOTALL,
 )
@@ -91,12 +93,12 @@ def lex(sql: str) -> Lexed:
     previous = "("
     sign_at: int | None = None
     for m in _TOKEN.finditer(sql):
-        kind = m.lastgroup
-        if kind in ("ws", "comment"):
+        kind = m.lastgroup or "end"
+        if kind == "end":  # white space or a comment up to the end
             continue
-        value = m.group()
+        value = m.group(kind)
         if kind == "number" or kind == "string":
-            start = m.start()
+            start = m.start(kind)
             text = value
             if kind == "number" and sign_at is not None:
                 tokens.pop()
@@ -106,7 +108,7 @@ def lex(sql: str) -> Lexed:
             tokens.append("?")
             previous, sign_at = "?", None
             continue
-        sign_at = m.start() if value == "-" and previous.lower() in _SIGN_AFTER else None
+        sign_at = m.start(kind) if value == "-" and previous.lower() in _SIGN_AFTER else None
         tokens.append(value)
         previous = value
     return Lexed(" ".join(tokens), tuple(literals))
@@ -174,22 +176,27 @@ def shape_key(fingerprint: str, lexed: Lexed, abstract: frozenset[int],
     str
     """
     values = [literal_value(lit) for lit in lexed.literals]
+    kinds = [lit.kind for lit in lexed.literals]
+    # what Const holds (_const): a decimal as a float, anything else as it is
+    plain = [float(v) if isinstance(v, Fraction) else v for v in values]
     parts: list[object] = [fingerprint, lexed.template]
     if groups is None:
         groups = [range(len(values))]
     parts.append([list(g) for g in groups])
+    normal: dict[int, str] = {}
     for group in groups:
-        numbers = [i for i in group if lexed.literals[i].kind == "number"]
-        texts = [i for i in group if lexed.literals[i].kind == "string"]
+        numbers = [i for i in group if kinds[i] == "number"]
+        texts = [i for i in group if kinds[i] == "string"]
         for members in (numbers, texts):
-            group_values = [values[i] for i in members]
-            consts = [_const(v) for v in group_values]
-            parts.append(_dense_ranks(group_values))
+            parts.append(_dense_ranks([values[i] for i in members]))
             if presentation:
+                consts = [Const(plain[i]) for i in members]
                 parts.append(_dense_ranks([repr(c.value) for c in consts]))
                 parts.append(_dense_ranks([format_term(c) for c in consts]))
-        normal = [_number_form(str(_const(values[i]).value).strip().lower()) for i in group]
-        parts.append(_classes(normal))
+        for i in group:
+            if i not in normal:
+                normal[i] = _number_form(str(plain[i]).strip().lower())
+        parts.append(_classes([normal[i] for i in group]))
     # an abstract text keeps its form: an ISO date stays one (its text order is its date order)
     parts.append([bool(_ISO_DATE.fullmatch(v)) if i in abstract and isinstance(v, str) else None
                   for i, v in enumerate(values)])
@@ -200,6 +207,8 @@ def shape_key(fingerprint: str, lexed: Lexed, abstract: frozenset[int],
 
 def _number_form(text: str) -> str:
     """As ``Const.definitely_differs`` normalises: a number by its value."""
+    if len(text) <= 15 and text.isascii() and text.isdecimal():
+        return str(int(text))  # what the float gives: exact below 10**15 < 2**53
     try:
         number = float(text)
     except ValueError:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -129,15 +130,18 @@ def connect(db: Database) -> sqlite3.Connection:
 
 
 class _Scratch(threading.local):
-    """One in-memory SQLite database per thread, and the column definitions of each of
-    its tables (a table is created once and emptied for each database it holds)."""
+    """In-memory SQLite databases of this thread, one per layout (the tables and their
+    column definitions): a layout's tables are created once and emptied for each
+    database it holds, so that no statement is prepared again after a CREATE or DROP."""
 
     def __init__(self) -> None:
-        self.conn: sqlite3.Connection | None = None
-        self.tables: dict[str, str] = {}
+        self.conns: OrderedDict[tuple[tuple[str, str], ...], sqlite3.Connection] = \
+            OrderedDict()
 
 
 _SCRATCH = _Scratch()
+#: Layouts kept per thread (the most recently used last).
+_LAYOUTS = 16
 
 
 def scratch(db: Database) -> sqlite3.Connection:
@@ -146,25 +150,25 @@ def scratch(db: Database) -> sqlite3.Connection:
     certificate check evaluates small databases many times).  Valid until the next
     call in the same thread; do not close it.
     """
+    layout = tuple((relation, db.column_sql(relation)) for relation in db.columns)
     state = _SCRATCH
-    if state.conn is None:
-        state.conn = sqlite3.connect(":memory:", isolation_level=None)
-        state.tables = {}
-    conn = state.conn
-    for relation in [r for r in state.tables if r not in db.columns]:
-        conn.execute(f"DROP TABLE {quote_ident(relation)}")
-        del state.tables[relation]
+    conn = state.conns.get(layout)
+    if conn is None:
+        conn = sqlite3.connect(":memory:", isolation_level=None)
+        try:
+            for relation, defs in layout:
+                conn.execute(f"CREATE TABLE {quote_ident(relation)} ({defs})")
+        except BaseException:
+            conn.close()
+            raise
+        state.conns[layout] = conn
+        if len(state.conns) > _LAYOUTS:
+            state.conns.popitem(last=False)[1].close()
+    state.conns.move_to_end(layout)
     conn.execute("BEGIN")
     try:
         for relation in db.columns:
-            defs = db.column_sql(relation)
-            if state.tables.get(relation) != defs:
-                if relation in state.tables:
-                    conn.execute(f"DROP TABLE {quote_ident(relation)}")
-                conn.execute(f"CREATE TABLE {quote_ident(relation)} ({defs})")
-                state.tables[relation] = defs
-            else:
-                conn.execute(f"DELETE FROM {quote_ident(relation)}")
+            conn.execute(f"DELETE FROM {quote_ident(relation)}")
             rows = db.rows.get(relation, ())
             if rows:
                 marks = ", ".join("?" for _ in db.columns[relation])
@@ -173,9 +177,6 @@ def scratch(db: Database) -> sqlite3.Connection:
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
-        state.tables = {}
-        state.conn = None
-        conn.close()
         raise
     return conn
 

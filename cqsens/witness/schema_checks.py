@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import sqlite3
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from cqsens.ir.exact import Exact
 from cqsens.ir.expr import And, Compare, Predicate, Slot, literal_of
@@ -131,10 +131,58 @@ def _table(signature: tuple[str, ...]) -> str | None:
     return name
 
 
-def _row_holds(signature: tuple[str, ...], row: Sequence[Value]) -> bool:
+def _typed(row: Sequence[Value]) -> tuple[tuple[str, Value], ...]:
+    return tuple((type(v).__name__, v) for v in row)  # 1, 1.0 and True are not one value
+
+
+def _rows_hold(signature: tuple[str, ...], rows: Iterable[Sequence[Value]]) -> bool:
+    """Whether SQLite accepts each of ``rows`` into a table of ``signature``.
+
+    The rows not remembered are first inserted together (one statement, rolled back):
+    when SQLite accepts them all, each row passes alone too (into the empty table: a
+    CHECK or NOT NULL reads one row, and a key cannot clash with no other row);
+    otherwise each is tried alone.
+    """
+    joined = "\0".join(signature)
+    memo = _ROWS.memo
+    new = []
+    for row in rows:
+        known = memo.get((joined, _typed(row)))
+        if known is False:
+            return False
+        if known is None:
+            new.append(row)
+    if len(new) > 1 and _insert(signature, new):
+        if len(memo) > _MEMO:
+            memo.clear()
+        for row in new:
+            memo[(joined, _typed(row))] = True
+        return True
+    return all(_row_holds(signature, row, joined) for row in new)
+
+
+def _insert(signature: tuple[str, ...], rows: Sequence[Sequence[Value]]) -> bool:
+    """Whether SQLite accepts ``rows`` into a table of ``signature`` (all, or False)."""
+    name = _table(signature)
+    conn = _ROWS.conn
+    if name is None or conn is None:
+        return False
+    ok = True
+    conn.execute("SAVEPOINT row_check")
+    try:
+        conn.executemany(f"INSERT INTO {name} VALUES ({', '.join('?' for _ in rows[0])})",
+                         [tuple(row) for row in rows])
+    except sqlite3.Error:
+        ok = False
+    finally:
+        conn.execute("ROLLBACK TO row_check")
+        conn.execute("RELEASE row_check")
+    return ok
+
+
+def _row_holds(signature: tuple[str, ...], row: Sequence[Value], joined: str = "") -> bool:
     """Whether SQLite accepts ``row`` into a table of ``signature`` (its CHECKs hold)."""
-    typed = tuple((type(v).__name__, v) for v in row)  # 1, 1.0 and True are not one value
-    key = ("\0".join(signature), typed)
+    key = (joined or "\0".join(signature), _typed(row))
     if key in _ROWS.memo:
         return _ROWS.memo[key]
     name = _table(signature)
@@ -173,6 +221,6 @@ def checks_hold(db: Database, schema: Schema | None) -> bool:
         if table is None or not table.checks or not rows:
             continue
         signature = (*db.column_defs(relation), *(f"CHECK ({c})" for c in table.checks))
-        if not all(_row_holds(signature, row) for row in rows):
+        if not _rows_hold(signature, rows):
             return False
     return True
