@@ -61,6 +61,12 @@ def test_window_over_grouping_reads_only_keys(keys: list[str], expected: str) ->
     assert substitute_grouping(item, [_column(k) for k in keys]).sql() == expected
 
 
+def test_qualified_and_unqualified_columns_match() -> None:
+    key = exp.column("i_category", table="item")
+    assert grouping_mask([_column("I_CATEGORY")], [key]) == 0
+    assert grouping_mask([exp.column("i_category", table="other")], [key]) == 1
+
+
 def test_case_keeps_branches_over_columns() -> None:
     item = parse_one("CASE WHEN x > 0 THEN 1 WHEN GROUPING(a) = 1 THEN 2 ELSE 3 END")
     kept = "CASE WHEN x > 0 THEN 1 WHEN 1 = 1 THEN 2 ELSE 3 END"

@@ -40,11 +40,21 @@ def grouping_mask(arguments: list[exp.Expr], keys: list[exp.Expr]) -> int:
         argument is not a key of the set (``GROUPING(a, b)`` is 2 when only
         ``b`` is a key).
     """
-    key_sql = {k.sql().lower() for k in keys}
     mask = 0
     for argument in arguments:
-        mask = 2 * mask + (0 if argument.sql().lower() in key_sql else 1)
+        mask = 2 * mask + (0 if any(_same(argument, k) for k in keys) else 1)
     return mask
+
+
+def _same(argument: exp.Expr, key: exp.Expr) -> bool:
+    """Whether a GROUPING argument names a key: the same text, or the same column
+    with a table qualifier on one side only (``GROUPING(i_category)``, key
+    ``item.i_category``)."""
+    if argument.sql().lower() == key.sql().lower():
+        return True
+    return (isinstance(argument, exp.Column) and isinstance(key, exp.Column)
+            and (not argument.table or not key.table)
+            and argument.name.lower() == key.name.lower())
 
 
 def _arguments(node: exp.Expr) -> list[exp.Expr]:
