@@ -4,7 +4,8 @@
 ``(a)`` and over all rows: three releases side by side, so ℓ1 adds and ℓ2 is the
 root of the sum of squares (docs/rules.md, rule grouping-sets).  Each grouping
 set becomes its own statement: the same SELECT grouped by that set, without
-the items that are NULL in its rows (a column outside the set, ``GROUPING(…)``).
+the items that are NULL in its rows (a column outside the set), with each
+``GROUPING(…)`` replaced by its value in that set (:mod:`grouping_values`).
 The MySQL and T-SQL spellings ``GROUP BY a, b WITH ROLLUP`` / ``WITH CUBE`` are
 read too.  sqlglot objects never leave :mod:`cqsens.frontend`.
 """
@@ -16,6 +17,7 @@ from collections.abc import Callable
 
 from sqlglot import exp
 
+from cqsens.frontend.grouping_values import substitute_grouping
 from cqsens.frontend.select_items import is_aggregate
 from cqsens.frontend.set_operations import SetSplit
 
@@ -124,12 +126,11 @@ def split_grouping_sets(tree: exp.Select, reject: Reject, dialect: str | None) -
     parts: list[exp.Select] = []
     for keys in sets:
         part = whole.copy()
-        items = [e for e in part.expressions if _aggregates(e) or _shown(e, keys)]
-        for e in items:
-            if _aggregates(e) and any(True for _ in e.find_all(exp.Grouping, exp.GroupingId)):
-                raise reject(e, "GROUPING() beside an aggregate",
-                             "select GROUPING(…) on its own (it is public per grouping set)")
+        substituted = [substitute_grouping(e, keys) for e in part.expressions]
+        items = [e for e in substituted if _aggregates(e) or _shown(e, keys)]
         part.set("expressions", items)
+        if isinstance(part.args.get("having"), exp.Having):
+            part.set("having", substitute_grouping(part.args["having"], keys))
         part.set("group", exp.Group(expressions=[k.copy() for k in keys]) if keys else None)
         parts.append(part)
     shown = ", ".join(_described(k, dialect) for k in sets)

@@ -24,6 +24,7 @@ from dataclasses import replace
 from sqlglot import exp
 
 from cqsens.frontend.common_conjuncts import factor_common_conjuncts
+from cqsens.frontend.constant_keys import constant_keys_note, drop_constant_keys
 from cqsens.frontend.derived_tables import inline_derived_tables
 from cqsens.frontend.person_local import OwnerKey, drop_person_local_conjuncts
 from cqsens.frontend.plan import Combine, Leaf, Plan, build_plan
@@ -498,7 +499,10 @@ class _Query:
                                       "ROLLUP / CUBE / GROUPING SETS here",
                                       "cqsens reads them in the outermost SELECT only")
         out: list[Term] = []
-        for g in group.expressions:
+        keys, constants = drop_constant_keys(list(group.expressions))
+        if constants:
+            self.tr.notes.append(constant_keys_note(constants, self.dialect))
+        for g in keys:
             if isinstance(g, exp.Column):
                 out.append(self.final(self.term_of(g)))
                 continue

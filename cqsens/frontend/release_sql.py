@@ -29,6 +29,7 @@ from cqsens.frontend.dates import fold_date_arithmetic
 from cqsens.frontend.filters import rewrite_filters
 from cqsens.frontend.post_processing import split_post_processing
 from cqsens.frontend.select_items import aggregates_in, is_aggregate
+from cqsens.frontend.variance import rewrite_variance
 from cqsens.ir.schema import Schema
 
 __all__ = ["Formula", "Item", "Part", "PostPlan", "ReleasePlan", "distinct_values_sql",
@@ -43,7 +44,8 @@ QUANTILE_KINDS = {"median": 0.5, "min": 0.0, "max": 1.0}
 @dataclass(frozen=True, slots=True)
 class Formula:
     """Arithmetic over released parts: ``op`` is ``part``, ``num``, ``null``, ``neg``,
-    ``abs``, ``round``, ``clamp``, ``+``, ``-``, ``*`` or ``/``; ``value`` is a part index,
+    ``abs``, ``sqrt``, ``round``, ``clamp``, ``+``, ``-``, ``*`` or ``/``; ``value`` is a
+    part index,
     a number, the digits of ``round``, or for ``clamp`` the part whose value range
     bounds the result (an AVG's SUM)."""
 
@@ -254,6 +256,8 @@ class _Builder:
             return Formula("neg", (self.formula(node.this),))
         if isinstance(node, exp.Abs):
             return Formula("abs", (self.formula(node.this),))
+        if isinstance(node, exp.Sqrt):  # a standard deviation (frontend/variance.py)
+            return Formula("sqrt", (self.formula(node.this),))
         if isinstance(node, exp.Round):
             digits = node.args.get("decimals")
             return Formula("round", (self.formula(node.this),),
@@ -368,6 +372,7 @@ def release_plan(sql: str, dialect: str | None, *, source: str = "<sql>",
         raise InputError(f"the query does not parse: {exc}", source=source,
                          construct="SQL") from None
     tree = rewrite_filters(tree, source=source, dialect=dialect)  # as the analysis reads it
+    tree = rewrite_variance(tree, source=source, dialect=dialect)
     if isinstance(tree, exp.SetOperation):
         raise UnsupportedQueryError(
             f"a top-level {tree.key.upper()} is analysed but not released yet: release each "

@@ -15,7 +15,7 @@ from sqlglot import exp
 __all__ = ["aggregates_in", "is_aggregate"]
 
 _COMBINERS = (exp.Paren, exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Neg, exp.Literal, exp.Cast,
-              exp.Abs, exp.Round, exp.Null)
+              exp.Abs, exp.Round, exp.Null, exp.Sqrt)
 
 
 def is_aggregate(node: exp.Expr) -> bool:

@@ -130,6 +130,7 @@ def aggregate_of(
                              "select aggregates only (or GROUP BY the column)")
     if isinstance(node, exp.AggFunc):
         raise tr.unsupported(node, f"aggregate {node.key.upper()}",
-                             "supported: COUNT, SUM, AVG, MEDIAN, PERCENTILE_CONT(0.5), MIN, MAX")
+                             "supported: COUNT, SUM, AVG, MEDIAN, PERCENTILE_CONT(0.5), MIN, MAX, "
+                             "STDDEV and VARIANCE (as sums)")
     raise tr.unsupported(node, f"SELECT expression {node.sql()}",
                          "select aggregates only (COUNT, SUM, AVG, MEDIAN, MIN, MAX)")

@@ -20,6 +20,7 @@ from cqsens.frontend.dates import fold_date_arithmetic
 from cqsens.frontend.filters import rewrite_filters
 from cqsens.frontend.limits import check_expression_tree, check_sql_tokens
 from cqsens.frontend.sql_expr import node_position, text_start
+from cqsens.frontend.variance import rewrite_variance
 
 __all__ = ["parse_statement", "parse_statements"]
 
@@ -123,4 +124,5 @@ def parse_statement(sql: str, dialect: str | None, source: str) -> exp.Expr:
             f"expected exactly one SQL statement, found {len(found)}",
             source=source, line=line, column=column, construct="SQL statement",
         )
-    return rewrite_filters(found[0], source=source, dialect=dialect)
+    tree = rewrite_filters(found[0], source=source, dialect=dialect)
+    return rewrite_variance(tree, source=source, dialect=dialect)

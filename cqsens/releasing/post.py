@@ -36,6 +36,8 @@ def _evaluate(formula: Formula, parts: Sequence[Number | None],
         return -x
     if op == "abs":
         return abs(x)
+    if op == "sqrt":  # post-processing: a variance is not negative
+        return math.sqrt(max(x, 0))
     if op == "round":
         return round(x, int(formula.value or 0))
     y = values[1]
