@@ -21,8 +21,6 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from functools import lru_cache, partial
-from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
 from typing import Any
 
 from cqsens.batch import analysed_row
@@ -31,6 +29,7 @@ from cqsens.frontend.ddl import load_schema
 from cqsens.ir.cq import AggregateQuery
 from cqsens.ir.schema import Schema
 from cqsens.logs.cache import ShapeCache
+from cqsens.logs.fingerprint import fingerprint, record_settings
 from cqsens.logs.plan import Plan, abstract_literals
 from cqsens.logs.proofs import Proof, check, instances, own_query
 from cqsens.logs.records import Record
@@ -54,48 +53,6 @@ from cqsens.witness.schema_checks import column_checks
 from cqsens.witness.search import first_proof
 
 __all__ = ["analyse_log", "fingerprint"]
-
-
-def _version() -> str:
-    try:
-        return version("cqsens")
-    except PackageNotFoundError:  # pragma: no cover - run from a source tree
-        return "unknown"
-
-
-def _content(value: object) -> str:
-    """What an option stands for: a file's content, a schema's source, or the text."""
-    if value is None:
-        return ""
-    if isinstance(value, Schema):
-        return repr(value)
-    path = Path(str(value))
-    try:
-        if "\n" not in str(value) and path.is_file():
-            return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
-        pass
-    return str(value)
-
-
-def fingerprint(settings: Settings, record: Record) -> str:
-    """Everything but the query text an analysis depends on, as one digest: cqsens's
-    version, the settings that differ from the defaults (files by content), the
-    record's dialect and schema."""
-    own = _record_settings(settings, record)
-    parts = {k: (_content(v) if k in ("schema", "constraints") else v)
-             for k, v in sorted(own.analysis_changed().items())}
-    blob = json.dumps([_version(), parts], sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
-
-
-def _record_settings(settings: Settings, record: Record) -> Settings:
-    """The settings of one record: its own dialect and schema, when it names them."""
-    if record.dialect is not None:
-        settings = replace(settings, dialect=record.dialect)
-    if record.schema is not None:
-        settings = replace(settings, schema=record.schema)
-    return settings
 
 
 @lru_cache(maxsize=64)
@@ -274,7 +231,7 @@ def _proof_of(analysis: Analysis, lexed: Lexed) -> Proof:
 def _work(task: _Task) -> _Done:
     """Analyse a record of a new shape and make its shape's row template."""
     record = task.record
-    opts = _record_settings(task.settings, record)
+    opts = record_settings(task.settings, record)
     first, analysis = _fresh(record, opts, task.timeout)
     if analysis is None:
         return _Done(first)
@@ -350,7 +307,7 @@ def _serve(cache: ShapeCache, task: _Check, lexed: Lexed | None = None) -> _Done
     """The row of a record whose key is stored (see :class:`_Check`); ``lexed``: the
     record's text, lexed already."""
     record = task.record
-    opts = _record_settings(task.settings, record)
+    opts = record_settings(task.settings, record)
     lexed = lexed or lex(record.sql)
     got = cache.result(task.key)
     if got is None:  # not visible here (it cannot happen: the writer commits first)
