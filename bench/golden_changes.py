@@ -158,7 +158,7 @@ def _wording_keys(before: dict[str, Any] | None, after: dict[str, Any] | None) -
 def check_witnesses(changes: list[Change]) -> None:
     """Analyse again each case whose lower bound was added or raised and check its witness."""
     sys.path.insert(0, str(ROOT / "bench"))
-    from golden import WITNESS_TIME, cases  # noqa: PLC0415
+    from golden import TIMEOUT, WITNESS_TIME, cases  # noqa: PLC0415
 
     import cqsens  # noqa: PLC0415
     from cqsens.frontend.ddl import load_schema  # noqa: PLC0415
@@ -170,10 +170,10 @@ def check_witnesses(changes: list[Change]) -> None:
         change = wanted.get(case)
         if change is None:
             continue
-        a = cqsens.analyze(**kwargs, witness_time=WITNESS_TIME)
+        a = cqsens.analyze(**kwargs, witness_time=WITNESS_TIME, timeout=TIMEOUT)
         recorded = number(_sens(change.after or {}).get("lower"))
         if a.witness is None:
-            change.witness = "no witness object (lower from the bound's own construction)"
+            change.witness = f"no witness this run (lower {_show(a.lower)})"
             continue
         schema = load_schema(kwargs["schema"]) if "schema" in kwargs else None
         bounds = parse_value_bounds(kwargs.get("bounds", ()))
