@@ -68,9 +68,24 @@ EXCLUSIVE = [
     "FROM t GROUP BY g",
     "SELECT COUNT(CASE WHEN t.c = 'a' THEN 1 END) AS a, "
     "SUM(CASE WHEN t.c = 'b' THEN s.y ELSE 0 END) AS b FROM t JOIN s ON s.t_id = t.id",
+    # complements: a set and the literals it excludes as written (TPC-H q12's line counts)
+    "SELECT SUM(CASE WHEN c = 'a' OR c = 'b' THEN 1 ELSE 0 END) AS high, "
+    "SUM(CASE WHEN c <> 'a' AND c <> 'b' THEN 1 ELSE 0 END) AS low FROM t",
+    "SELECT g AS g, SUM(CASE WHEN c IN ('a', 'b') THEN x ELSE 0 END) AS a, "
+    "SUM(CASE WHEN c NOT IN ('a', 'b', 'c') THEN x ELSE 0 END) AS b FROM t GROUP BY g",
+    "SELECT COUNT(CASE WHEN c = '1-a' THEN 1 END) AS a, "
+    "COUNT(CASE WHEN c != '1-a' AND x > 0 THEN 1 END) AS b FROM t",
 ]
 # statements whose columns can hold on one row (the rule must not apply)
 OVERLAPPING = [
+    "SELECT SUM(CASE WHEN c <> 'a' THEN x ELSE 0 END) AS a, "
+    "SUM(CASE WHEN c <> 'b' THEN x ELSE 0 END) AS b FROM t",
+    "SELECT SUM(CASE WHEN c = 'a' THEN x ELSE 0 END) AS a, "
+    "SUM(CASE WHEN c <> 'A' THEN x ELSE 0 END) AS b FROM t",
+    "SELECT SUM(CASE WHEN c IN ('a', 'b') THEN x ELSE 0 END) AS a, "
+    "SUM(CASE WHEN c <> 'a' THEN x ELSE 0 END) AS b FROM t",
+    "SELECT SUM(CASE WHEN c IN ('a', 'b') AND c IN ('b', 'c') THEN x ELSE 0 END) AS a, "
+    "SUM(CASE WHEN c <> 'c' THEN x ELSE 0 END) AS b FROM t",
     "SELECT SUM(CASE WHEN c = 'a' THEN x ELSE 0 END) AS a, "
     "SUM(CASE WHEN c IN ('a', 'b') THEN x ELSE 0 END) AS b FROM t",
     "SELECT SUM(CASE WHEN c = 'a' THEN x ELSE 0 END) AS a, "

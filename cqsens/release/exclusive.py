@@ -25,7 +25,38 @@ from cqsens.release.aggregates import AggregateBound, derived
 __all__ = ["ExclusiveSum", "exclusive_groups", "merge_exclusive"]
 
 _Key = tuple[str, object]
-_Support = dict[Term, frozenset[_Key]]
+
+
+@dataclass(frozen=True, slots=True)
+class _Pin:
+    """What a condition says of one term: it equals one of ``keys`` (``positive``), or
+    it differs from every literal of ``raw`` (not ``positive``).
+
+    ``keys`` are collation-proof comparison keys (None when a literal has none);
+    ``raw`` are the literals as written, ``(kind, value)``: ``c = L`` and ``c <> L``
+    with the same literal ``L`` never hold together, whatever the collation.
+    """
+
+    positive: bool
+    keys: frozenset[_Key] | None
+    raw: frozenset[tuple[str, object]]
+
+
+_Support = dict[Term, _Pin]
+
+
+def _raw(node: Expr) -> tuple[str, object] | None:
+    if not isinstance(node, Literal) or node.kind is Kind.NULL or isinstance(node.value, bool):
+        return None
+    return node.kind.value, node.value
+
+
+def _pin(items: Sequence[Expr], positive: bool) -> _Pin | None:
+    raw = [_raw(item) for item in items]
+    if not raw or any(r is None for r in raw):
+        return None
+    return _Pin(positive, _keys(items) if positive else None,
+                frozenset(r for r in raw if r is not None))
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,26 +111,49 @@ def _keys(items: Sequence[Expr]) -> frozenset[_Key] | None:
     return frozenset(k for k in found if k is not None)
 
 
+def _both(a: _Pin, b: _Pin) -> _Pin:
+    """What two pins of one term say together (AND)."""
+    if a.positive and b.positive:
+        keys = a.keys & b.keys if a.keys is not None and b.keys is not None else None
+        # a row meeting both equals a literal of each: of the smaller list, say (the
+        # lists' common literals would miss a collation that equates two others)
+        return _Pin(True, keys, a.raw if len(a.raw) <= len(b.raw) else b.raw)
+    if not a.positive and not b.positive:
+        return _Pin(False, None, a.raw | b.raw)
+    return a if a.positive else b  # equal to one of the keys (and unequal to others)
+
+
+def _either(pins: Sequence[_Pin]) -> _Pin | None:
+    """What pins of one term say when one of them holds (OR); None when not a set."""
+    if not all(p.positive for p in pins):
+        return None
+    keys = None if any(p.keys is None for p in pins) else \
+        frozenset().union(*(p.keys for p in pins if p.keys is not None))
+    return _Pin(True, keys, frozenset().union(*(p.raw for p in pins)))
+
+
 def _support(node: Predicate, terms: Sequence[Term]) -> _Support:
-    """Term → the constants it must equal when ``node`` holds (terms it does not pin are absent)."""
-    if isinstance(node, Compare) and node.op == "=":
+    """Term → what it must equal, or differ from, when ``node`` holds (terms it does not
+    pin are absent)."""
+    if isinstance(node, Compare) and node.op in ("=", "<>", "!="):
         for a, b in ((node.left, node.right), (node.right, node.left)):
-            if isinstance(a, Slot) and (k := _key(b)) is not None:
-                return {terms[a.index]: frozenset((k,))}
+            if isinstance(a, Slot) and (pin := _pin((b,), node.op == "=")) is not None:
+                return {terms[a.index]: pin}
         return {}
-    if isinstance(node, InList) and not node.negated and isinstance(node.operand, Slot):
-        keys = _keys(node.items)
-        return {} if keys is None else {terms[node.operand.index]: keys}
+    if isinstance(node, InList) and isinstance(node.operand, Slot):
+        pin = _pin(node.items, not node.negated)
+        return {} if pin is None else {terms[node.operand.index]: pin}
     if isinstance(node, And):
         out: _Support = {}
         for part in node.parts:
-            for term, keys in _support(part, terms).items():
-                out[term] = out[term] & keys if term in out else keys
+            for term, pin in _support(part, terms).items():
+                out[term] = _both(out[term], pin) if term in out else pin
         return out
     if isinstance(node, Or) and node.parts:
         parts = [_support(part, terms) for part in node.parts]
         common = set(parts[0]).intersection(*parts[1:])
-        return {t: frozenset().union(*(p[t] for p in parts)) for t in common}
+        either = {t: _either([p[t] for p in parts]) for t in common}
+        return {t: pin for t, pin in either.items() if pin is not None}
     return {}
 
 
@@ -127,7 +181,7 @@ def support(aggregate: Aggregate) -> _Support | None:
     >>> e = Case(((Compare("=", Slot(0), Literal("a", Kind.TEXT)), Slot(1)),),
     ...          Literal(0, Kind.INTEGER))
     >>> s = support(Aggregate("sum", "s", expression=e, terms=(Var("c"), Var("x"))))
-    >>> s == {Var("c"): frozenset({("text", "a")})}
+    >>> s[Var("c")].keys == frozenset({("text", "a")})
     True
     """
     e = aggregate.expression
@@ -141,17 +195,22 @@ def support(aggregate: Aggregate) -> _Support | None:
         else _support(live[0], aggregate.terms)
 
 
-def _exclusive(a: _Support, b: _Support) -> bool:
-    """Some term must equal constants of ``a`` for one and of ``b`` for the other, and the
-    two sets are disjoint and of one kind (numbers or texts)."""
-    for term, keys in a.items():
-        other = b.get(term)
-        if other is None or not keys or not other:
-            continue
-        kinds = {k[0] for k in keys | other}
-        if len(kinds) == 1 and not keys & other:
-            return True
+def _disjoint(a: _Pin, b: _Pin) -> bool:
+    """No value meets both pins: two sets of keys of one kind with no key in common, or a
+    set of literals every one of which the other pin excludes as written."""
+    if a.positive and b.positive:
+        if a.keys is None or b.keys is None or not a.keys or not b.keys:
+            return False
+        return len({k[0] for k in a.keys | b.keys}) == 1 and not a.keys & b.keys
+    if a.positive != b.positive:
+        included, excluded = (a, b) if a.positive else (b, a)
+        return bool(included.raw) and included.raw <= excluded.raw
     return False
+
+
+def _exclusive(a: _Support, b: _Support) -> bool:
+    """Some term is pinned by both, and no value meets both pins."""
+    return any(term in b and _disjoint(pin, b[term]) for term, pin in a.items())
 
 
 def exclusive_groups(sums: Sequence[ExclusiveSum]) -> list[list[int]]:
