@@ -14,6 +14,7 @@ of a table of the same schema (the primary key when no column is named).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Sequence
@@ -419,6 +420,7 @@ _EMPTY_ITEM = {
 }
 
 
+@functools.lru_cache(maxsize=32)  # a Schema is frozen: one per text, dialect and source
 def schema_from_ddl(ddl: str, *, dialect: str | None = None, source: str = "<schema>") -> Schema:
     """Read ``CREATE TABLE`` statements into a :class:`Schema`.
 

@@ -9,6 +9,7 @@ tuples.  Both the witnesses and the brute-force test oracle use it.
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 import threading
 from collections import OrderedDict
@@ -194,6 +195,14 @@ def cq_sql(cq: CQ, columns: Mapping[str, tuple[str, ...]]) -> str:
     >>> print(where)
     a0."c2" = a1."c1" AND a1."c2" = 'a')
     """
+    return _cq_sql(cq, tuple(sorted((name, tuple(cols)) for name, cols in columns.items())))
+
+
+@functools.lru_cache(maxsize=1024)
+def _cq_sql(cq: CQ, column_items: tuple[tuple[str, tuple[str, ...]], ...]) -> str:
+    """:func:`cq_sql`, once per query and columns (a search evaluates one query on many
+    databases)."""
+    columns = dict(column_items)
     atoms = cq.relation_atoms()
     where: list[str] = []
     first: dict[Var, str] = {}
