@@ -21,7 +21,7 @@ from cqsens.ir.exact import text
 from cqsens.ir.schema import Schema
 from cqsens.settings import Settings
 
-__all__ = ["StagedSource", "analyze_stages", "staged_source"]
+__all__ = ["StagedSource", "analyze_stages", "shared_settings", "staged_source"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +48,13 @@ def _share(value: float | None, count: int) -> float | None:
     return None if value is None else value / count
 
 
+def shared_settings(settings: Settings, count: int) -> Settings:
+    """``settings`` for one of ``count`` releases: an equal share of ε, δ and the witness
+    search time."""
+    return replace(settings, witness_time=settings.witness_time / count,
+                   epsilon=_share(settings.epsilon, count), delta=_share(settings.delta, count))
+
+
 def analyze_stages(staged: StagedSource, settings: Settings,
                    run: Callable[[str, Settings], Analysis]) -> Analysis:
     """The analysis of a two-stage release: the outer statement's, with every stage.
@@ -69,8 +76,7 @@ def analyze_stages(staged: StagedSource, settings: Settings,
         user's text as its query and every stage's analysis under ``stages``.
     """
     count = len(staged.stages.inner) + 1
-    share = replace(settings, witness_time=settings.witness_time / count,
-                    epsilon=_share(settings.epsilon, count), delta=_share(settings.delta, count))
+    share = shared_settings(settings, count)
     firsts = [run(text, share) for text in staged.stages.inner]
     outer = run(staged.stages.outer, share)
     lines = [f"Two-stage release (docs/rules.md, rule two-stage): {count} stages composed in "

@@ -25,6 +25,7 @@ from cqsens.frontend.view_advice import view_advice
 from cqsens.ir.exact import text
 from cqsens.ir.schema import Schema
 from cqsens.settings import Settings
+from cqsens.stages import shared_settings
 
 __all__ = ["ViewSource", "advise", "analyze_views", "releases", "view_source"]
 
@@ -58,23 +59,10 @@ def releases(views: Views) -> int:
     return len(views.views) + (0 if views.public_outer else 1)
 
 
-def _share(value: float | None, count: int) -> float | None:
-    return None if value is None else value / count
-
-
 def analyze_views(found: ViewSource, settings: Settings,
                   run: Callable[[str, Settings], Analysis]) -> Analysis:
-    """The analysis of a statement with released views.
-
-    Parameters
-    ----------
-    found : ViewSource
-        The statement's views.
-    settings : Settings
-        The analysis settings; each release gets an equal share of ε, δ and the
-        witness search time.
-    run : callable
-        Analyses one SQL statement with the given settings.
+    """The analysis of a statement with released views (``found``); the other
+    parameters are those of :func:`cqsens.stages.analyze_stages`.
 
     Returns
     -------
@@ -85,8 +73,7 @@ def analyze_views(found: ViewSource, settings: Settings,
     """
     views = found.views
     count = releases(views)
-    share = replace(settings, witness_time=settings.witness_time / count,
-                    epsilon=_share(settings.epsilon, count), delta=_share(settings.delta, count))
+    share = shared_settings(settings, count)
     firsts = [run(v.sql, share) for v in views.views]
     outer = run(views.outer, share)
     if outer.stages:

@@ -10,19 +10,42 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Protocol
+from typing import Any, Protocol
 
 from cqsens.analysis import Analysis
 from cqsens.db.connect import connect
+from cqsens.frontend.dates import sqlite_dates
 from cqsens.frontend.public_statement import statement_for
 from cqsens.public_statement import is_public_statement
 from cqsens.release.ledger import Charge
 
 __all__ = ["MECHANISM", "NOTHING_SPENT", "PublicAnswer", "is_public_release", "public_answer",
-           "split_text"]
+           "run_public", "split_text"]
 
 MECHANISM = "none: computed from public tables only"
 NOTHING_SPENT = Charge(0.0, 0.0)
+
+
+def run_public(url: str, sql: str, dialect: str | None, source: str
+               ) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
+    """Run ``sql`` (a statement over public tables only) in one read-only transaction
+    (a snapshot on PostgreSQL); its column labels and rows, as the driver gives them."""
+    with connect(url) as conn:
+        if conn.dialect.name == "postgresql":
+            conn = conn.execution_options(isolation_level="REPEATABLE READ")
+        trans = conn.begin()
+        try:
+            name = str(conn.dialect.name)
+            target = "postgres" if name == "postgresql" else name
+            if target == "sqlite":
+                conn.exec_driver_sql("PRAGMA query_only = ON")
+            text = statement_for(sql, dialect=dialect, target=target, source=source)
+            result = conn.exec_driver_sql(sqlite_dates(text) if target == "sqlite" else text)
+            labels = tuple(str(k) for k in result.keys())
+            rows = [tuple(row) for row in result.fetchall()]
+        finally:
+            trans.rollback()
+    return labels, rows
 
 
 class _Released(Protocol):
@@ -89,20 +112,7 @@ def public_answer(analysis: Analysis, *, url: str) -> PublicAnswer:
     """
     if not is_public_statement(analysis):
         raise ValueError("not a statement over public tables only")
-    with connect(url) as conn:
-        if conn.dialect.name == "postgresql":
-            conn = conn.execution_options(isolation_level="REPEATABLE READ")
-        trans = conn.begin()
-        try:
-            name = str(conn.dialect.name)
-            target = "postgres" if name == "postgresql" else name
-            if target == "sqlite":
-                conn.exec_driver_sql("PRAGMA query_only = ON")
-            sql = statement_for(analysis.query, dialect=analysis.query_obj.dialect,
-                                target=target, source=analysis.source)
-            result = conn.exec_driver_sql(sql)
-            labels = tuple(str(k) for k in result.keys())
-            rows = tuple(tuple(_cell(v) for v in row) for row in result.fetchall())
-        finally:
-            trans.rollback()
+    labels, found = run_public(url, analysis.query, analysis.query_obj.dialect,
+                               analysis.source)
+    rows = tuple(tuple(_cell(v) for v in row) for row in found)
     return PublicAnswer(labels, rows, str(analysis.count_derivation.get("tables") or ""))

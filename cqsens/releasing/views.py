@@ -21,8 +21,7 @@ from typing import Any
 
 from cqsens.analysis import Analysis
 from cqsens.db.connect import connect
-from cqsens.frontend.dates import sqlite_dates
-from cqsens.frontend.public_statement import public_statement, statement_for
+from cqsens.frontend.public_statement import public_statement
 from cqsens.frontend.release_sql import release_plan
 from cqsens.frontend.released_views import (
     ROWS_LABEL,
@@ -36,7 +35,7 @@ from cqsens.frontend.released_views import (
 from cqsens.ir.schema import Schema
 from cqsens.release.keys import key_label, key_text
 from cqsens.release.ledger import Charge, PrivacyModel
-from cqsens.releasing.public import PublicAnswer
+from cqsens.releasing.public import PublicAnswer, run_public
 from cqsens.releasing.results import Release
 from cqsens.releasing.run import _public_release, release
 from cqsens.releasing.stages import StagedRelease
@@ -58,25 +57,6 @@ def views_of(analysis: Analysis, public: Sequence[str], schema: Schema | None
                        schema=schema, source=analysis.source)
 
 
-def _run_public(url: str, sql: str, dialect: str | None, source: str
-                ) -> tuple[tuple[str, ...], list[Row]]:
-    """Run ``sql`` (a statement over public tables only) read-only; its labels and rows."""
-    with connect(url) as conn:
-        trans = conn.begin()
-        try:
-            name = str(conn.dialect.name)
-            target = "postgres" if name == "postgresql" else name
-            if target == "sqlite":
-                conn.exec_driver_sql("PRAGMA query_only = ON")
-            text = statement_for(sql, dialect=dialect, target=target, source=source)
-            result = conn.exec_driver_sql(sqlite_dates(text) if target == "sqlite" else text)
-            labels = tuple(str(k) for k in result.keys())
-            rows = [tuple(row) for row in result.fetchall()]
-        finally:
-            trans.rollback()
-    return labels, rows
-
-
 def _target(url: str) -> str:
     with connect(url) as conn:
         name = str(conn.dialect.name)
@@ -88,7 +68,7 @@ def _domain(url: str, view: View, dialect: str | None, public: frozenset[str],
     """The view's public keys, read from public tables only."""
     if public_statement(view.domain_sql, dialect=dialect, public=public, source=source) is None:
         raise AssertionError("a view's domain must read public tables only")
-    return _run_public(url, view.domain_sql, dialect, source)[1]
+    return run_public(url, view.domain_sql, dialect, source)[1]
 
 
 def _keys_file(folder: Path, names: Sequence[str], domain: Sequence[Row]) -> str:
@@ -177,7 +157,7 @@ def release_views(
     outer = analysis.stages[-1]
     if found.public_outer:
         sql = fill_views(outer.query, dialect, _target(url), rows, source=analysis.source)
-        labels, answer = _run_public(url, sql, None, analysis.source)
+        labels, answer = run_public(url, sql, None, analysis.source)
         tables = str(outer.count_derivation.get("tables") or "")
         last = _public_release(outer, PublicAnswer(
             labels, tuple(tuple(_cell(v) for v in r) for r in answer), tables), url)
