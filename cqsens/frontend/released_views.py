@@ -380,12 +380,8 @@ def split_views(sql: str, dialect: str | None, *, public: Set[str],
 
     Parameters
     ----------
-    sql : str
-        One SQL statement.
-    dialect : str or None
-        Its sqlglot dialect.
-    public : set of str
-        The public tables (any case).
+    sql, dialect, public
+        As :func:`cqsens.frontend.public_statement.public_statement` reads them.
     schema : Schema, optional
         Resolves unqualified columns and gives the foreign keys.
     source : str

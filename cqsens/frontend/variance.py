@@ -48,16 +48,9 @@ def _moments(node: exp.Expr) -> exp.Expr:
 
 
 def rewrite_variance(tree: exp.Expr, *, source: str, dialect: str | None) -> exp.Expr:
-    """``tree`` with every STDDEV / VARIANCE aggregate as arithmetic over released sums.
-
-    Parameters
-    ----------
-    tree : sqlglot expression
-        A parsed statement (changed in place; returned).
-    source : str
-        File name for errors.
-    dialect : str or None
-        For the text of errors.
+    """``tree`` with every STDDEV / VARIANCE aggregate as arithmetic over released sums
+    (``tree`` changed in place and returned); the parameters are those of
+    :func:`cqsens.frontend.filters.rewrite_filters`.
 
     Raises
     ------
