@@ -11,7 +11,8 @@ from __future__ import annotations
 import functools
 import itertools
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from cqsens.ir.cq import CQ
 from cqsens.ir.dependencies import Sigma, satisfies
@@ -74,13 +75,12 @@ def released(ddl: str, statements: list[str], db: Rows) -> Released:
     Result columns whose names start with ``g`` are the group key; the others are
     released values.  Several statements are released side by side (their keys
     are tagged with the statement's number).  The tables of ``ddl`` are created once
-    per process (:func:`_schema_connection`); ``db``'s rows are inserted in a
+    per process (:func:`tables_of`); ``db``'s rows are inserted in a
     transaction that is rolled back afterwards, so each call starts from the tables
     as ``ddl`` left them.
     """
-    conn = _schema_connection(ddl)
     out: Released = {}
-    try:
+    with tables_of(ddl) as conn:
         for name, rows in db.items():
             if rows:
                 marks = ", ".join("?" for _ in rows[0])
@@ -92,9 +92,18 @@ def released(ddl: str, statements: list[str], db: Rows) -> Released:
                 key = (index, *row[:groups])
                 assert key not in out, f"two rows for group {key} of {sql}"
                 out[key] = [float(v or 0) for v in row[groups:]]
+    return out
+
+
+@contextmanager
+def tables_of(ddl: str) -> Iterator[sqlite3.Connection]:
+    """A SQLite connection whose tables are those of ``ddl`` as ``ddl`` left them; what the
+    caller inserts is rolled back when the block ends."""
+    conn = _schema_connection(ddl)
+    try:
+        yield conn
     finally:
         conn.rollback()
-    return out
 
 
 @functools.cache

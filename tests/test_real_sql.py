@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import sqlite3
 from fractions import Fraction
 
 import pytest
@@ -25,6 +24,7 @@ from cqsens.ir.expr import Arith, Kind, Literal, Slot
 from cqsens.release.intervals import Interval, Unbounded, expression_range
 from cqsens.release.values import aggregate_bound, expression_bound, expression_nullable
 from tests.conftest import scaled_examples
+from tests.oracle import tables_of
 
 DDL = """
 CREATE TABLE r (k INTEGER PRIMARY KEY, a INTEGER NOT NULL CHECK (a BETWEEN 0 AND 3),
@@ -54,16 +54,14 @@ Result = dict[tuple[object, ...], list[float]]
 
 
 def _result(sql: str, db: dict[str, set[tuple[int, ...]]]) -> Result:
-    conn = sqlite3.connect(":memory:")
-    conn.executescript(DDL)
-    for name, rows in db.items():
-        conn.executemany(f"INSERT INTO {name} VALUES (?, ?, ?)", sorted(rows))
     out: dict[tuple[object, ...], list[float]] = {}
-    cursor = conn.execute(sql)
-    groups = sum(1 for d in cursor.description if d[0].startswith("g"))
-    for row in cursor.fetchall():
-        out[tuple(row[:groups])] = [float(v or 0) for v in row[groups:]]
-    conn.close()
+    with tables_of(DDL) as conn:
+        for name, rows in db.items():
+            conn.executemany(f"INSERT INTO {name} VALUES (?, ?, ?)", sorted(rows))
+        cursor = conn.execute(sql)
+        groups = sum(1 for d in cursor.description if d[0].startswith("g"))
+        for row in cursor.fetchall():
+            out[tuple(row[:groups])] = [float(v or 0) for v in row[groups:]]
     return out
 
 
