@@ -13,11 +13,9 @@ tests are in one file, which ``--dist loadfile`` keeps on one worker).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import time
 import traceback
@@ -95,30 +94,99 @@ def run_cli(args: list[str], *, limits: bool = True) -> Run:
 
 def run_subprocess(args: list[str], *, cwd: Path, limits: bool = True,
                    memory: int | None = 2 * 1024**3) -> Run:
-    """Run ``python -m cqsens ARGS`` in a child process killed after HANG_LIMIT seconds.
+    """Run ``cqsens ARGS`` as a process of its own, killed after HANG_LIMIT seconds.
 
-    ``memory`` caps the child's address space (bytes) so that a runaway read
-    cannot take the machine down with it.
+    The process is forked from this one, so cqsens is already imported (a new
+    interpreter would spend a second or more importing and compiling it); it then
+    does what ``python -m cqsens ARGS`` does: :func:`cqsens.cli.main.main` with
+    standard input at the null device and standard output and error on files of
+    their own, its exit code the process's.  ``memory`` caps how far the child's
+    address space may grow (bytes) so that a runaway read cannot take the machine
+    down with it.
     """
+    import signal
+    import tempfile
+
     argv = with_limits(args) if limits else args
+    with tempfile.TemporaryDirectory(prefix="cqsens-run-") as tmp:
+        out_path, err_path = Path(tmp) / "out", Path(tmp) / "err"
+        sys.stdout.flush()
+        sys.stderr.flush()
+        start = time.monotonic()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child
+            _child(argv, cwd, out_path, err_path, memory)
+        code: int | None = None
+        while time.monotonic() - start < HANG_LIMIT:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                code = os.waitstatus_to_exitcode(status)
+                break
+            time.sleep(0.01)
+        else:  # the child and any worker processes it started
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        elapsed = time.monotonic() - start
+        out = out_path.read_text(encoding="utf-8", errors="replace")
+        err = err_path.read_text(encoding="utf-8", errors="replace")
+    if code is None:
+        return Run(tuple(argv), None, out, "", elapsed)
+    return Run(tuple(argv), code, out, err, elapsed)
 
-    def _cap() -> None:  # pragma: no cover - runs in the child
-        if memory is not None:
-            import resource
 
-            resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+def _child(argv: list[str], cwd: Path, out_path: Path, err_path: Path,
+           memory: int | None) -> None:  # pragma: no cover - runs in the forked child
+    """Become ``python -m cqsens ARGV`` (see :func:`run_subprocess`); never returns."""
+    import io
+    import resource
 
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    start = time.monotonic()
+    code = 1
     try:
-        proc = subprocess.run([sys.executable, "-m", "cqsens", *argv], cwd=cwd, env=env,
-                              capture_output=True, text=True, errors="replace",
-                              timeout=HANG_LIMIT, preexec_fn=_cap, check=False)
-    except subprocess.TimeoutExpired as err:
-        out = err.stdout.decode(errors="replace") if isinstance(err.stdout, bytes) else ""
-        return Run(tuple(argv), None, out, "", time.monotonic() - start)
-    return Run(tuple(argv), proc.returncode, proc.stdout, proc.stderr,
-               time.monotonic() - start)
+        os.setpgid(0, 0)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        for fd, path in ((1, out_path), (2, err_path)):
+            target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            os.dup2(target, fd)
+        sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
+        sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8")
+        sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8",
+                                      errors="backslashreplace", line_buffering=True)
+        os.chdir(cwd)
+        if memory is not None:
+            used = _address_space()
+            resource.setrlimit(resource.RLIMIT_AS, (used + memory, used + memory))
+        sys.argv = ["cqsens", *argv]
+        from cqsens.cli.main import main
+
+        main()
+        code = 0
+    except SystemExit as done:
+        code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
+        if done.code is not None and not isinstance(done.code, int):
+            print(done.code, file=sys.stderr)
+    except BaseException:  # noqa: BLE001 - what the interpreter would print
+        traceback.print_exc()
+        code = 1
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except BaseException:  # noqa: BLE001, S110 - as the interpreter's last flush
+                pass
+        os._exit(code)
+
+
+def _address_space() -> int:
+    """This process's address space in bytes (Linux: /proc/self/statm), else 0."""
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+    return pages * os.sysconf("SC_PAGE_SIZE")
 
 
 def describe(exc: BaseException) -> str:

@@ -8,8 +8,11 @@ bound on the global sensitivity, so it must never exceed a sound upper bound.
 
 from __future__ import annotations
 
+import functools
 import itertools
-from collections.abc import Callable
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from cqsens.ir.cq import CQ
 from cqsens.ir.dependencies import Sigma, satisfies
@@ -71,26 +74,46 @@ def released(ddl: str, statements: list[str], db: Rows) -> Released:
 
     Result columns whose names start with ``g`` are the group key; the others are
     released values.  Several statements are released side by side (their keys
-    are tagged with the statement's number).
+    are tagged with the statement's number).  The tables of ``ddl`` are created once
+    per process (:func:`tables_of`); ``db``'s rows are inserted in a
+    transaction that is rolled back afterwards, so each call starts from the tables
+    as ``ddl`` left them.
     """
-    import sqlite3
+    out: Released = {}
+    with tables_of(ddl) as conn:
+        for name, rows in db.items():
+            if rows:
+                marks = ", ".join("?" for _ in rows[0])
+                conn.executemany(f"INSERT INTO {name} VALUES ({marks})", rows)
+        for index, sql in enumerate(statements):
+            cursor = conn.execute(sql)
+            groups = sum(1 for d in cursor.description if d[0].lower().startswith("g"))
+            for row in cursor.fetchall():
+                key = (index, *row[:groups])
+                assert key not in out, f"two rows for group {key} of {sql}"
+                out[key] = [float(v or 0) for v in row[groups:]]
+    return out
 
+
+@contextmanager
+def tables_of(ddl: str) -> Iterator[sqlite3.Connection]:
+    """A SQLite connection whose tables are those of ``ddl`` as ``ddl`` left them; what the
+    caller inserts is rolled back when the block ends."""
+    conn = _schema_connection(ddl)
+    try:
+        yield conn
+    finally:
+        conn.rollback()
+
+
+@functools.cache
+def _schema_connection(ddl: str) -> sqlite3.Connection:
+    """An in-memory SQLite database holding the tables of ``ddl`` (one per DDL text and
+    process: creating it for every neighbour cost more than evaluating the neighbour)."""
     conn = sqlite3.connect(":memory:")
     conn.executescript(ddl)
-    for name, rows in db.items():
-        if rows:
-            marks = ", ".join("?" for _ in rows[0])
-            conn.executemany(f"INSERT INTO {name} VALUES ({marks})", rows)
-    out: Released = {}
-    for index, sql in enumerate(statements):
-        cursor = conn.execute(sql)
-        groups = sum(1 for d in cursor.description if d[0].lower().startswith("g"))
-        for row in cursor.fetchall():
-            key = (index, *row[:groups])
-            assert key not in out, f"two rows for group {key} of {sql}"
-            out[key] = [float(v or 0) for v in row[groups:]]
-    conn.close()
-    return out
+    conn.commit()
+    return conn
 
 
 def _distance(x: Released, y: Released) -> tuple[float, float]:

@@ -10,6 +10,7 @@ is its own node) and counts the imports that run when a module is imported.
 from __future__ import annotations
 
 import ast
+from functools import cache
 from pathlib import Path
 
 import cqsens
@@ -49,7 +50,15 @@ def _in_functions(tree: ast.Module) -> set[int]:
 def import_graph(*, module_level: bool = False) -> dict[str, set[str]]:
     """Each module of cqsens and the cqsens modules it imports when it runs (anywhere in its
     body, functions included; not the imports under ``if TYPE_CHECKING:``); with
-    ``module_level``, only the imports that run when the module is imported."""
+    ``module_level``, only the imports that run when the module is imported.
+
+    The source is parsed once per test process (:func:`_import_graph`); each call returns
+    a fresh copy, which the caller may change."""
+    return {name: set(edges) for name, edges in _import_graph(module_level).items()}
+
+
+@cache
+def _import_graph(module_level: bool) -> dict[str, set[str]]:
     modules = {_module_of(p): p for p in PACKAGE.rglob("*.py")}
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():

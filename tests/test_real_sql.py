@@ -7,8 +7,8 @@ with the query itself, and the largest ℓ1 change must stay within the bound.
 
 from __future__ import annotations
 
+import functools
 import itertools
-import sqlite3
 from fractions import Fraction
 
 import pytest
@@ -24,6 +24,7 @@ from cqsens.ir.expr import Arith, Kind, Literal, Slot
 from cqsens.release.intervals import Interval, Unbounded, expression_range
 from cqsens.release.values import aggregate_bound, expression_bound, expression_nullable
 from tests.conftest import scaled_examples
+from tests.oracle import tables_of
 
 DDL = """
 CREATE TABLE r (k INTEGER PRIMARY KEY, a INTEGER NOT NULL CHECK (a BETWEEN 0 AND 3),
@@ -53,16 +54,14 @@ Result = dict[tuple[object, ...], list[float]]
 
 
 def _result(sql: str, db: dict[str, set[tuple[int, ...]]]) -> Result:
-    conn = sqlite3.connect(":memory:")
-    conn.executescript(DDL)
-    for name, rows in db.items():
-        conn.executemany(f"INSERT INTO {name} VALUES (?, ?, ?)", sorted(rows))
     out: dict[tuple[object, ...], list[float]] = {}
-    cursor = conn.execute(sql)
-    groups = sum(1 for d in cursor.description if d[0].startswith("g"))
-    for row in cursor.fetchall():
-        out[tuple(row[:groups])] = [float(v or 0) for v in row[groups:]]
-    conn.close()
+    with tables_of(DDL) as conn:
+        for name, rows in db.items():
+            conn.executemany(f"INSERT INTO {name} VALUES (?, ?, ?)", sorted(rows))
+        cursor = conn.execute(sql)
+        groups = sum(1 for d in cursor.description if d[0].startswith("g"))
+        for row in cursor.fetchall():
+            out[tuple(row[:groups])] = [float(v or 0) for v in row[groups:]]
     return out
 
 
@@ -87,8 +86,10 @@ def _brute_force(sql: str, db: dict[str, set[tuple[int, ...]]]) -> float:
     return best
 
 
+@functools.cache
 def _upper(sql: str, count_sql: str) -> Fraction | int | float:
-    """ℓ1 of the query as the pipeline computes it, with the count bound of ``count_sql``."""
+    """ℓ1 of the query as the pipeline computes it, with the count bound of ``count_sql``
+    (once per test process: it does not depend on the random database)."""
     query = parse_sql(sql, schema=SCHEMA)
     if hasattr(cqsens.aggregate_stage, "expression_bound") \
             or all(a.expression is None for a in query.aggregates):
@@ -277,6 +278,13 @@ def test_or_with_a_common_conjunct_joins() -> None:
     assert not any(a.is_filter for a in whole.cq.atoms)  # a branch left empty: the OR holds
 
 
+@functools.cache
+def _analysed(sql: str) -> cqsens.Analysis:
+    """The analysis of ``sql`` (lower bound included), once per test process: the random
+    databases of the property below do not change it."""
+    return cqsens.analyze(sql, schema=DDL, cds=CDS)
+
+
 @pytest.mark.parametrize(("combined", "released"), [
     ("SELECT 100.0 * SUM(CASE WHEN r.a > 1 THEN r.b ELSE 0 END) / SUM(r.b) FROM r JOIN s "
      "ON s.r = r.k", "SELECT SUM(CASE WHEN r.a > 1 THEN r.b ELSE 0 END), SUM(r.b) FROM r JOIN s "
@@ -289,8 +297,7 @@ def test_or_with_a_common_conjunct_joins() -> None:
 @given(db=databases)
 def test_arithmetic_over_aggregates_releases_each(combined: str, released: str,
                                                   db: dict[str, set[tuple[int, ...]]]) -> None:
-    a = cqsens.analyze(combined, schema=DDL, cds=CDS)
-    b = cqsens.analyze(released, schema=DDL, cds=CDS)
+    a, b = _analysed(combined), _analysed(released)
     assert (a.l1, a.l2) == (b.l1, b.l2)
     assert [r.l1 for r in a.aggregates] == [r.l1 for r in b.aggregates]
     assert any("post-processing of the noisy values" in n for n in a.notes)

@@ -20,6 +20,7 @@ from cqsens.cli.exits import EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE
 from cqsens.cli.main import cli
 from cqsens.db.connect import mask_url
 from cqsens.errors import MAX_INPUT_BYTES, TimeLimitError
+from tests.fuzz_helpers import run_subprocess
 
 ROOT = Path(__file__).resolve().parents[1]
 HOSPITAL = ROOT / "examples" / "hospital"
@@ -392,10 +393,10 @@ def test_a_fifo_is_refused_not_read(option: str, tmp_path: Path) -> None:
     fifo = tmp_path / "pipe.sql"
     os.mkfifo(fifo)
     args = [str(fifo)] if option == "query" else [str(ONCOLOGY), option, str(fifo)]
-    proc = subprocess.run([sys.executable, "-m", "cqsens", "analyze", *args],
-                          capture_output=True, text=True, check=False, timeout=60)
-    assert proc.returncode == EXIT_INPUT, proc.stderr
-    assert "named pipe (FIFO)" in proc.stderr and "Traceback" not in proc.stderr
+    # a child process of its own: were the FIFO opened, the run would block, and be killed
+    proc = run_subprocess(["analyze", *args], cwd=tmp_path, limits=False)
+    assert proc.code == EXIT_INPUT, proc.err
+    assert "named pipe (FIFO)" in proc.err and "Traceback" not in proc.err
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="no /dev/zero here")
@@ -415,14 +416,12 @@ def test_report_and_noiseless_refuse_a_fifo(tmp_path: Path) -> None:
     fifo = tmp_path / "pipe.sql"
     os.mkfifo(fifo)
     out = tmp_path / "r.json"
-    proc = subprocess.run([sys.executable, "-m", "cqsens", "report", str(fifo), "-o", str(out)],
-                          capture_output=True, text=True, check=False, timeout=60)
-    assert proc.returncode == EXIT_OK and "named pipe" in json.loads(out.read_text())["rows"][0][
+    proc = run_subprocess(["report", str(fifo), "-o", str(out)], cwd=tmp_path, limits=False)
+    assert proc.code == EXIT_OK and "named pipe" in json.loads(out.read_text())["rows"][0][
         "error"]
-    proc = subprocess.run([sys.executable, "-m", "cqsens", "noiseless", "--p", str(fifo),
-                           "--epsilon", "1"], capture_output=True, text=True, check=False,
-                          timeout=60)
-    assert proc.returncode == EXIT_INPUT and "named pipe" in proc.stderr
+    proc = run_subprocess(["noiseless", "--p", str(fifo), "--epsilon", "1"], cwd=tmp_path,
+                          limits=False)
+    assert proc.code == EXIT_INPUT and "named pipe" in proc.err
 
 
 def test_a_file_over_the_size_limit(tmp_path: Path) -> None:
