@@ -312,9 +312,9 @@ def _from_group(search: _Search, query: AggregateQuery, sigma: Sigma, group: Per
                 return None
             columns[name] = table.columns
     built = _built(search, group, unit, columns, column_checks, upper)
-    if built is not None and upper != math.inf:
-        return built  # the bound's own construction; below, the search (a growing family
-        # for an unbounded query) as the fallback
+    if built is not None and upper != math.inf and built.change >= upper:
+        return built  # the bound's own construction reaches it; below, the search (a
+        # growing family for an unbounded query, a better person for a loose one)
     others = frozenset(r for r in relations if r.lower() != unit.lower())
     bound = upper_bound(extended, sigma, public=others)
     base = find_witness(
