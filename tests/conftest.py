@@ -14,7 +14,7 @@ tests are in one file, which ``--dist loadfile`` keeps on one worker).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -22,6 +22,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from cqsens.batch import BatchResult
+from cqsens.release import noise
 from tests import postgres
 
 _COMMON = {"deadline": None,
@@ -57,6 +58,20 @@ def scaled_examples(ci: int) -> int:
         (dev: 2.5 times, deep: 33 times), at least 1.
     """
     return max(1, ci * settings.default.max_examples // CI_EXAMPLES)
+
+
+@pytest.fixture
+def noiseless(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Noise switched off inside the test: every sampler returns the true values (a release
+    then gives the statement's own answer)."""
+    def laplace(values: Sequence[float], **_: object) -> tuple[list[float], float]:
+        return list(values), 1.0
+
+    def gaussian(values: Sequence[float], **_: object) -> tuple[list[float], float, float]:
+        return list(values), 1.0, 0.0
+
+    monkeypatch.setattr(noise, "sample_laplace", laplace)
+    monkeypatch.setattr(noise, "sample_gaussian", gaussian)
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,6 @@ import json
 import math
 import random
 import sqlite3
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -25,7 +24,6 @@ from cqsens import analyze
 from cqsens.cli.main import cli
 from cqsens.errors import UnsupportedQueryError
 from cqsens.frontend.filters import rewrite_filters
-from cqsens.release import noise
 
 SCHEMA = """
 CREATE TABLE users (id INTEGER PRIMARY KEY, age INTEGER NOT NULL CHECK (age BETWEEN 0 AND 3));
@@ -186,14 +184,6 @@ def test_distinct_with_filter_is_refused_by_name(sql: str) -> None:
     with pytest.raises(UnsupportedQueryError, match=r"FILTER \(WHERE") as info:
         analyze(sql, schema=SCHEMA)
     assert info.value.construct == "FILTER (WHERE ...)"
-
-
-@pytest.fixture
-def noiseless(monkeypatch: pytest.MonkeyPatch) -> None:
-    def laplace(values: Sequence[float], **_: object) -> tuple[list[float], float]:
-        return list(values), 1.0
-
-    monkeypatch.setattr(noise, "sample_laplace", laplace)
 
 
 @pytest.mark.parametrize("seed", range(3))

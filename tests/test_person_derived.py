@@ -11,7 +11,6 @@ import json
 import math
 import random
 import sqlite3
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,6 @@ from click.testing import CliRunner
 from cqsens import analyze
 from cqsens.cli.main import cli
 from cqsens.errors import InputError
-from cqsens.release import noise
 from tests.person_oracle import change, person_moves, random_database
 from tests.test_person_groups import WORLD, _Evaluator, _world
 
@@ -120,13 +118,6 @@ def test_without_a_unit_it_is_refused_naming_the_unit() -> None:
 
 
 # ------------------------------------------------------------------ release, noise off
-
-@pytest.fixture
-def noiseless(monkeypatch: pytest.MonkeyPatch) -> None:
-    def laplace(values: Sequence[float], **_: object) -> tuple[list[float], float]:
-        return list(values), 1.0
-
-    monkeypatch.setattr(noise, "sample_laplace", laplace)
 
 
 def _released(doc: dict[str, object]) -> dict[tuple[str, ...], float]:

@@ -10,7 +10,6 @@ import json
 import math
 import random
 import sqlite3
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,6 @@ from click.testing import CliRunner
 from cqsens import analyze
 from cqsens.cli.main import cli
 from cqsens.errors import InputError
-from cqsens.release import noise
 from tests.person_oracle import (
     CD,
     Column,
@@ -193,13 +191,6 @@ def test_without_a_unit_the_form_is_refused() -> None:
 
 
 # ------------------------------------------------------------------ release, noise off
-
-@pytest.fixture
-def noiseless(monkeypatch: pytest.MonkeyPatch) -> None:
-    def laplace(values: Sequence[float], **_: object) -> tuple[list[float], float]:
-        return list(values), 1.0
-
-    monkeypatch.setattr(noise, "sample_laplace", laplace)
 
 
 def _released_rows(doc: dict[str, object]) -> list[list[object]]:

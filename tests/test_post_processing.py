@@ -97,14 +97,6 @@ POST = [
 ]
 
 
-@pytest.fixture
-def noiseless(monkeypatch: pytest.MonkeyPatch) -> None:
-    def laplace(values: Sequence[float], **_: object) -> tuple[list[float], float]:
-        return list(values), 1.0
-
-    monkeypatch.setattr(noise, "sample_laplace", laplace)
-
-
 def _database(tmp_path: Path, seed: int) -> tuple[str, Path]:
     rng = random.Random(seed)
     path, schema = tmp_path / "p.db", tmp_path / "schema.sql"

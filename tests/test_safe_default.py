@@ -284,19 +284,6 @@ QUERIES = [
 ]
 
 
-@pytest.fixture
-def noiseless(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Noise switched off inside the test: every sampler returns the true values."""
-    def laplace(values: Sequence[float], **_: object) -> tuple[list[float], float]:
-        return list(values), 1.0
-
-    def gaussian(values: Sequence[float], **_: object) -> tuple[list[float], float, float]:
-        return list(values), 1.0, 0.0
-
-    monkeypatch.setattr(noise, "sample_laplace", laplace)
-    monkeypatch.setattr(noise, "sample_gaussian", gaussian)
-
-
 @pytest.mark.parametrize("seed", range(4))
 def test_release_runs_the_users_query(tmp_path: Path, noiseless: None, seed: int) -> None:
     """With the noise switched off, every released statistic is the true answer of the user's

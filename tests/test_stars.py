@@ -12,7 +12,6 @@ import functools
 import json
 import random
 import sqlite3
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -23,7 +22,6 @@ import cqsens
 from cqsens.analysis import Analysis
 from cqsens.cli.main import cli
 from cqsens.errors import UnsupportedQueryError
-from cqsens.release import noise
 from tests.oracle import Rows, sql_sensitivity
 from tests.test_union import CANDIDATES, CDS, DDL, _ok, databases
 
@@ -97,14 +95,6 @@ def test_a_star_that_cannot_be_expanded_is_refused_by_name(sql: str, construct: 
 def test_without_a_schema_the_star_is_refused_with_the_reason() -> None:
     with pytest.raises(UnsupportedQueryError, match=r"no schema is given \(--schema\)"):
         cqsens.analyze("SELECT COUNT(*) FROM (SELECT * FROM r) AS t")
-
-
-@pytest.fixture
-def noiseless(monkeypatch: pytest.MonkeyPatch) -> None:
-    def laplace(values: Sequence[float], **_: object) -> tuple[list[float], float]:
-        return list(values), 1.0
-
-    monkeypatch.setattr(noise, "sample_laplace", laplace)
 
 
 @pytest.mark.parametrize("seed", range(3))

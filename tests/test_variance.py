@@ -11,7 +11,6 @@ import math
 import random
 import sqlite3
 import statistics
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,6 @@ from hypothesis import given, settings
 
 import cqsens
 from cqsens.errors import UnsupportedQueryError
-from cqsens.release import noise
 from tests.conftest import scaled_examples
 from tests.oracle import Rows, sql_sensitivity
 from tests.test_post_processing import SCHEMA, _rows, run
@@ -61,14 +59,6 @@ def test_distinct_is_refused() -> None:
     with pytest.raises(UnsupportedQueryError) as info:
         cqsens.analyze("SELECT STDDEV_SAMP(DISTINCT r.a) FROM r", schema=DDL)
     assert info.value.construct == "aggregate STDDEVSAMP"
-
-
-@pytest.fixture
-def noiseless(monkeypatch: pytest.MonkeyPatch) -> None:
-    def laplace(values: Sequence[float], **_: object) -> tuple[list[float], float]:
-        return list(values), 1.0
-
-    monkeypatch.setattr(noise, "sample_laplace", laplace)
 
 
 @pytest.mark.parametrize("seed", range(3))
