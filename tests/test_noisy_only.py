@@ -120,9 +120,9 @@ def _numbers(node: object) -> set[float]:
         return {float(node)}
     if isinstance(node, str):
         return {float(m) for m in _NUMBER.findall(node)}
-    items = node.values() if isinstance(node, dict) else node
-    assert isinstance(items, list | tuple | type({}.values()))
-    return set().union(*(_numbers(item) for item in items)) if items else set()
+    assert isinstance(node, dict | list), node
+    items = list(node.values()) if isinstance(node, dict) else node
+    return set().union(*(_numbers(item) for item in items))
 
 
 @pytest.mark.parametrize("seed", range(2))
