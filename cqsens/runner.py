@@ -42,7 +42,14 @@ class _Alarm(BaseException):
     """Raised by the alarm; a BaseException so no library's ``except Exception`` swallows it."""
 
 
+class _Rung:
+    """Whether the alarm of the current :func:`limited` call has rung."""
+
+    rung = False
+
+
 def _ring(signum: int, frame: Any) -> None:  # pragma: no cover - signal handler
+    _Rung.rung = True
     raise _Alarm
 
 
@@ -64,12 +71,14 @@ def limited(run: Callable[[], T], timeout: float | None, *, slack: float = 1.0,
     Raises
     ------
     TimeLimitError
-        The alarm rang.
+        The alarm rang, whatever ``run`` raised after it (an alarm inside a SQLite
+        callback comes back as a ``sqlite3.OperationalError``).
     """
     if timeout is None or not 0 < timeout < NO_LIMIT_SECONDS or not hasattr(signal, "setitimer") \
             or threading.current_thread() is not threading.main_thread():
         return run()
     previous = signal.signal(signal.SIGALRM, _ring)
+    _Rung.rung = False
     try:
         signal.setitimer(signal.ITIMER_REAL, max(timeout * slack, floor))
         try:
@@ -78,6 +87,10 @@ def limited(run: Callable[[], T], timeout: float | None, *, slack: float = 1.0,
             signal.setitimer(signal.ITIMER_REAL, 0)
     except _Alarm:
         raise TimeLimitError("analysis", timeout) from None
+    except Exception:
+        if _Rung.rung:  # the alarm's exception was turned into another one on its way out
+            raise TimeLimitError("analysis", timeout) from None
+        raise
     finally:
         signal.signal(signal.SIGALRM, previous)
 

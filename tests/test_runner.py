@@ -67,6 +67,23 @@ def test_the_alarm_stops_a_run_that_ignores_its_deadline() -> None:
     time.sleep(0.3)
 
 
+def test_an_alarm_turned_into_another_error_is_still_a_time_limit() -> None:
+    # SQLite turns an exception raised in its callbacks (the alarm's) into an OperationalError
+    import sqlite3
+
+    def slow_callback() -> None:
+        conn = sqlite3.connect(":memory:")
+        conn.create_function("nap", 0, lambda: time.sleep(5))
+        conn.execute("SELECT nap()")
+
+    start = time.monotonic()
+    with pytest.raises(TimeLimitError):
+        limited(slow_callback, 0.2)
+    assert time.monotonic() - start < 2
+    with pytest.raises(KeyError):  # without the alarm, the run's own error
+        limited(lambda: {}["k"], 0.2)
+
+
 def test_failures_become_statuses_and_messages() -> None:
     assert failure(TimeLimitError("analysis", 3.0), "q.sql", 3.0) == \
         ("timeout", "q.sql: timed out after 3 s")

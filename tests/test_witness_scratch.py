@@ -47,3 +47,16 @@ def test_the_scratch_database_answers_as_a_new_one(dbs: list[Database]) -> None:
         finally:
             fresh.close()
         assert _answers(scratch(db), db) == want
+
+
+def test_a_fill_interrupted_mid_transaction_does_not_break_the_next() -> None:
+    # a time limit may stop a fill between BEGIN and COMMIT (the alarm of `cqsens report`):
+    # the next fill of the same layout still gives exactly its own database
+    first = Database({"R": ("a", "b")}, {"R": frozenset({(1, 2), (3, 4)})}, {"R": ("INT", "INT")})
+    second = Database({"R": ("a", "b")}, {"R": frozenset({(5, 6)})}, {"R": ("INT", "INT")})
+    conn = scratch(first)
+    conn.execute("BEGIN")
+    conn.execute('DELETE FROM "R"')  # the interrupted fill left its transaction open
+    assert conn.in_transaction
+    assert _answers(scratch(second), second)[0] == [(1,)]
+    assert not scratch(second).in_transaction

@@ -166,8 +166,10 @@ def scratch(db: Database) -> sqlite3.Connection:
         if len(state.conns) > _LAYOUTS:
             state.conns.popitem(last=False)[1].close()
     state.conns.move_to_end(layout)
-    conn.execute("BEGIN")
+    if conn.in_transaction:  # a call interrupted (by a time limit) between BEGIN and COMMIT
+        conn.execute("ROLLBACK")
     try:
+        conn.execute("BEGIN")
         for relation in db.columns:
             conn.execute(f"DELETE FROM {quote_ident(relation)}")
             rows = db.rows.get(relation, ())
@@ -177,7 +179,8 @@ def scratch(db: Database) -> sqlite3.Connection:
                                  list(rows))
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        if conn.in_transaction:  # not when the interruption came after COMMIT
+            conn.execute("ROLLBACK")
         raise
     return conn
 
