@@ -18,6 +18,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields, is_dataclass
+from fractions import Fraction
 
 from cqsens.engine.rules import Rule
 from cqsens.errors import InputError
@@ -377,9 +378,28 @@ def aggregate_bound(
     if neighbor == "substitute":
         return grouped_range_bound(scalar, scalar_bound("add-remove"), touched * k, kind=kind)
     many = touched * k
+    if kind == "avg" and count_delta != math.inf and lo < hi and hi - lo != math.inf:
+        return _spread_avg(scalar, many, exact(count_delta) * k, hi - lo, k)
     return derived(mul(many, scalar.l1), mul(sqrt_upper(many), scalar.l2), neighbor,
                    Rule.GROUPED_VALUE_AGGREGATES, k, (scalar.derivation,), aggregate=kind,
                    groups=many)
+
+
+def _spread_avg(scalar: AggregateBound, groups: Exact, rows: Exact, span: Exact,
+                k: int) -> AggregateBound:
+    """Grouped AVG, add-remove: ``groups`` groups share the ``rows`` added rows.
+
+    A group with ``n ≥ 1`` rows that gains ``d`` moves by at most ``d/(n + d)·span ≤
+    h(d)·span`` with ``h(d) = d/(1 + d)``; ``h`` is concave and Σ d ≤ ``rows``, so the
+    ℓ1 change is at most ``T·h(rows/T)·span = T·rows/(T + rows)·span`` over ``T``
+    groups (Jensen), and ``h ≤ 1`` gives ℓ2² ≤ Σ h(d)²·span² ≤ Σ h(d)·span²
+    (docs/rules.md, rule grouped-value-aggregates).
+    """
+    share = Fraction(groups) * Fraction(rows) / (Fraction(groups) + Fraction(rows))
+    l1 = mul(share, span)
+    l2 = min(mul(sqrt_upper(groups), scalar.l2), mul(sqrt_upper(share), span))
+    return derived(l1, l2, "add-remove", Rule.GROUPED_VALUE_AGGREGATES, k,
+                   (scalar.derivation,), aggregate="avg", groups=groups, rows=rows)
 
 
 def combine(bounds: list[AggregateBound]) -> AggregateBound:

@@ -170,6 +170,10 @@ def _grouped(d: Derivation, style: str) -> str:
         many = _n(d, "groups", 17)
         touched = (f"{who} at most {many} groups" if nb.person else f"{who} {many} groups "
                    "touched")
+        if "rows" in d.inputs:  # AVG: the added rows shared between the touched groups
+            return (f"grouped AVG: {touched}, which share at most {_n(d, 'rows')} rows; a group "
+                    "of n ≥ 1 rows gaining d moves by at most d/(1 + d)·(M − m), so together "
+                    f"at most G·R/(G + R)·(M − m) = {text(d.value)} {_where(d)}")
         return (f"grouped {kind}: {touched}, each by at most the scalar bound "
                 f"({render(d.premises[0], style)})")
     if kind == "SUM":
