@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
@@ -352,14 +352,29 @@ def _built(search: _Search, group: PersonGroup, unit: str,
     # the CASE's own literals) is kept; MIN, MAX and MEDIAN try every choice
     first = all(a.kind in ("count", "count_distinct", "sum", "avg")
                 for a in search.query.aggregates)
-    for ends in _end_choices(search.query, ranges, hints):
-        for hinted in ((hints, {}) if hints else ({},)):
-            found = _built_with(search, group, unit, columns, column_checks, ends, hinted)
-            if found is not None and (best is None or found.change > best.change):
-                best = found
-                if found.change >= upper or first:
-                    return best
+    for ends, hinted, spread in _build_choices(search.query, ranges, hints):
+        found = _built_with(search, group, unit, columns, column_checks, ends, hinted, spread)
+        if found is not None and (best is None or found.change > best.change):
+            best = found
+            if found.change >= upper or (first and not spread):
+                return best
     return best
+
+
+def _build_choices(query: AggregateQuery, ranges: Mapping[str, tuple[Exact, Exact]],
+                   hints: Mapping[str, Sequence[Value]]) -> Iterator[
+                       tuple[dict[str, bool], Mapping[str, Sequence[Value]], frozenset[str]]]:
+    """The builds to try in order: ends × hints, and first, for a grouped AVG, the
+    person's rows spread over distinct groups (each group's average then moves by
+    ``d/(n + d)`` of the range for few rows ``d``: docs/rules.md, rule
+    grouped-value-aggregates)."""
+    choices = _end_choices(query, ranges, hints)
+    groups = frozenset(g.name for g in query.group_by if isinstance(g, Var))
+    if groups and any(a.kind == "avg" for a in query.aggregates):
+        yield choices[0], hints, groups
+    for ends in choices:
+        for hinted in ((hints, {}) if hints else ({},)):
+            yield ends, hinted, frozenset()
 
 
 def _end_choices(query: AggregateQuery, ranges: Mapping[str, tuple[Exact, Exact]],
@@ -433,12 +448,13 @@ def _built_with(search: _Search, group: PersonGroup, unit: str,
                 columns: Mapping[str, tuple[str, ...]],
                 column_checks: Mapping[tuple[str, int], Sequence[Predicate]],
                 ends: Mapping[str, bool],
-                hints: Mapping[str, Sequence[Value]]) -> PersonWitness | None:
+                hints: Mapping[str, Sequence[Value]],
+                spread: frozenset[str] = frozenset()) -> PersonWitness | None:
     full: Database | None = None
     for steps in _step_variants(group.steps):
         made = build_person(group.extended, steps, group.key, schema=search.schema,
                             columns=columns, column_checks=column_checks,
-                            hidden=search.hidden, ends=ends, hints=hints)
+                            hidden=search.hidden, ends=ends, hints=hints, spread=spread)
         full = None if made is None else complete(
             made, [], schema=search.schema, column_checks=column_checks, hidden=search.hidden)
         if full is not None and references_hold(full, search.schema) and search.valid(full):
@@ -453,5 +469,8 @@ def _built_with(search: _Search, group: PersonGroup, unit: str,
     kept = tuple((rel, pos, t) for (rel, pos), ts in sorted(column_checks.items()) for t in ts
                  if rel in full.columns and pos < len(full.columns[rel]))
     route = "; ".join(str(s) for s in group.steps) or "the key alone"
+    spread_over = f", its rows in distinct groups of {', '.join(sorted(spread))}" \
+        if spread else ""
     return replace(person, checks=kept, construction=(
-        f"one person built along the bound's steps ({route}), along {'; '.join(group.chains)}"))
+        f"one person built along the bound's steps ({route}){spread_over}, along "
+        f"{'; '.join(group.chains)}"))

@@ -76,6 +76,7 @@ def build_person(
     ends: Mapping[str, bool] | None = None,
     cap: int = MAX_PERSON_ROWS,
     hints: Mapping[str, Sequence[Value]] | None = None,
+    spread: frozenset[str] = frozenset(),
 ) -> Database | None:
     """The rows of ``extended`` (the query extended to the unit table) for one person
     whose key holds ``key``, a product along ``steps``, with concrete values; None when
@@ -83,7 +84,9 @@ def build_person(
     a variable (by name) at the high (True) or low (False) end of the range its CHECKs
     and filters allow, when that range is finite: an aggregated value at the end that
     moves the released value most.  ``hints`` are values to try first for a variable (by
-    name): the literals a CASE of a summed expression compares it with.
+    name): the literals a CASE of a summed expression compares it with.  ``spread``
+    names variables (GROUP BY columns) whose copies take distinct values where they
+    can: the person's rows then fall into as many groups as the steps allow.
 
     Examples
     --------
@@ -106,7 +109,7 @@ def build_person(
                 if (table := schema.find(a.relation)) is not None
                 for p, t in enumerate(a.terms) if isinstance(t, Var) and p < len(table.types)}
     for variant in disjunct_variants(extended):
-        chosen = _Chooser(variant, column_checks, branching, ends or {},
+        chosen = _Chooser(variant, column_checks, branching | spread, ends or {},
                           declared, hints or {}).choose(idents)
         if chosen is not None:
             break
