@@ -203,22 +203,68 @@ def evaluate(predicate: Predicate, values: Sequence[Value]) -> bool | None:
 Bound = int | Fraction | float  # float only for ±inf
 
 
-def _numeric(node: Expr) -> int | Fraction | None:
+def _normal(value: Fraction) -> int | Fraction:
+    return value.numerator if value.denominator == 1 else value
+
+
+def _exact_number(node: Expr) -> Fraction | None:
+    """A constant number, ``+ - *`` of them folded exactly (SQL's DECIMAL arithmetic)."""
     if isinstance(node, Literal) and node.kind in (Kind.INTEGER, Kind.DECIMAL):
         assert isinstance(node.value, (int, Decimal))
-        value = Fraction(node.value)
-        return value.numerator if value.denominator == 1 else value
+        return Fraction(node.value)
     if isinstance(node, Negate):
-        inner = _numeric(node.operand)
+        inner = _exact_number(node.operand)
         return None if inner is None else -inner
+    if isinstance(node, Arith) and node.op in ("+", "-", "*"):
+        left, right = _exact_number(node.left), _exact_number(node.right)
+        if left is None or right is None:
+            return None
+        return left + right if node.op == "+" else left - right if node.op == "-" \
+            else left * right
     return None
+
+
+def _double_number(node: Expr) -> float | None:
+    """The same constant as SQLite computes it, in doubles."""
+    if isinstance(node, Literal) and node.kind is Kind.INTEGER:
+        assert isinstance(node.value, int)
+        return float(node.value)
+    if isinstance(node, Literal) and node.kind is Kind.DECIMAL:
+        assert isinstance(node.value, Decimal)
+        return float(node.value)
+    if isinstance(node, Negate):
+        inner = _double_number(node.operand)
+        return None if inner is None else -inner
+    if isinstance(node, Arith) and node.op in ("+", "-", "*"):
+        left, right = _double_number(node.left), _double_number(node.right)
+        if left is None or right is None:
+            return None
+        got = left + right if node.op == "+" else left - right if node.op == "-" \
+            else left * right
+        return got if math.isfinite(got) else None
+    return None
+
+
+def _numeric(node: Expr) -> tuple[int | Fraction, int | Fraction] | None:
+    """The range of a constant number: a literal's exact value, or for ``+ - *`` of
+    constants (TPC-H q6: ``BETWEEN 0.06 - 0.01 AND 0.06 + 0.01``) both the exact result
+    (SQL's DECIMAL arithmetic) and the double SQLite computes (``0.06999999999999999``,
+    read as its text), so that a bound taken from it holds in either."""
+    exact = _exact_number(node)
+    double = _double_number(node)
+    if exact is None or double is None:
+        return None
+    computed = Fraction(repr(double))
+    low, high = (exact, computed) if exact <= computed else (computed, exact)
+    return _normal(low), _normal(high)
 
 
 def slot_ranges(predicate: Predicate) -> dict[int, tuple[Bound, Bound]]:
     """The closed range a conjunction of comparisons with numbers puts on each slot.
 
     Reads ``s BETWEEN a AND b``, ``s >= a``, ``s > a`` (kept closed, which is
-    sound), ``a <= s``, ``s = a``, joined by AND; every other part is ignored.
+    sound), ``a <= s``, ``s = a``, joined by AND, the numbers constants or ``+ - *``
+    of constants; every other part is ignored.
 
     >>> p = And((Compare(">", Slot(0), Literal(30, Kind.INTEGER)),
     ...          Compare(">=", Literal(60, Kind.INTEGER), Slot(0))))
@@ -241,20 +287,21 @@ def slot_ranges(predicate: Predicate) -> dict[int, tuple[Bound, Bound]]:
             for part in node.parts:
                 visit(part)
         elif isinstance(node, Between) and not node.negated:
-            put(node.operand, _numeric(node.low), _numeric(node.high))
+            low, high = _numeric(node.low), _numeric(node.high)
+            put(node.operand, None if low is None else low[0], None if high is None else high[1])
         elif isinstance(node, Compare) and node.op in ("=", "<", "<=", ">", ">="):
             lnum, rnum = _numeric(node.left), _numeric(node.right)
             if node.op == "=":
                 if rnum is not None:
-                    put(node.left, rnum, rnum)
+                    put(node.left, *rnum)
                 elif lnum is not None:
-                    put(node.right, lnum, lnum)
+                    put(node.right, *lnum)
                 return
             lower = node.op in (">", ">=")
-            if rnum is not None:
-                put(node.left, rnum if lower else None, None if lower else rnum)
-            elif lnum is not None:
-                put(node.right, None if lower else lnum, lnum if lower else None)
+            if rnum is not None:  # s >= a: a's low; s <= a: a's high
+                put(node.left, rnum[0] if lower else None, None if lower else rnum[1])
+            elif lnum is not None:  # a >= s: a's high; a <= s: a's low
+                put(node.right, None if lower else lnum[0], lnum[1] if lower else None)
 
     visit(predicate)
     return {k: (v[0], v[1]) for k, v in sorted(out.items())}
