@@ -22,6 +22,7 @@ from cqsens.ir.cq import CQ, AggregateQuery, Atom, Const, Var
 from cqsens.ir.dependencies import Dependency, Sigma
 from cqsens.ir.schema import Schema
 from cqsens.pipeline import Analysis, analyze, analyze_with
+from cqsens.report import words as _words  # noqa: F401 - registers Analysis's renderers
 from cqsens.settings import Settings
 
 __all__ = [

@@ -7,7 +7,7 @@ all print (docs/json.md, "Output").
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +24,35 @@ from cqsens.ir.exact import Exact
 from cqsens.release.noise import NoiseCalibration
 from cqsens.witness.model import Witness
 
-__all__ = ["AggregateRecord", "Analysis", "noise_dict"]
+__all__ = ["AggregateRecord", "Analysis", "Renderers", "noise_dict", "register_renderers",
+           "renderers"]
+
+
+@dataclass(frozen=True, slots=True)
+class Renderers:
+    """How an analysis is put in words (rendering is :mod:`cqsens.report`'s, which
+    registers its renderers with :func:`register_renderers` when it is imported, as
+    ``import cqsens`` does): the sentence of a derivation, the one-line reason of an
+    analysis, and the HTML card of a report row."""
+
+    rule: Callable[[Derivation], str]
+    reason: Callable[[Analysis], str]
+    card: Callable[[dict[str, Any]], str]
+
+
+_REGISTERED: list[Renderers] = []
+
+
+def register_renderers(found: Renderers) -> None:
+    """Make ``found`` the renderers of :class:`Analysis` and :class:`AggregateRecord`."""
+    _REGISTERED[:] = [found]
+
+
+def renderers() -> Renderers:
+    """The registered renderers (:mod:`cqsens.report`'s)."""
+    if not _REGISTERED:  # cqsens/__init__.py imports cqsens.report, which registers them
+        raise RuntimeError("no renderers registered: import cqsens.report first")
+    return _REGISTERED[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,9 +74,7 @@ class AggregateRecord:
     @property
     def rule(self) -> str:
         """The sentence of the rule applied, in the neighbourhood's words."""
-        from cqsens.report import words  # rendering is report's: no module-level import
-
-        return words.render(self.derivation)
+        return renderers().rule(self.derivation)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of one aggregate (``rule_id``: the anchor in docs/rules.md)."""
@@ -160,9 +186,7 @@ class Analysis:
     def reason(self) -> str:
         """The one-line reason for the bound, in terms of the released statistic
         (:func:`cqsens.report.words.reason`)."""
-        from cqsens.report import words  # rendering is report's: no module-level import
-
-        return words.reason(self)
+        return renderers().reason(self)
 
     def structure(self) -> dict[str, Any]:
         """The core's canonical structure and the steps behind the bound, for drawings."""
@@ -182,9 +206,7 @@ class Analysis:
     def _repr_html_(self) -> str:
         """The card of this query in the HTML report, for Jupyter
         (:func:`cqsens.report.html.card_html`)."""
-        from cqsens.report.html import card_html
-
-        return card_html(self.report_row())
+        return renderers().card(self.report_row())
 
     def to_dict(self, *, witness: bool = False) -> dict[str, Any]:
         """The JSON object of the analysis (∞ as ``"inf"``); ``witness`` adds the databases."""

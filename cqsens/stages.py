@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Generic, TypeVar
 
 from cqsens.analysis import Analysis
 from cqsens.frontend.load import read_source
@@ -21,27 +22,41 @@ from cqsens.ir.exact import text
 from cqsens.ir.schema import Schema
 from cqsens.settings import Settings
 
-__all__ = ["StagedSource", "analyze_stages", "shared_settings", "staged_source"]
+__all__ = ["SplitSource", "analyze_stages", "shared_settings", "split_source",
+           "staged_source"]
+
+
+Parts = TypeVar("Parts")
 
 
 @dataclass(frozen=True, slots=True)
-class StagedSource:
-    """A SQL source split into stages, with its text and name."""
+class SplitSource(Generic[Parts]):
+    """A SQL source split into releases (its stages, or its released views), with its
+    text and name."""
 
-    stages: Stages
+    parts: Parts
     text: str
     name: str | None
 
 
-def staged_source(source: str | Path, settings: Settings, schema: Schema | None, *,
-                  kind: str | None, name: str | None) -> StagedSource | None:
-    """The stages of a SQL source, or None when it is one release (or not SQL)."""
-    text, origin, kind = read_source(source, kind=kind, name=name)
-    if kind != "sql":
+def split_source(source: str | Path, split: Callable[[str, str], Parts | None], *,
+                 kind: str | None, name: str | None) -> SplitSource[Parts] | None:
+    """``source`` split by ``split`` (called with its SQL text and name), or None when it
+    is not SQL or ``split`` finds nothing to split."""
+    text, origin, language = read_source(source, kind=kind, name=name)
+    if language != "sql":
         return None
-    stages = split_stages(text, settings.dialect, public=frozenset(settings.public_tables()),
-                          schema=schema, source=origin or "<sql>")
-    return None if stages is None else StagedSource(stages, text, origin)
+    parts = split(text, origin or "<sql>")
+    return None if parts is None else SplitSource(parts, text, origin)
+
+
+def staged_source(source: str | Path, settings: Settings, schema: Schema | None, *,
+                  kind: str | None, name: str | None) -> SplitSource[Stages] | None:
+    """The stages of a SQL source, or None when it is one release (or not SQL)."""
+    public = frozenset(settings.public_tables())
+    return split_source(source, lambda text, origin: split_stages(
+        text, settings.dialect, public=public, schema=schema, source=origin),
+        kind=kind, name=name)
 
 
 def _share(value: float | None, count: int) -> float | None:
@@ -55,13 +70,13 @@ def shared_settings(settings: Settings, count: int) -> Settings:
                    epsilon=_share(settings.epsilon, count), delta=_share(settings.delta, count))
 
 
-def analyze_stages(staged: StagedSource, settings: Settings,
+def analyze_stages(staged: SplitSource[Stages], settings: Settings,
                    run: Callable[[str, Settings], Analysis]) -> Analysis:
     """The analysis of a two-stage release: the outer statement's, with every stage.
 
     Parameters
     ----------
-    staged : StagedSource
+    staged : SplitSource of Stages
         The statement's stages.
     settings : Settings
         The analysis settings; each stage gets an equal share of ε, δ and the
@@ -75,13 +90,13 @@ def analyze_stages(staged: StagedSource, settings: Settings,
         The outer statement's analysis (its bounds are the last stage's), with the
         user's text as its query and every stage's analysis under ``stages``.
     """
-    count = len(staged.stages.inner) + 1
+    count = len(staged.parts.inner) + 1
     share = shared_settings(settings, count)
-    firsts = [run(text, share) for text in staged.stages.inner]
-    outer = run(staged.stages.outer, share)
+    firsts = [run(text, share) for text in staged.parts.inner]
+    outer = run(staged.parts.outer, share)
     lines = [f"Two-stage release (docs/rules.md, rule two-stage): {count} stages composed in "
              f"sequence, each with ε/{count}{' and δ/' + str(count) if settings.delta else ''}."]
-    for number, (stage, condition) in enumerate(zip(firsts, staged.stages.conditions,
+    for number, (stage, condition) in enumerate(zip(firsts, staged.parts.conditions,
                                                     strict=True), start=1):
         lower = "unknown" if stage.lower is None else text(stage.lower)
         lines.append(f"Stage {number}: {stage.query} is released first (upper "

@@ -14,7 +14,7 @@ composition, Dwork and Roth 2014, Thm 3.16).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from cqsens.analysis import Analysis
@@ -25,32 +25,20 @@ from cqsens.frontend.view_advice import view_advice
 from cqsens.ir.exact import text
 from cqsens.ir.schema import Schema
 from cqsens.settings import Settings
-from cqsens.stages import shared_settings
+from cqsens.stages import SplitSource, shared_settings, split_source
 
-__all__ = ["ViewSource", "advise", "analyze_views", "releases", "view_source"]
-
-
-@dataclass(frozen=True, slots=True)
-class ViewSource:
-    """A SQL source with released views, with its text and name."""
-
-    views: Views
-    text: str
-    name: str | None
+__all__ = ["advise", "analyze_views", "releases", "view_source"]
 
 
 def view_source(source: str | Path, settings: Settings, schema: Schema | None, *,
-                kind: str | None, name: str | None) -> ViewSource | None:
+                kind: str | None, name: str | None) -> SplitSource[Views] | None:
     """The released views of a SQL source, or None when it has none (or is not SQL)."""
-    public = settings.public_tables()
+    public = frozenset(settings.public_tables())
     if not public:
         return None
-    body, origin, language = read_source(source, kind=kind, name=name)
-    if language != "sql":
-        return None
-    found = split_views(body, settings.dialect, public=frozenset(public), schema=schema,
-                        source=origin or "<sql>")
-    return None if found is None else ViewSource(found, body, origin)
+    return split_source(source, lambda body, origin: split_views(
+        body, settings.dialect, public=public, schema=schema, source=origin),
+        kind=kind, name=name)
 
 
 def releases(views: Views) -> int:
@@ -59,7 +47,7 @@ def releases(views: Views) -> int:
     return len(views.views) + (0 if views.public_outer else 1)
 
 
-def analyze_views(found: ViewSource, settings: Settings,
+def analyze_views(found: SplitSource[Views], settings: Settings,
                   run: Callable[[str, Settings], Analysis]) -> Analysis:
     """The analysis of a statement with released views (``found``); the other
     parameters are those of :func:`cqsens.stages.analyze_stages`.
@@ -71,7 +59,7 @@ def analyze_views(found: ViewSource, settings: Settings,
         private tables, else the last view), with the user's text as its query and
         every stage's analysis under ``stages`` (the views first, the rest last).
     """
-    views = found.views
+    views = found.parts
     count = releases(views)
     share = shared_settings(settings, count)
     firsts = [run(v.sql, share) for v in views.views]

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import sys
 from dataclasses import replace
-from functools import partial
 from pathlib import Path
 
 import click
@@ -51,8 +50,10 @@ from cqsens.release.ledger import (
     record,
 )
 from cqsens.release.noise import EPSILON_MAX, EPSILON_MIN, check_privacy
-from cqsens.releasing import Release, release
+from cqsens.releasing import Release
+from cqsens.releasing.options import ReleaseOptions
 from cqsens.releasing.public import is_public_release
+from cqsens.releasing.run import release_with
 from cqsens.releasing.stages import StagedRelease, release_stages
 from cqsens.releasing.views import release_views, views_of
 from cqsens.report.release import (
@@ -261,13 +262,18 @@ def release_cmd(
                 precheck(ledger, charge, model, limits)
 
         views = views_of(analysis, settings.public, schema_obj)
-        run_release = release_stages if analysis.stages else release
+        options = ReleaseOptions(
+            url=db, epsilon=epsilon, reanalyse=lambda text: run(text, "sql", analysis.source),
+            delta=delta, mechanism=mechanism, schema=schema_obj, bounds=settings.bounds,
+            keys_file=settings.keys, public=settings.public, epsilon_parts=parts,
+            before_query=check)
+        done: Release | StagedRelease
         if views is not None:  # docs/rules.md, rule released-view
-            run_release = partial(release_views, found=views)
-        done = run_release(analysis, url=db, epsilon=epsilon, delta=delta, mechanism=mechanism,
-                           reanalyse=lambda text: run(text, "sql", analysis.source),
-                           schema=schema_obj, bounds=settings.bounds, keys_file=settings.keys,
-                           public=settings.public, epsilon_parts=parts, before_query=check)
+            done = release_views(analysis, views, options)
+        elif analysis.stages:  # docs/rules.md, rule two-stage
+            done = release_stages(analysis, options)
+        else:
+            done = release_with(analysis, options)
         results = done.stages if isinstance(done, StagedRelease) else (done,)
         result = results[-1]
         state = _recorded(ledger, results, limits)

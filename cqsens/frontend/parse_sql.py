@@ -177,6 +177,7 @@ class _Query:
         self.uf = TermClasses(self.order)
         self.split = False
         self.labels: dict[int, str] = {}  # an aggregate taken out of an arithmetic combination
+        self.outputs: dict[int, str] = {}  # its result column's name (alias, else SQL text)
 
     def translate(self) -> AggregateQuery:
         tr, tree = self.tr, self.tree
@@ -195,6 +196,7 @@ class _Query:
         self._split_combinations()
         for item in tree.expressions:  # the labels as written, before any inlining
             self.labels.setdefault(id(item), item.sql(dialect=self.dialect))
+            self.outputs.setdefault(id(item), self._output(item))
         released_sql = self._post_processing()
         opaque_filters = drop_public_conjuncts(tree, tr.public, self.dialect)
         if opaque_filters:
@@ -257,7 +259,8 @@ class _Query:
                 continue  # a constant column ('all' AS label): the same in every answer
             label = self.labels.get(id(item)) or item.sql(dialect=self.dialect)
             agg, head = self._aggregate(node, label, all_vars)
-            aggregates.append(agg)
+            aggregates.append(replace(agg, output=self.outputs.get(id(item))
+                                      or self._output(item)))
             heads.append(tuple(dict.fromkeys((*group_terms, *head))))
         if not aggregates:
             raise tr.unsupported(tree, "SELECT without aggregate",
@@ -528,6 +531,11 @@ class _Query:
     ) -> tuple[Aggregate, tuple[Term, ...]]:
         return aggregate_of(self, node, label, all_vars)
 
+    def _output(self, item: exp.Expr) -> str:
+        """The name of the result column of the SELECT item ``item``: its alias, else its
+        SQL text."""
+        return item.alias if isinstance(item, exp.Alias) else item.sql(dialect=self.dialect)
+
     def _split_combinations(self) -> None:
         """Replace each arithmetic combination of aggregates in SELECT by its aggregates.
 
@@ -550,6 +558,7 @@ class _Query:
             for part in parts:
                 copy = part.copy()
                 self.labels[id(copy)] = f"{part.sql(dialect=self.dialect)} (in {name})"
+                self.outputs[id(copy)] = part.sql(dialect=self.dialect)
                 self.split = True
                 items.append(copy)
         self.tree.set("expressions", items)

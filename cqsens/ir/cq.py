@@ -333,6 +333,9 @@ class Aggregate:
     has ``column`` and ``column_name`` None and holds the typed ``expression``
     instead: its slot ``i`` is the term ``terms[i]``, a value of the column
     ``term_columns[i]`` (``table.column``).
+
+    ``output`` names its result column as the SQL shows it: its alias, else its SQL
+    text ("" when it does not come from SQL); ``label`` is for people.
     """
 
     kind: str
@@ -343,6 +346,7 @@ class Aggregate:
     expression: Expr | None = None
     terms: tuple[Term, ...] = ()
     term_columns: tuple[str, ...] = ()
+    output: str = ""
 
 
 @dataclass(frozen=True, slots=True)

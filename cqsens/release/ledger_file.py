@@ -24,32 +24,21 @@ from cqsens.release.ledger_values import (
 __all__ = ["open_ledger", "read_ledger"]
 
 FORMAT = "2"
-_RELEASES = """
-CREATE TABLE releases (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    time TEXT NOT NULL,
-    query_sha256 TEXT NOT NULL,
-    epsilon REAL NOT NULL,
-    delta REAL NOT NULL,
-    rho REAL,
-    mechanism TEXT NOT NULL,
-    privacy_unit TEXT NOT NULL,
-    database TEXT NOT NULL,
-    rho_epsilon REAL NOT NULL DEFAULT 0,
-    rho_delta REAL NOT NULL DEFAULT 0
-)
-"""
+
+
+def _log_table(name: str, *columns: str) -> str:
+    """The CREATE TABLE of a log of the ledger: an id and a time, then ``columns``."""
+    lines = ("id INTEGER PRIMARY KEY AUTOINCREMENT", "time TEXT NOT NULL", *columns)
+    return f"\nCREATE TABLE {name} (\n" + ",\n".join(f"    {c}" for c in lines) + "\n)\n"
+
+
+_RELEASES = _log_table(
+    "releases", "query_sha256 TEXT NOT NULL", "epsilon REAL NOT NULL", "delta REAL NOT NULL",
+    "rho REAL", "mechanism TEXT NOT NULL", "privacy_unit TEXT NOT NULL", "database TEXT NOT NULL",
+    "rho_epsilon REAL NOT NULL DEFAULT 0", "rho_delta REAL NOT NULL DEFAULT 0")
 _SETTINGS = "CREATE TABLE ledger_settings (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
-_CHANGES = """
-CREATE TABLE ledger_changes (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    time TEXT NOT NULL,
-    setting TEXT NOT NULL,
-    old TEXT NOT NULL,
-    new TEXT NOT NULL,
-    how TEXT NOT NULL
-)
-"""
+_CHANGES = _log_table("ledger_changes", "setting TEXT NOT NULL", "old TEXT NOT NULL",
+                      "new TEXT NOT NULL", "how TEXT NOT NULL")
 _OLD_COLUMNS = ("id", "time", "query_sha256", "epsilon", "delta", "rho", "mechanism",
                 "privacy_unit", "database")
 _COLUMNS = ("time", "query_sha256", "epsilon", "delta", "rho", "mechanism", "privacy_unit",

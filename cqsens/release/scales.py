@@ -141,12 +141,26 @@ def laplace_halfwidth(scale: float, confidence: float = 0.95, *,
     >>> laplace_halfwidth(1.0, integer=True), laplace_halfwidth(3.0, integer=True)
     (3.0, 9.0)
     """
-    b = _check_scale(scale, "scale")
+    return _halfwidth(scale, "scale", confidence, integer,
+                      lambda b, c: b * -math.log1p(-c), _discrete_laplace_halfwidth)
+
+
+def _halfwidth(scale: float, name: str, confidence: float, integer: bool,
+               continuous: Callable[[float, float], float],
+               discrete: Callable[[float, float], float]) -> float:
+    """The half-width of noise of scale ``scale`` (checked, named ``name``) at
+    ``confidence``: 0 or ∞ for a scale of 0 or ∞, else ``continuous(scale, confidence)``,
+    or ``discrete(scale, confidence)`` for the noise of a count (``integer``)."""
+    checked = _check_scale(scale, name)
     c = _check_confidence(confidence)
-    if b == 0 or math.isinf(b):
-        return b
-    if not integer:
-        return b * -math.log1p(-c)
+    if checked == 0 or math.isinf(checked):
+        return checked
+    return discrete(checked, c) if integer else continuous(checked, c)
+
+
+def _discrete_laplace_halfwidth(b: float, c: float) -> float:
+    """The smallest integer ``h`` with ``P(|Z| ≤ h) ≥ c`` for the discrete Laplace of
+    scale ``b`` (:func:`laplace_halfwidth`)."""
     with _decimals():
         big_b, q = Decimal(b), _miss(c)
         t = (-1 / big_b).exp()
@@ -321,12 +335,14 @@ def gaussian_halfwidth(sigma: float, confidence: float = 0.95, *,
     >>> gaussian_halfwidth(1.0, integer=True), gaussian_halfwidth(10.0, integer=True)
     (2.0, 20.0)
     """
-    sig = _check_scale(sigma, "sigma")
-    c = _check_confidence(confidence)
-    if sig == 0 or math.isinf(sig):
-        return sig
-    if not integer:
-        return sig * NormalDist().inv_cdf(0.5 + 0.5 * c)
+    return _halfwidth(sigma, "sigma", confidence, integer,
+                      lambda sig, c: sig * NormalDist().inv_cdf(0.5 + 0.5 * c),
+                      _discrete_gaussian_halfwidth)
+
+
+def _discrete_gaussian_halfwidth(sig: float, c: float) -> float:
+    """The smallest integer ``h`` with ``P(|Z| ≤ h) ≥ c`` for the discrete Gaussian of
+    scale ``sig`` (:func:`gaussian_halfwidth`)."""
     q = math.nextafter(float(_miss(c)), 0.0)  # 1 − c, rounded down
     guess = math.floor(sig * NormalDist().inv_cdf(1.0 - q / 2.0))
     beyond = _summed_tail(sig) if sig <= _SUMMED_SIGMA else _integral_tail(sig)

@@ -29,6 +29,7 @@ from cqsens.releasing.measure import (
     _select_partitions,
     _value_range,
 )
+from cqsens.releasing.options import ReleaseOptions
 from cqsens.releasing.post import _released_groups
 from cqsens.releasing.public import (
     MECHANISM,
@@ -39,7 +40,7 @@ from cqsens.releasing.public import (
 )
 from cqsens.releasing.results import Number, PartRelease, Release, ReleasedGroup, ReleasedValue
 
-__all__ = ["release"]
+__all__ = ["release", "release_with"]
 
 
 def _dialect(conn: Any) -> str:
@@ -73,6 +74,55 @@ def _parts(analysis: Analysis, reanalyse: Callable[[str], Analysis], schema: Sch
     if len(parts_analysis.aggregates) != len(plan.parts):
         raise InputError("the released parts do not match the analysis", construct="release")
     return plan, parts_analysis
+
+
+def release_with(analysis: Analysis, options: ReleaseOptions) -> Release:
+    """Release the query of ``analysis`` as ``options`` say (:func:`release`, whose
+    keywords are the fields of ``options``)."""
+    if is_public_statement(analysis):  # docs/rules.md, rule public-statement: ε not spent
+        return _public_release(analysis, public_answer(analysis, url=options.url),
+                               options.url)
+    _check_request(analysis, options.mechanism, options.delta)
+    eps = noise.check_privacy(options.epsilon, options.delta)
+    _refuse_unbounded(analysis)
+    schema = _with_derived(analysis, options.schema, options.url)
+    plan, parts_analysis = _parts(analysis, options.reanalyse, schema)
+    neighbor, contributions = parts_analysis.neighbor, parts_analysis.contributions
+    public_names = {n.strip().lower() for item in options.public for n in item.split(",")
+                    if n.strip()}
+    # a proven 0 over private rows still gets the noise of sensitivity 1 (a safeguard): only
+    # a query that reads nothing but public tables is released exactly
+    private = [t for t in plan.tables if t.lower() not in public_names]
+    records = [replace(r, l1=1, l2=1) if r.l1 == 0 and private else r
+               for r in parts_analysis.aggregates]
+    budget = _budget(plan, _selects_keys(plan, options.keys_file, public_names, schema),
+                     options.epsilon_parts or {}, eps, options.delta, options.mechanism)
+    charge = _charge(plan, records, budget, eps, options.delta)
+    if options.before_query is not None:
+        options.before_query(charge, PrivacyModel(neighbor, contributions, analysis.unit))
+
+    with connect(options.url) as conn:
+        # one snapshot for the constraint check and the query: REPEATABLE READ on
+        # PostgreSQL; on SQLite an explicit BEGIN (its driver opens none before a SELECT)
+        # holds one read transaction until the rollback
+        if conn.dialect.name == "postgresql":
+            conn = conn.execution_options(isolation_level="REPEATABLE READ")
+        trans = conn.begin()
+        try:
+            target = _dialect(conn)
+            if target == "sqlite":
+                conn.exec_driver_sql("PRAGMA query_only = ON")
+                if not conn.connection.dbapi_connection.in_transaction:  # type: ignore[union-attr]
+                    conn.exec_driver_sql("BEGIN")
+            _refuse_broken(conn, analysis, parts_analysis, plan, url=options.url,
+                           schema=schema, bounds=options.bounds)
+            return _release(
+                _rewritten(conn, target, options.rewrite), target, analysis,
+                parts_analysis, plan, records, options, eps=eps, schema=schema,
+                public_names=public_names, budget=budget, charge=charge, neighbor=neighbor,
+                contributions=contributions)
+        finally:
+            trans.rollback()
 
 
 def release(
@@ -130,64 +180,22 @@ def release(
     InputError
         A CQ, no δ where one is needed, a database error, a bad keys file.
     """
-    if is_public_statement(analysis):  # docs/rules.md, rule public-statement: ε not spent
-        return _public_release(analysis, public_answer(analysis, url=url), url)
-    _check_request(analysis, mechanism, delta)
-    eps = noise.check_privacy(epsilon, delta)
-    _refuse_unbounded(analysis)
-    schema = _with_derived(analysis, schema, url)
-    plan, parts_analysis = _parts(analysis, reanalyse, schema)
-    neighbor, contributions = parts_analysis.neighbor, parts_analysis.contributions
-    public_names = {n.strip().lower() for item in public for n in item.split(",") if n.strip()}
-    # a proven 0 over private rows still gets the noise of sensitivity 1 (a safeguard): only
-    # a query that reads nothing but public tables is released exactly
-    private = [t for t in plan.tables if t.lower() not in public_names]
-    records = [replace(r, l1=1, l2=1) if r.l1 == 0 and private else r
-               for r in parts_analysis.aggregates]
-    budget = _budget(plan, _selects_keys(plan, keys_file, public_names, schema),
-                     epsilon_parts or {},
-                     eps, delta, mechanism)
-    charge = _charge(plan, records, budget, eps, delta)
-    if before_query is not None:
-        before_query(charge, PrivacyModel(neighbor, contributions, analysis.unit))
-
-    with connect(url) as conn:
-        # one snapshot for the constraint check and the query: REPEATABLE READ on
-        # PostgreSQL; on SQLite an explicit BEGIN (its driver opens none before a SELECT)
-        # holds one read transaction until the rollback
-        if conn.dialect.name == "postgresql":
-            conn = conn.execution_options(isolation_level="REPEATABLE READ")
-        trans = conn.begin()
-        try:
-            target = _dialect(conn)
-            if target == "sqlite":
-                conn.exec_driver_sql("PRAGMA query_only = ON")
-                if not conn.connection.dbapi_connection.in_transaction:  # type: ignore[union-attr]
-                    conn.exec_driver_sql("BEGIN")
-            _refuse_broken(conn, analysis, parts_analysis, plan, url=url, schema=schema,
-                           bounds=bounds)
-            return _release(
-                _rewritten(conn, target, rewrite), target, analysis,
-                parts_analysis, plan, records, url=url, eps=eps,
-                delta=delta, mechanism=mechanism, reanalyse=reanalyse, schema=schema,
-                bounds=bounds, keys_file=keys_file, public_names=public_names,
-                budget=budget, charge=charge, neighbor=neighbor,
-                contributions=contributions)
-        finally:
-            trans.rollback()
+    return release_with(analysis, ReleaseOptions(
+        url=url, epsilon=epsilon, reanalyse=reanalyse, delta=delta, mechanism=mechanism,
+        schema=schema, bounds=bounds, keys_file=keys_file, public=public,
+        epsilon_parts=epsilon_parts, before_query=before_query, rewrite=rewrite))
 
 
 def _release(conn: Any, target: str, analysis: Analysis, parts_analysis: Analysis,
-             plan: ReleasePlan, records: Sequence[AggregateRecord], *, url: str, eps: float,
-             delta: float | None, mechanism: str, reanalyse: Callable[[str], Analysis],
-             schema: Schema | None, bounds: Sequence[str], keys_file: str | None,
-             public_names: set[str], budget: _Budget, charge: Charge, neighbor: str,
-             contributions: int) -> Release:
+             plan: ReleasePlan, records: Sequence[AggregateRecord], options: ReleaseOptions,
+             *, eps: float, schema: Schema | None, public_names: set[str], budget: _Budget,
+             charge: Charge, neighbor: str, contributions: int) -> Release:
     notes: list[str] = []
+    bounds, delta = options.bounds, options.delta
     private = [t for t in plan.tables if t.lower() not in public_names]
     # ---- the released keys: a public domain, none, or partition selection
-    domain, key_mode = _public_domain(conn, target, plan, keys_file=keys_file, schema=schema,
-                                      public_names=public_names, delta=delta,
+    domain, key_mode = _public_domain(conn, target, plan, keys_file=options.keys_file,
+                                      schema=schema, public_names=public_names, delta=delta,
                                       source=analysis.source)
 
     # ---- the parts' true values per group (kept in this function and the steps it calls
@@ -205,13 +213,13 @@ def _release(conn: Any, target: str, analysis: Analysis, parts_analysis: Analysi
     released: dict[int, dict[str, Number | None]] = {}
     if domain is None:
         domain, key_mode = _select_partitions(conn, target, plan, records, budget, data,
-                                              column_of, reanalyse, key_mode, part_releases,
+                                              column_of, options.reanalyse, key_mode, part_releases,
                                               released, notes)
     if plan.keys:  # said whatever the data hold: its presence must not depend on them
         notes.append("groups outside the released keys are never shown (whether the data "
                      "hold any is not revealed)")
-    _add_noise(plan, records, parts_analysis, domain, data, column_of, noisy, budget, mechanism,
-               private, part_releases, released, notes)
+    _add_noise(plan, records, parts_analysis, domain, data, column_of, noisy, budget,
+               options.mechanism, private, part_releases, released, notes)
     _add_quantiles(conn, target, plan, records, parts_analysis, domain, clamps, budget.shares,
                    schema=schema, bounds=bounds, neighbor=neighbor,
                    contributions=contributions, part_releases=part_releases,
@@ -224,7 +232,7 @@ def _release(conn: Any, target: str, analysis: Analysis, parts_analysis: Analysi
         ordered.append(part_releases[-1])
     mechanisms = sorted({p.family for p in ordered})
     return Release(
-        query=analysis.query, source=analysis.source, database=mask_url(url),
+        query=analysis.query, source=analysis.source, database=mask_url(options.url),
         neighbor=neighbor, contributions=contributions, epsilon=eps, delta=charge.delta,
         mechanism=" + ".join(mechanisms), split=budget.split, key_names=plan.keys,
         key_mode=key_mode, parts=tuple(ordered), groups=tuple(out_groups),

@@ -4,21 +4,19 @@ Stage 1 releases each threshold subquery on its own, with its share of ε; its n
 value, and only that, replaces ``CQSENS_STAGE_VALUE(i)`` as a literal in every SQL
 text the outer statement's release runs (stage 2, with the rest of ε).  The true value
 of a threshold is never read by stage 2: the database computes the subquery only in
-stage 1, whose true answer stays inside :func:`cqsens.release.execute.release`.
+stage 1, whose true answer stays inside :func:`cqsens.releasing.run.release_with`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from cqsens.analysis import Analysis
 from cqsens.errors import InputError
 from cqsens.frontend.two_stage import MARKER, substitute
-from cqsens.ir.schema import Schema
-from cqsens.release.ledger import Charge, PrivacyModel
+from cqsens.releasing.options import ReleaseOptions
 from cqsens.releasing.results import Number, Release
-from cqsens.releasing.run import release
+from cqsens.releasing.run import release_with
 
 __all__ = ["StagedRelease", "release_stages"]
 
@@ -48,24 +46,10 @@ def _value(result: Release, analysis: Analysis) -> Number | None:
     return value
 
 
-def release_stages(
-    analysis: Analysis,
-    *,
-    url: str,
-    epsilon: float,
-    delta: float | None = None,
-    mechanism: str = "laplace",
-    reanalyse: Callable[[str], Analysis],
-    schema: Schema | None = None,
-    bounds: Sequence[str] = (),
-    keys_file: str | None = None,
-    public: Sequence[str] = (),
-    epsilon_parts: Mapping[str, float] | None = None,
-    before_query: Callable[[Charge, PrivacyModel], None] | None = None,
-) -> StagedRelease:
+def release_stages(analysis: Analysis, options: ReleaseOptions) -> StagedRelease:
     """Release the stages of ``analysis`` (``analysis.stages``) in order.
 
-    The parameters are those of :func:`cqsens.release.execute.release`.  Each stage
+    ``options`` are those of :func:`cqsens.releasing.run.release`.  Each stage
     gets ε/n and δ/n (n stages, sequential composition); ``keys_file`` and
     ``epsilon_parts`` apply to the outer statement.  ``before_query`` is called once,
     with the whole ε and δ, before any stage runs.
@@ -75,17 +59,13 @@ def release_stages(
     StagedRelease
     """
     count = len(analysis.stages)
-    eps = epsilon / count
-    share = None if delta is None else delta / count
-    if before_query is not None:
-        before_query(Charge(epsilon, delta or 0.0), PrivacyModel(
-            analysis.neighbor, analysis.contributions, analysis.unit))
+    stage_options = options.stage(count)
+    options.before_stages(analysis)
     done: list[Release] = []
     values: list[Number | None] = []
     for stage in analysis.stages[:-1]:
         # a threshold needs no δ with Laplace noise; its share is then unspent
-        result = release(stage, url=url, epsilon=eps, delta=share, mechanism=mechanism,
-                         reanalyse=reanalyse, schema=schema, bounds=bounds, public=public)
+        result = release_with(stage, stage_options)
         values.append(_value(result, stage))
         done.append(replace(result, notes=(
             *result.notes, f"stage {len(done) + 1} of {count}: {stage.query}; its noisy "
@@ -96,9 +76,9 @@ def release_stages(
     def rewrite(sql: str) -> str:
         return substitute(sql, released)
 
-    result = release(outer, url=url, epsilon=eps, delta=share, mechanism=mechanism,
-                     reanalyse=reanalyse, schema=schema, bounds=bounds, keys_file=keys_file,
-                     public=public, epsilon_parts=epsilon_parts, rewrite=rewrite)
+    result = release_with(outer, replace(
+        stage_options, keys_file=options.keys_file, epsilon_parts=options.epsilon_parts,
+        rewrite=rewrite))
     shown = ", ".join(f"{MARKER}({i}) = {v}" for i, v in enumerate(released, start=1))
     done.append(replace(result, query=rewrite(outer.query), notes=(
         *result.notes, f"stage {count} of {count}: ran with the noisy values of the earlier "

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import csv
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -34,10 +34,10 @@ from cqsens.frontend.released_views import (
 )
 from cqsens.ir.schema import Schema
 from cqsens.release.keys import key_label, key_text
-from cqsens.release.ledger import Charge, PrivacyModel
+from cqsens.releasing.options import ReleaseOptions
 from cqsens.releasing.public import PublicAnswer, run_public
 from cqsens.releasing.results import Release
-from cqsens.releasing.run import _public_release, release
+from cqsens.releasing.run import _public_release, release_with
 from cqsens.releasing.stages import StagedRelease
 from cqsens.views import releases
 
@@ -103,25 +103,11 @@ def _view_rows(view: View, result: Release, domain: Sequence[Row]) -> list[Row]:
     return out
 
 
-def release_views(
-    analysis: Analysis,
-    found: Views,
-    *,
-    url: str,
-    epsilon: float,
-    delta: float | None = None,
-    mechanism: str = "laplace",
-    reanalyse: Callable[[str], Analysis],
-    schema: Schema | None = None,
-    bounds: Sequence[str] = (),
-    keys_file: str | None = None,
-    public: Sequence[str] = (),
-    epsilon_parts: Mapping[str, float] | None = None,
-    before_query: Callable[[Charge, PrivacyModel], None] | None = None,
-) -> StagedRelease:
+def release_views(analysis: Analysis, found: Views, options: ReleaseOptions
+                  ) -> StagedRelease:
     """Release the views of ``analysis``, then the rest of its statement on their noisy rows.
 
-    The parameters are those of :func:`cqsens.releasing.stages.release_stages`; each
+    ``options`` are those of :func:`cqsens.releasing.stages.release_stages`; each
     release gets ε/n and δ/n (n releases: the views, and the rest of the statement when
     it reads private tables); ``keys_file`` and ``epsilon_parts`` apply to the rest.
 
@@ -132,22 +118,20 @@ def release_views(
         empty (a view releases rows, not one value).
     """
     count = releases(found)
-    eps, share = epsilon / count, None if delta is None else delta / count
-    if before_query is not None:
-        before_query(Charge(epsilon, delta or 0.0), PrivacyModel(
-            analysis.neighbor, analysis.contributions, analysis.unit))
+    stage_options = options.stage(count)
+    options.before_stages(analysis)
     dialect = analysis.query_obj.dialect
-    names = frozenset(n.strip().lower() for item in public for n in item.split(",")
+    names = frozenset(n.strip().lower() for item in options.public for n in item.split(",")
                       if n.strip())
+    url = options.url
     done: list[Release] = []
     rows: dict[int, list[Row]] = {}
     for view, stage in zip(found.views, analysis.stages, strict=False):
         domain = _domain(url, view, dialect, names, analysis.source)
         keys = release_plan(stage.query, dialect, source=analysis.source).keys
         with tempfile.TemporaryDirectory() as folder:
-            result = release(stage, url=url, epsilon=eps, delta=share, mechanism=mechanism,
-                             reanalyse=reanalyse, schema=schema, bounds=bounds,
-                             keys_file=_keys_file(Path(folder), keys, domain), public=public)
+            result = release_with(stage, replace(
+                stage_options, keys_file=_keys_file(Path(folder), keys, domain)))
         rows[view.number] = _view_rows(view, result, domain)
         done.append(replace(result, key_mode=(
             f"public keys: the {len(domain)} rows of {view.domain_sql} (public tables "
@@ -173,9 +157,9 @@ def release_views(
     def rewrite(text: str) -> str:
         return fill_scalars(text, rows)
 
-    result = release(outer, url=url, epsilon=eps, delta=share, mechanism=mechanism,
-                     reanalyse=reanalyse, schema=schema, bounds=bounds, keys_file=keys_file,
-                     public=public, epsilon_parts=epsilon_parts, rewrite=rewrite)
+    result = release_with(outer, replace(
+        stage_options, keys_file=options.keys_file, epsilon_parts=options.epsilon_parts,
+        rewrite=rewrite))
     done.append(replace(result, notes=(
         *result.notes, "ran with the released views' noisy values in place of the "
         "subqueries (docs/rules.md, rule released-view)")))

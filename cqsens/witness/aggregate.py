@@ -283,13 +283,6 @@ def _group_positions(query: AggregateQuery, names: Sequence[str]) -> list[int] |
     return positions
 
 
-def _label_name(label: str) -> str:
-    """The result column an aggregate's label names: its alias, else its text."""
-    label = re.sub(r"\s+\(in [^()]*\)$", "", label.strip())  # "SUM(x) (in ratio)"
-    alias = re.search(r"\s+AS\s+(\"?[A-Za-z_][A-Za-z_0-9]*\"?)$", label, re.IGNORECASE)
-    return _squeezed(alias.group(1) if alias else label)
-
-
 def _squeezed(name: str) -> str:
     return re.sub(r"\s+", "", name).strip('"').lower()
 
@@ -301,7 +294,8 @@ def _beside_aggregates(query: AggregateQuery, names: Sequence[str]) -> list[int]
     squeezed = [_squeezed(n) for n in names]
     mine: list[int] = []
     for agg in query.aggregates:
-        at = [i for i, n in enumerate(squeezed) if n == _label_name(agg.label) and i not in mine]
+        at = [i for i, n in enumerate(squeezed) if n == _squeezed(agg.output or agg.label)
+              and i not in mine]
         if not at:
             return None
         mine.append(at[0])
