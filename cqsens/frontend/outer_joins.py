@@ -241,11 +241,20 @@ def split_outer_joins(tree: exp.Select, reject: Reject, dialect: str | None,
         notes.append("counts and non-negative sums over outer joins only grow when rows are "
                      "added: under add-remove only the added terms' bounds count "
                      "(docs/rules.md, rule outer-joins)")
+    one = side != "FULL" and _one_preserved_table(tree, outer)
+    signed = not monotone and plain and one and _monotone(tree, splitter, schema, signed=True)
+    if signed:
+        notes.append("one table LEFT JOINed to another: a preserved row counts max(1, m) "
+                     "times, which moves with m and by no more, so under add-remove the "
+                     "signed values change by at most the larger of the inner join's and the "
+                     "preserved table's bounds (docs/rules.md, rule outer-joins)")
     split = SetSplit("sum", operator, parts, [False] * len(parts), whole.sql(dialect=dialect),
                      notes, signs=signs)
     split.names = names
     if monotone:
-        split.monotone = "max" if side != "FULL" and _one_preserved_table(tree, outer) else "sum"
+        split.monotone = "max" if one else "sum"
+    elif signed:
+        split.monotone = "signed-max"
     return split
 
 
@@ -257,10 +266,12 @@ def _one_preserved_table(tree: exp.Select, outer: list[_Outer]) -> bool:
             and from_.this.name.lower() != outer[0].table.name.lower())
 
 
-def _monotone(tree: exp.Select, splitter: _Splitter, schema: Schema | None) -> bool:
+def _monotone(tree: exp.Select, splitter: _Splitter, schema: Schema | None, *,
+              signed: bool = False) -> bool:
     """Whether every released value is a ``COUNT`` or a ``SUM`` of a column that a CHECK
-    keeps non-negative, with no HAVING, DISTINCT, window or subquery: then each value
-    only grows when a row is added (docs/rules.md, rule outer-joins)."""
+    keeps non-negative (any column when ``signed``), with no HAVING, DISTINCT, window or
+    subquery: then each value only grows when a row is added, or (``signed``) is a sum
+    of per-row values each weighted by max(1, m) (docs/rules.md, rule outer-joins)."""
     if (tree.args.get("having") is not None or tree.args.get("distinct") is not None
             or any(True for _ in tree.find_all(exp.Subquery, exp.Exists, exp.Window))):
         return False
@@ -271,7 +282,7 @@ def _monotone(tree: exp.Select, splitter: _Splitter, schema: Schema | None) -> b
         if isinstance(node, exp.Count):
             continue
         if not (isinstance(node, exp.Sum) and isinstance(node.this, exp.Column)
-                and _non_negative(node.this, splitter, schema)):
+                and (signed or _non_negative(node.this, splitter, schema))):
             return False
     return True
 
