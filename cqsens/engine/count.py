@@ -133,6 +133,7 @@ def _inputs(r: RelationBound) -> dict[str, Input]:
     out: dict[str, Input] = {"relation": r.relation, "shared": r.shared}
     if r.ordered:
         out["ordered"] = r.ordered
+        out["pairing"] = "swapped" if r.swapped else "both atoms"
     return out
 
 

@@ -107,7 +107,8 @@ class RelationBound:
     atoms: tuple[AtomBound, ...]
     total: Weight
     shared: int = 0  # answers counted by several atoms, taken off (rule new-answers)
-    ordered: str = ""  # the strict filter ordering the two atoms (rule ordered-self-join)
+    ordered: str = ""  # the filter the pair (t, t) fails (rule ordered-self-join)
+    swapped: bool = False  # the filter is a strict order the swap of the two atoms reverses
 
 
 @dataclass(frozen=True, slots=True)
@@ -357,7 +358,7 @@ def upper_bound(cq: CQ, sigma: Sigma, *, public: frozenset[str] = frozenset(),
             if all(b.counted for b in marked) else None
         if pair is not None and pair.total < total - shared:
             relations.append(RelationBound(relation, tuple(marked), pair.total, pair.fixed,
-                                           pair.filter))
+                                           pair.filter, pair.swapped))
             continue
         relations.append(RelationBound(relation, tuple(marked), total - shared, shared))
     value: Weight = max((r.total for r in relations), default=0)
