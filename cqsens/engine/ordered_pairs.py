@@ -5,7 +5,8 @@ unordered pair of rows once.  The bound of rule new-answers adds the answers of
 both atoms of ``R`` (``2k``, the added row in either place); swapping the two
 copies maps the answers of one atom onto those of the other with the filter
 reversed, so the first atom's bound alone covers both, and the pair of the added
-row with itself, which the strict filter rejects, is one answer fewer.
+row with itself, which the strict filter rejects, is one answer fewer.  With
+``a.x <> b.x`` (no order) that pair is only taken off each atom's bound.
 """
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ def _strict_pair(atom: Atom, ops: tuple[str, ...] = _STRICT) -> tuple[Var, Var] 
     return (y, x) if p.op == ">" else (x, y)
 
 
-def _swapped(cq: CQ, relation: str, a1: Atom, a2: Atom) -> Atom | None:
+def _swapped(cq: CQ, a1: Atom, a2: Atom) -> Atom | None:
     """A strict filter that the swap of ``a1`` and ``a2`` reverses, under the conditions of
     :func:`ordered_pair`; None when there is none."""
     sigma = _swap(a1, a2)
@@ -175,7 +176,7 @@ def ordered_pair(cq: CQ, relation: str, bounds: Sequence[tuple[Atom, Weight]]
     if a1.relation != relation or a2.relation != relation or a1.arity != a2.arity:
         return None
     itself = _self_answer(cq, relation)
-    order = _swapped(cq, relation, a1, a2)
+    order = _swapped(cq, a1, a2)
     if order is not None:
         return OrderedPair(str(order), min(n1, n2), 1 if itself else 0)
     different = _different(cq, a1, a2) if itself else None
