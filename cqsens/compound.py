@@ -80,7 +80,10 @@ def monotone_rule(compound: CompoundQuery, where: Neighbourhood) -> str:
     if (not how or where.model != "add-remove" or compound.combination != "sum"
             or len(compound.signs) != len(compound.parts)):
         return ""
-    return how if how == "sum" or (where.contributions == 1 and where.unit is None) else "sum"
+    one_row = where.contributions == 1 and where.unit is None
+    if how == "signed-max":  # not monotone: the larger bound or nothing
+        return "max" if one_row else ""
+    return how if how == "sum" or one_row else "sum"
 
 
 def _tables(compound: CompoundQuery, where: Neighbourhood) -> list[frozenset[str]] | None:
@@ -129,10 +132,11 @@ def _by_steps(compound: CompoundQuery, l1: Exact, l2: Exact,
               records: tuple[AggregateRecord, ...], steps: Analysis | None,
               ) -> tuple[Exact, Exact, tuple[AggregateRecord, ...]]:
     """Under substitution, a monotone signed sum changes by at most its add-remove bound
-    (one released value) or twice it (docs/rules.md, rule outer-joins)."""
+    (one released value) or twice it, one of signed values by twice it (docs/rules.md,
+    rule outer-joins)."""
     if steps is None:
         return l1, l2, records
-    scalar = not compound.grouped
+    scalar = not compound.grouped and compound.monotone != "signed-max"
     f = 1 if scalar and len(records) == 1 else 2
     out = []
     for record, step in zip(records, steps.aggregates, strict=True):
@@ -161,7 +165,8 @@ def _bounds(compound: CompoundQuery, parts: Sequence[Analysis], *, neighbor: str
             records
     if kind == "sum":
         how = monotone_rule(compound, parts[0].neighbourhood)
-        facts = {"combination": "sum", **({"monotone": how} if how else {})}
+        facts = {"combination": "sum", **({"monotone": how} if how else {}),
+                 **({"signed": "yes"} if how and compound.monotone == "signed-max" else {})}
         records = tuple(
             AggregateRecord(f"{first.label} over {compound.operator}", first.kind,
                             _weights([a.aggregates[j].count_bound for a in parts]),
@@ -292,17 +297,24 @@ def _lines(compound: CompoundQuery, parts: Sequence[Analysis], where: Neighbourh
                      f"{text(a.l1)}{count}: "
                      f"{a.reason()}.")
     how = monotone_rule(compound, where)
-    if how:
+    signed = compound.monotone == "signed-max"
+    if how and signed:
+        lines.append("A preserved row counts max(1, m) times (m its matches), which moves "
+                     "with m and by no more: a row of the joined table moves the values by at "
+                     "most the inner join's bound, a preserved row by its inner join's or its "
+                     "own, so the change is at most the largest of the added parts' (inner "
+                     "join, preserved table) (docs/rules.md, rule outer-joins).")
+    elif how:
         lines.append("The released values only grow when rows are added, so their change is "
                      + ("at most the largest of the added parts' (inner join, preserved table)"
                         if how == "max" else "at most the sum of the added parts' (sign +)")
                      + " (docs/rules.md, rule outer-joins).")
     if steps is not None:
-        times = "the" if not compound.grouped and scalar else "twice the"
+        times = "the" if not compound.grouped and scalar and not signed else "twice the"
+        growing = "" if signed else ", the values only growing when a row is added"
         lines.append("Under substitution (a row removed, then one added, each step within the "
-                     "constraints, the values only growing when a row is added) the change is "
-                     f"at most {times} add-remove bound {text(steps.l1)} (docs/rules.md, rule "
-                     "outer-joins).")
+                     f"constraints{growing}) the change is at most {times} add-remove bound "
+                     f"{text(steps.l1)} (docs/rules.md, rule outer-joins).")
     return lines
 
 
@@ -454,7 +466,8 @@ def substitution_steps(compound: CompoundQuery, options: Options,
     (no foreign key, no privacy unit, no fixed ``--rows``), both steps are add-remove
     neighbours, and each
     moves the (only growing) values by at most the add-remove bound, in opposite
-    directions (docs/rules.md, rule outer-joins).
+    directions; signed values (``"signed-max"``) by at most twice it (docs/rules.md,
+    rule outer-joins).
     """
     nb = options.nb
     if (nb.model != "substitute" or nb.unit is not None or nb.references

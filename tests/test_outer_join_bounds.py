@@ -91,8 +91,10 @@ CASES = [
     ("SELECT SUM(b.y) FROM b LEFT JOIN p ON p.id = b.x LEFT JOIN q ON q.pid = p.id",
      False, False),
     ("SELECT COUNT(*) FROM p FULL JOIN b ON b.x = p.id", False, False),
-    # a sum that may be negative: not monotone, the signed sum of every term
-    ("SELECT SUM(q.v) FROM q LEFT JOIN b ON b.x = q.pid", False, False),
+    # a sum that may be negative: not monotone, but one LEFT JOIN: the larger of the inner
+    # join's and q's bounds under add-remove (4, not 10); q references p, so substitution
+    # is not two add-remove steps (15, the sum of every term)
+    ("SELECT SUM(q.v) FROM q LEFT JOIN b ON b.x = q.pid", True, False),
 ]
 NEIGHBORS = ["add-remove", "substitute"]
 
@@ -152,6 +154,8 @@ REACHED_WITHOUT_FK = [
     (OUTER[0], "add-remove"), (OUTER[2], "add-remove"), (OUTER[4], "add-remove"),
     (OUTER[4], "substitute"), (OUTER[9], "add-remove"), (OUTER[9], "substitute"),
     (OUTER[10], "add-remove"),
+    # signed SUM(r.b) beside COUNT(*), one LEFT JOIN: 6 (add-remove) and 12 (substitution)
+    (OUTER[12], "add-remove"), (OUTER[12], "substitute"),
 ]
 
 

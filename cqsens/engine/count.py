@@ -15,11 +15,12 @@ from dataclasses import dataclass
 from cqsens.engine.chase import chase
 from cqsens.engine.core import core_result
 from cqsens.engine.neighbourhood import Neighbourhood
-from cqsens.engine.rules import Derivation, Rule
+from cqsens.engine.rules import Derivation, Input, Rule
 from cqsens.engine.upper import (
     AtomBound,
     Method,
     References,
+    RelationBound,
     UpperBound,
     explaining_steps,
     upper_bound,
@@ -117,10 +118,23 @@ def relation_derivations(bound: UpperBound, where: Neighbourhood = ROW
                          ) -> tuple[Derivation, ...]:
     """Per relation, the new answers one of its rows gives (docs/rules.md, rule new-answers):
     the sum over its atoms, each atom's derivation a premise (counted or not)."""
-    return tuple(Derivation(Rule.NEW_ANSWERS, r.total, where,
-                            {"relation": r.relation, "shared": r.shared},
+    return tuple(Derivation(_rule(r), r.total, where, _inputs(r),
                             tuple(atom_derivation(ab, where) for ab in r.atoms))
                  for r in bound.relations)
+
+
+def _rule(r: RelationBound) -> Rule:
+    """New answers summed over the atoms, or the two ordered copies (rule ordered-self-join)."""
+    return Rule.ORDERED_SELF_JOIN if r.ordered else Rule.NEW_ANSWERS
+
+
+def _inputs(r: RelationBound) -> dict[str, Input]:
+    """The relation, the answers taken off and, for two ordered copies, their filter."""
+    out: dict[str, Input] = {"relation": r.relation, "shared": r.shared}
+    if r.ordered:
+        out["ordered"] = r.ordered
+        out["pairing"] = "swapped" if r.swapped else "both atoms"
+    return out
 
 
 def count_derivation(core: CQ, bound: UpperBound, where: Neighbourhood = ROW) -> Derivation:
@@ -153,5 +167,4 @@ def count_derivation(core: CQ, bound: UpperBound, where: Neighbourhood = ROW) ->
                                   {"relation": worst.relation, "atom": str(ab.atom),
                                    "missing": missing})
     premises = tuple(atom_derivation(ab, where) for ab in worst.atoms if ab.counted)
-    return Derivation(Rule.NEW_ANSWERS, worst.total, where,
-                      {"relation": worst.relation, "shared": worst.shared}, premises)
+    return Derivation(_rule(worst), worst.total, where, _inputs(worst), premises)

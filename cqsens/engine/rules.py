@@ -37,6 +37,7 @@ class Rule(Enum):
     BOOLEAN_QUERY = "boolean-query"
     NEW_ANSWERS = "new-answers"
     DELTA_STR_SELF_JOIN = "delta-str-self-join"
+    ORDERED_SELF_JOIN = "ordered-self-join"
     FD_CHASE = "fd-chase"
     FD_BOUND = "fd-bound"
     WALKS_FROM_CONSTANTS = "walks-from-constants"

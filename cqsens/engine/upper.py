@@ -31,6 +31,7 @@ from enum import Enum
 
 from cqsens.budget import checkpoint
 from cqsens.engine.derivation import Hyperedge, cheapest_derivation, hyperedges
+from cqsens.engine.ordered_pairs import ordered_pair
 from cqsens.engine.paths import (
     Route,
     Step,
@@ -106,6 +107,8 @@ class RelationBound:
     atoms: tuple[AtomBound, ...]
     total: Weight
     shared: int = 0  # answers counted by several atoms, taken off (rule new-answers)
+    ordered: str = ""  # the filter the pair (t, t) fails (rule ordered-self-join)
+    swapped: bool = False  # the filter is a strict order the swap of the two atoms reverses
 
 
 @dataclass(frozen=True, slots=True)
@@ -351,6 +354,12 @@ def upper_bound(cq: CQ, sigma: Sigma, *, public: frozenset[str] = frozenset(),
             marked.append(b)
             total = total + b.value
         shared = len(marked) - 1 if _one_shared_answer(cq, relation, marked) else 0
+        pair = ordered_pair(cq, relation, [(b.atom, b.value) for b in marked]) \
+            if all(b.counted for b in marked) else None
+        if pair is not None and pair.total < total - shared:
+            relations.append(RelationBound(relation, tuple(marked), pair.total, pair.fixed,
+                                           pair.filter, pair.swapped))
+            continue
         relations.append(RelationBound(relation, tuple(marked), total - shared, shared))
     value: Weight = max((r.total for r in relations), default=0)
     capped = False

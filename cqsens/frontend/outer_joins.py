@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from cqsens.frontend.outer_ctes import plain_ctes, tables_read
 from cqsens.frontend.select_items import is_aggregate
 from cqsens.frontend.set_operations import SetSplit
 from cqsens.frontend.sql_expr import conjuncts
@@ -211,8 +212,10 @@ def split_outer_joins(tree: exp.Select, reject: Reject, dialect: str | None,
                      f"cqsens expands at most {MAX_OUTER_JOINS} LEFT JOINs")
     _aggregates_read_core(tree, splitter, padded, reject, operator)
     _check_on_chain(outer, splitter, reject, operator)
-    # a WITH table may shadow a schema table: its keys and CHECKs are not the table's
-    plain = not any(True for _ in whole.find_all(exp.CTE))
+    # a WITH table may shadow a schema table (its keys and CHECKs are not the table's) or
+    # not grow with its tables: only plain ones keep the refinements (frontend/outer_ctes.py)
+    ctes = plain_ctes(whole, schema)
+    plain = ctes is not None
     keyed = [n for n, o in enumerate(outer)
              if plain and _at_most_one_match(o, splitter, schema)]
     terms = _cancel_keyed(_terms(outer, splitter), keyed)
@@ -241,26 +244,41 @@ def split_outer_joins(tree: exp.Select, reject: Reject, dialect: str | None,
         notes.append("counts and non-negative sums over outer joins only grow when rows are "
                      "added: under add-remove only the added terms' bounds count "
                      "(docs/rules.md, rule outer-joins)")
+    one = side != "FULL" and ctes is not None and _one_preserved_table(tree, outer, ctes)
+    signed = not monotone and plain and one and _monotone(tree, splitter, schema, signed=True)
+    if signed:
+        notes.append("one table LEFT JOINed to another: a preserved row counts max(1, m) "
+                     "times, which moves with m and by no more, so under add-remove the "
+                     "signed values change by at most the larger of the inner join's and the "
+                     "preserved table's bounds (docs/rules.md, rule outer-joins)")
     split = SetSplit("sum", operator, parts, [False] * len(parts), whole.sql(dialect=dialect),
                      notes, signs=signs)
     split.names = names
     if monotone:
-        split.monotone = "max" if side != "FULL" and _one_preserved_table(tree, outer) else "sum"
+        split.monotone = "max" if one else "sum"
+    elif signed:
+        split.monotone = "signed-max"
     return split
 
 
-def _one_preserved_table(tree: exp.Select, outer: list[_Outer]) -> bool:
-    """One table LEFT JOINed to one other table (not itself), nothing else in FROM."""
+def _one_preserved_table(tree: exp.Select, outer: list[_Outer],
+                         ctes: dict[str, tuple[str, ...]]) -> bool:
+    """One table (or plain WITH table over one table, one row per row) LEFT JOINed to one
+    other table or plain WITH table that does not read it, nothing else in FROM."""
     from_ = tree.args.get("from_") or tree.args.get("from")
-    return (isinstance(from_, exp.From) and isinstance(from_.this, exp.Table)
-            and not from_.expressions and not tree.args.get("joins") and len(outer) == 1
-            and from_.this.name.lower() != outer[0].table.name.lower())
+    if not (isinstance(from_, exp.From) and isinstance(from_.this, exp.Table)
+            and not from_.expressions and not tree.args.get("joins") and len(outer) == 1):
+        return False
+    preserved = tables_read(from_.this, ctes)
+    return len(preserved) == 1 and preserved[0] not in tables_read(outer[0].table, ctes)
 
 
-def _monotone(tree: exp.Select, splitter: _Splitter, schema: Schema | None) -> bool:
+def _monotone(tree: exp.Select, splitter: _Splitter, schema: Schema | None, *,
+              signed: bool = False) -> bool:
     """Whether every released value is a ``COUNT`` or a ``SUM`` of a column that a CHECK
-    keeps non-negative, with no HAVING, DISTINCT, window or subquery: then each value
-    only grows when a row is added (docs/rules.md, rule outer-joins)."""
+    keeps non-negative (any column when ``signed``), with no HAVING, DISTINCT, window or
+    subquery: then each value only grows when a row is added, or (``signed``) is a sum
+    of per-row values each weighted by max(1, m) (docs/rules.md, rule outer-joins)."""
     if (tree.args.get("having") is not None or tree.args.get("distinct") is not None
             or any(True for _ in tree.find_all(exp.Subquery, exp.Exists, exp.Window))):
         return False
@@ -271,7 +289,7 @@ def _monotone(tree: exp.Select, splitter: _Splitter, schema: Schema | None) -> b
         if isinstance(node, exp.Count):
             continue
         if not (isinstance(node, exp.Sum) and isinstance(node.this, exp.Column)
-                and _non_negative(node.this, splitter, schema)):
+                and (signed or _non_negative(node.this, splitter, schema))):
             return False
     return True
 

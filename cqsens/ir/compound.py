@@ -48,7 +48,10 @@ class CompoundQuery:
     when rows are added (an outer-join split of counts and non-negative sums,
     docs/rules.md, rule outer-joins): then, under add-remove, ``"sum"`` bounds the
     change by the added parts' bounds alone and ``"max"`` (one preserved table, one
-    LEFT JOIN, one row per individual) by their largest.
+    LEFT JOIN, one row per individual) by their largest; ``"signed-max"`` is the same
+    split with sums of signed values, whose change (add-remove, one row per individual)
+    is still at most the largest of the added parts' bounds, though the values do not
+    only grow.
     """
 
     parts: tuple[AggregateQuery | CompoundQuery, ...]

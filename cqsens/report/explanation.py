@@ -91,8 +91,20 @@ def _relation(d: Derivation) -> str:
 
 
 def _shared(d: Derivation) -> str:
-    """The answers counted by several atoms, taken off (docs/rules.md, rule new-answers)."""
+    """The answers counted by several atoms, taken off (docs/rules.md, rule new-answers), or
+    the bound of two copies ordered by a strict filter (rule ordered-self-join)."""
     shared = d.inputs.get("shared", 0)
+    if "ordered" in d.inputs and d.get("pairing") != "swapped":
+        return (f"; minus {text(d.number('shared'))}: the answer that sends both "
+                f"{d['relation']} atoms onto the row itself is counted by each of them and "
+                f"fails the filter {d['ordered']} (docs/rules.md, rule ordered-self-join)")
+    if "ordered" in d.inputs:
+        fixed = (f", minus {text(d.number('shared'))}: the answer that sends both atoms onto "
+                 "the row itself fails the strict filter" if shared else "")
+        return (f"; but the filter {d['ordered']} orders the two {d['relation']} atoms: "
+                "swapping them reverses it, so every answer of the second atom is, its "
+                "columns swapped, an answer of the first that the first does not give, and "
+                f"one atom's bound covers both{fixed} (docs/rules.md, rule ordered-self-join)")
     if not shared:
         return ""
     return (f"; minus {text(d.number('shared'))}: the answer that sends every {d['relation']} "

@@ -220,6 +220,10 @@ def _finite_domains(d: Derivation) -> str:
 
 def _combined(d: Derivation, style: str) -> str:
     combination = str(d["combination"])
+    if combination == "sum" and "signed" in d.inputs:
+        return ("largest of the added parts' bounds: a preserved row counts max(1, m) times, "
+                "which moves with its matches m and by no more (docs/rules.md, rule "
+                "outer-joins)")
     if combination == "sum" and "monotone" in d.inputs:
         which = "largest" if d["monotone"] == "max" else "sum"
         return (f"{which} of the added parts' bounds: the values only grow when rows are "
