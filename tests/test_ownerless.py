@@ -10,14 +10,19 @@ the rows that reference it, random persons and ownerless rows added.  The observ
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import random
+import sqlite3
+from pathlib import Path
 
 import pytest
+from click.testing import CliRunner, Result
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
+from cqsens.cli import cli
 from cqsens.errors import InputError
 from cqsens.pipeline import analyze
 from tests.person_oracle import (
@@ -200,3 +205,65 @@ def test_ownerless_needs_a_unit() -> None:
     assert info.value.construct == "--ownerless"
     with pytest.raises(InputError):
         analyze("SELECT COUNT(*) FROM orders", schema=DDL, unit="users", ownerless="rows")
+
+
+# ---------------------------------------------------------------------------------------
+# release: each ownerless row is a person of its own, never one person of all NULLs
+
+
+def _database(path: Path, orders: list[tuple[object, ...]]) -> None:
+    conn = sqlite3.connect(path)
+    conn.executescript(DDL)
+    conn.executemany("INSERT INTO users VALUES (?, ?, ?)", [(1, "a", 30), (2, "b", None)])
+    conn.executemany("INSERT INTO orders VALUES (?, ?, ?, ?)", orders)
+    conn.commit()
+    conn.close()
+
+
+def _release(tmp_path: Path, sql: str, *extra: str) -> Result:
+    schema = tmp_path / "schema.sql"
+    schema.write_text(DDL)
+    return CliRunner().invoke(cli, [
+        "release", "--sql", sql, "--schema", str(schema), "--db",
+        f"sqlite:///{tmp_path / 'shop.db'}", "--unit", "users", "--cd", "orders[uid->oid]<=2",
+        "--epsilon", "1", "--format", "json", *extra])
+
+
+ORDERS = [(1, 1, 3, 1), (2, 1, 4, 1), (3, None, 5, 1), (4, None, 6, 2), (5, None, 7, 1),
+          (6, 2, 1, 1)]
+
+
+def test_release_does_not_merge_the_null_owner_rows_into_one_person(
+        tmp_path: Path, noiseless: None) -> None:
+    """Three orders with a NULL uid and `orders[uid->oid]<=2`: were the NULLs one person, it
+    would hold 3 orders and the release guard would refuse; each is a person of one order."""
+    _database(tmp_path / "shop.db", ORDERS)
+    result = _release(tmp_path, "SELECT SUM(amt) FROM orders WHERE day = 1", "--ownerless",
+                      "person")
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    truth = sqlite3.connect(tmp_path / "shop.db").execute(
+        "SELECT SUM(amt) FROM orders WHERE day = 1").fetchone()[0]
+    assert doc["groups"][0]["value"] == truth == 20
+    assert doc["parts"][0]["sensitivity"] == "ℓ1 20"  # 2 orders of at most 10
+    assert "or a row whose ownership key is NULL" in doc["privacy_unit"]
+    default = _release(tmp_path, "SELECT SUM(amt) FROM orders WHERE day = 1")
+    assert default.exit_code == 1 and "--ownerless person" in default.stderr
+
+
+def test_release_still_checks_the_persons_of_the_unit(tmp_path: Path, noiseless: None) -> None:
+    _database(tmp_path / "shop.db", [*ORDERS, (7, 1, 2, 1)])  # user 1 now has 3 orders
+    result = _release(tmp_path, "SELECT COUNT(*) FROM orders", "--ownerless", "person")
+    assert result.exit_code == 1
+    assert "orders[uid->oid]<=2" in result.stderr or "orders[2->1]<=2" in result.stderr, \
+        result.stderr
+
+
+def test_a_ledger_keeps_the_two_neighbour_relations_apart(tmp_path: Path) -> None:
+    _database(tmp_path / "shop.db", ORDERS)
+    ledger = str(tmp_path / "ledger.db")
+    sql = "SELECT COUNT(*) FROM orders o JOIN users u ON o.uid = u.id"
+    first = _release(tmp_path, sql, "--ownerless", "person", "--ledger", ledger, "--budget", "5")
+    assert first.exit_code == 0, first.stderr
+    second = _release(tmp_path, sql, "--ledger", ledger, "--budget", "5")
+    assert second.exit_code == 1 and "ownership key is NULL" in second.stderr, second.stderr

@@ -39,6 +39,15 @@ class Unit:
     owners: frozenset[tuple[str, tuple[int, ...]]] | None = None
     ownerless: bool = False
 
+    @property
+    def described(self) -> str:
+        """The unit as an analysis and a ledger name it: ``users(id)``, and with
+        ``ownerless`` the rows of their own (a release under one model never shares a
+        ledger with the other)."""
+        if not self.ownerless:
+            return self.text
+        return f"{self.text} or a row whose ownership key is NULL"
+
     def owns(self, relation: str, fk: ForeignKey) -> bool:
         """True when ``fk`` of ``relation`` carries ownership."""
         return self.owners is None or (relation.lower(), fk.columns) in self.owners
