@@ -1,8 +1,8 @@
 """Rows whose ownership key is NULL, each a person of its own (docs/rules.md, rule ownerless-rows).
 
-With ``ownerless = "person"`` a row whose every chain of ownership keys is broken by a
-NULL is a person of its own, together with the rows that reference it along ownership
-keys.  cqsens analyses a query under that neighbour relation in two cases:
+With ``ownerless = "person"`` a row whose ownership keys that lead to the unit table all
+hold a NULL is a person of its own, together with the rows that reference it along
+ownership keys.  cqsens analyses a query under that neighbour relation in two cases:
 
 * **not read** — the query reads only rows owned by real persons (every table it reads
   passes rule ownership) and no chain of ownership keys from a table it reads passes a
