@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from cqsens.cli import cli
 from cqsens.errors import InputError
 from cqsens.pipeline import analyze
+from cqsens.settings import Settings, load_toml
 from tests.person_oracle import (
     DB,
     Evaluator,
@@ -267,3 +268,13 @@ def test_a_ledger_keeps_the_two_neighbour_relations_apart(tmp_path: Path) -> Non
     assert first.exit_code == 0, first.stderr
     second = _release(tmp_path, sql, "--ledger", ledger, "--budget", "5")
     assert second.exit_code == 1 and "ownership key is NULL" in second.stderr, second.stderr
+
+
+def test_the_metadata_file_takes_ownerless(tmp_path: Path) -> None:
+    path = tmp_path / "cqsens.toml"
+    path.write_text('unit = "users"\nownerless = "person"\n')
+    assert Settings.from_toml(path).ownerless == "person"
+    path.write_text('unit = "users"\nownerless = "rows"\n')
+    with pytest.raises(InputError) as info:
+        load_toml(path)
+    assert info.value.construct == "ownerless" and info.value.line == 2
