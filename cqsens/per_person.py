@@ -169,7 +169,7 @@ def analyse_per_person(text: str, settings: Settings, unit: Unit, schema: Schema
         "not searched (--no-lower)" if not settings.prove_lower else
         "none proven: no small person (the unit's row alone, or with one row of each table "
         "that references it) changes the released value")
-    return replace(outer, query=text, source=source, unit=unit.text,
+    return replace(outer, query=text, source=source, unit=unit.described,
                    nb=replace(outer.nb, unit=unit), notes=(*outer.notes, note),
                    sigma=Sigma.of([*outer.sigma, *declared]),
                    derived_ddl=ddl,

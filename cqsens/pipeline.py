@@ -63,6 +63,7 @@ def analyze(
     bounds: Sequence[str] = (), contributions: int = 1, rows: int | None = None,
     epsilon: float | None = None, delta: float | None = None, timeout: float | None = 30.0,
     public: Sequence[str] = (), unit: str | None = None, owner: Sequence[str] = (),
+    ownerless: str = "refuse",
 ) -> Analysis:
     """Analyse one counting query: sensitivity bounds, the paper's values and why.
 
@@ -116,6 +117,10 @@ def analyze(
         The foreign keys that carry ownership to the unit (``"orders.uid"``);
         empty: every foreign key.  Others, self-references included, are
         ordinary references.
+    ownerless : {"refuse", "person"}
+        With a unit, a row whose ownership key is NULL: refused when the query can read
+        it, or a person of its own, for queries that read neither that key nor the unit
+        table (docs/rules.md, rule ownerless-rows).
     timeout : float or None
         Seconds the whole analysis may take (``None`` or ``math.inf``: no
         limit).  The witness search stops early to stay within it; any other
@@ -145,7 +150,7 @@ def analyze(
         dialect=dialect, neighbor=neighbor, prove_lower=prove_lower, witness_time=witness_time,
         seed=seed, bounds=tuple(bounds), contributions=contributions, rows=rows,
         epsilon=epsilon, delta=delta, timeout=timeout, public=tuple(public), unit=unit,
-        owner=tuple(owner)), kind=kind, name=name)
+        owner=tuple(owner), ownerless=ownerless), kind=kind, name=name)
 
 
 def analyze_with(source: str | Path, settings: Settings, *, kind: str | None = None,

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from cqsens.engine.neighbourhood import Neighbourhood
+from cqsens.engine.ownerless import reads_of
 from cqsens.engine.person import check_ownership, resolve_unit
 from cqsens.engine.upper import References
 from cqsens.errors import InputError
@@ -63,7 +64,8 @@ def options_for(settings: Settings) -> Options:
     parsed_schema = load_schema(settings.schema, dialect=dialect)
     check_value_bounds(cli_bounds, parsed_schema)
     unit = settings.unit
-    resolved = resolve_unit(unit, parsed_schema, settings.owner) if unit is not None else None
+    resolved = resolve_unit(unit, parsed_schema, settings.owner,
+                            settings.ownerless == "person") if unit is not None else None
     nb = Neighbourhood(model=settings.neighbor, contributions=settings.contributions,
                        unit=resolved, references=references(parsed_schema))
     return Options(settings=settings, schema=parsed_schema, nb=nb, value_bounds=cli_bounds)
@@ -79,6 +81,8 @@ def first_state(query: AggregateQuery, options: Options) -> State:
     public = settings.public_tables()
     nb = replace(options.nb, public=public_tables(public, query, parsed_schema))
     options = replace(options, nb=nb)
+    owned: tuple[str, ...] = ()
     if nb.unit is not None and parsed_schema is not None:
-        check_ownership(parsed_schema, nb.unit, query.cq, list(public))
-    return State(query, sigma, options, notes=tuple(query.notes) + tuple(notes))
+        owned = check_ownership(parsed_schema, nb.unit, query.cq, list(public),
+                                reads_of(query, sigma, options.value_bounds))
+    return State(query, sigma, options, notes=tuple(query.notes) + tuple(notes) + owned)

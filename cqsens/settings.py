@@ -27,11 +27,15 @@ from cqsens.ir.schema import Schema
 from cqsens.release.aggregates import NEIGHBORS
 from cqsens.release.noise import check_privacy
 
-__all__ = ["ALIASES", "NEIGHBOR_MODELS", "Settings", "TomlSettings", "check_settings",
+__all__ = ["ALIASES", "NEIGHBOR_MODELS", "OWNERLESS", "Settings", "TomlSettings", "check_settings",
            "load_toml"]
 
 #: The neighbour models (docs/rules.md): one row added or removed, or one row changed.
 NEIGHBOR_MODELS: tuple[str, ...] = NEIGHBORS
+
+#: What a row whose ownership key is NULL is, with a privacy unit: refused when the query
+#: can read it (the default), or a person of its own (docs/rules.md, rule ownerless-rows).
+OWNERLESS: tuple[str, ...] = ("refuse", "person")
 
 #: Other spellings of a setting's name, accepted in the metadata file and by
 #: :meth:`Settings.from_mapping` (docs/guide/input.md, "One metadata file").
@@ -43,7 +47,8 @@ _Value = str | int | float | bool | tuple[str, ...] | None
 #: The types a metadata-file value may have, per setting (``list``: of strings).
 _TOML_TYPES: Mapping[str, tuple[type, ...]] = {
     "schema": (str,), "constraints": (str,), "fds": (list,), "cds": (list,), "bounds": (list,),
-    "public": (list,), "unit": (str,), "owner": (list,), "neighbor": (str,),
+    "public": (list,), "unit": (str,), "owner": (list,), "ownerless": (str,),
+    "neighbor": (str,),
     "contributions": (int,), "rows": (int,), "epsilon": (int, float), "delta": (float,),
     "dialect": (str,), "witness_time": (int, float), "timeout": (int, float),
     "ledger": (str,), "budget": (int, float), "delta_budget": (float,), "keys": (str,),
@@ -51,7 +56,7 @@ _TOML_TYPES: Mapping[str, tuple[type, ...]] = {
 #: The settings a batch report lists, in this order.
 _REPORTED = ("schema", "dialect", "fds", "cds", "constraints", "neighbor", "bounds",
              "contributions", "rows", "epsilon", "delta", "prove_lower", "public", "unit",
-             "owner")
+             "owner", "ownerless")
 #: Settings that change no analysis: a time limit and the release's own settings.
 _NOT_ANALYSIS = ("timeout", "ledger", "budget", "delta_budget", "keys")
 #: Settings naming a file: relative to the metadata file's folder.
@@ -80,6 +85,9 @@ class Settings:
         The privacy unit ``TABLE[.KEY]`` (docs/rules.md, rule privacy-unit).
     owner : tuple of str
         The foreign keys that carry ownership to the unit.
+    ownerless : {"refuse", "person"}
+        With a unit, a row whose ownership key is NULL: refused when the query can read
+        it, or a person of its own (docs/rules.md, rule ownerless-rows).
     neighbor : {"add-remove", "substitute"}
         The neighbour model.
     contributions : int
@@ -110,6 +118,7 @@ class Settings:
     public: tuple[str, ...] = ()
     unit: str | None = None
     owner: tuple[str, ...] = ()
+    ownerless: str = "refuse"
     neighbor: str = "add-remove"
     contributions: int = 1
     rows: int | None = None
@@ -222,6 +231,8 @@ def _check(key: str, value: object, text: str, source: str) -> _Value:
         return tuple(value)
     if isinstance(value, float) and not math.isfinite(value):
         raise fail(f"{key} must be a finite number, not {value}")
+    if name == "ownerless" and value not in OWNERLESS:
+        raise fail(f"ownerless must be one of {', '.join(OWNERLESS)}, not {value!r}")
     if name == "neighbor" and value not in NEIGHBOR_MODELS:
         raise fail(f"neighbor must be one of {', '.join(NEIGHBOR_MODELS)}, not {value!r}")
     if name in ("contributions", "rows") and isinstance(value, int) and value < 1:
@@ -276,7 +287,8 @@ def check_settings(settings: Settings) -> None:
     ------
     InputError
         An unknown neighbour model, fewer than one contribution, ``owner`` without
-        ``unit``, ``contributions`` with ``unit``, a timeout that is not > 0, or ε/δ
+        ``unit``, an unknown ``ownerless`` or ``ownerless = "person"`` without ``unit``,
+        ``contributions`` with ``unit``, a timeout that is not > 0, or ε/δ
         beyond cqsens's limits (docs/model.md, Limits and safety).
     """
     neighbor, contributions = settings.neighbor, settings.contributions
@@ -289,6 +301,13 @@ def check_settings(settings: Settings) -> None:
     if settings.owner and settings.unit is None:
         raise InputError("--owner names the foreign keys that carry ownership to the privacy "
                          "unit; give the unit too (--unit TABLE)", construct="--owner")
+    if settings.ownerless not in OWNERLESS:
+        raise InputError(f"unknown --ownerless {settings.ownerless!r} (choose "
+                         f"{' or '.join(OWNERLESS)})", construct="--ownerless")
+    if settings.ownerless == "person" and settings.unit is None:
+        raise InputError("--ownerless person says what a row with a NULL ownership key is "
+                         "under a privacy unit; give the unit too (--unit TABLE)",
+                         construct="--ownerless")
     if settings.unit is not None and contributions != 1:
         raise InputError("--contributions counts rows per person at row level; with --unit the "
                          "unit's foreign keys say which rows one person has: use one or the "

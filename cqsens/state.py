@@ -130,7 +130,7 @@ def analysis_of(state: State) -> Analysis:
         aggregates=state.aggregates,
         contributions=state.options.nb.contributions,
         noise=state.noise,
-        unit=state.options.nb.unit.text if state.options.nb.unit is not None else None,
+        unit=state.options.nb.unit.described if state.options.nb.unit is not None else None,
         dependency_names=tuple(named_dependency(d, query, state.options.schema)
                                for d in state.sigma),
         derivation=_count_derivation(state),

@@ -574,3 +574,117 @@ def random_query(rng: random.Random, world: World) -> Query:
     tables = ", ".join(f"{world.spelled(t, rng)} {a}" for a, t in aliases)
     sql = f"SELECT {select} FROM {tables}{where}{group}"
     return Query(sql, bool(group), kind, tuple(aliases))
+
+
+# ---------------------------------------------------------------------------------------
+# rows with a NULL ownership key, each a person of its own (--ownerless person)
+
+
+def _leads_to_users(world: World, table: str, seen: frozenset[str] = frozenset()) -> bool:
+    if table == "users":
+        return True
+    return any(f.table not in seen and _leads_to_users(world, f.table, seen | {table})
+               for f in world.table(table).fks if f.column != "parent")
+
+
+def ownerless_roots(world: World, db: Mapping[str, Sequence[Row]]) -> list[tuple[str, int]]:
+    """Rows whose every foreign key that leads to ``users`` holds NULL: persons of their own
+    (docs/rules.md, rule ownerless-rows), as (table, index)."""
+    out = []
+    for t in world.tables:
+        keys = [f for f in t.fks if f.column != "parent" and _leads_to_users(world, f.table)]
+        if t.name == "users" or not keys:
+            continue
+        for i, row in enumerate(db.get(t.name, [])):
+            if all(row[t.index(f.column)] is None for f in keys):
+                out.append((t.name, i))
+    return out
+
+
+def cascade_from(world: World, db: Mapping[str, Sequence[Row]], table: str,
+                 index: int) -> dict[str, set[int]]:
+    """The row ``db[table][index]`` with every row that references it along foreign keys,
+    transitively (the person of an ownerless row)."""
+    out: dict[str, set[int]] = {t.name: set() for t in world.tables}
+    out[table] = {index}
+    changed = True
+    while changed:
+        changed = False
+        for t in world.tables:
+            for f in t.fks:
+                if f.column == "parent":
+                    continue
+                target = world.table(f.table)
+                held = {db[target.name][i][target.index(f.referenced)] for i in out[target.name]}
+                p = t.index(f.column)
+                for i, row in enumerate(db[t.name]):
+                    if i not in out[t.name] and row[p] is not None and row[p] in held:
+                        out[t.name].add(i)
+                        changed = True
+    return out
+
+
+def ownerless_moves(rng: random.Random, world: World, db: DB,
+                    attempts: int = 6) -> Iterator[Move]:
+    """Every ownerless row removed with its cascade, and random ownerless rows added (a new
+    row whose keys to ``users`` are NULL), keeping every constraint."""
+    for table, index in ownerless_roots(world, db):
+        yield cascade_from(world, db, table, index), {}, f"remove ownerless {table}[{index}]"
+    owned = [t for t in world.tables if t.name not in ("users", "products")]
+    for _ in range(attempts if owned else 0):
+        t = rng.choice(owned)
+        keys = {f.column: None for f in t.fks
+                if f.column != "parent" and _leads_to_users(world, f.table)}
+        if not keys or any(not t.column(c).nullable for c in keys):
+            continue
+        row = random_row(rng, world, db, t, keys)
+        if t.key is not None and any(r[t.index(t.key)] == row[t.index(t.key)]
+                                     for r in db[t.name]):
+            continue
+        if valid(world, plus(db, {t.name: [row]})):
+            yield {}, {t.name: [row]}, f"add ownerless {t.name}{row}"
+
+
+def ownerless_query(rng: random.Random, world: World) -> Query:
+    """COUNT(*), SUM or a GROUP BY over tables other than ``users``, joined on their other
+    columns, mostly leaving the keys to ``users`` unread (the class rule ownerless-rows
+    analyses), sometimes reading one (which it must refuse or bound)."""
+    names = [n for n in world.names if n != "users"]
+    aliases = [(f"a{i}", rng.choice(names)) for i in range(rng.choice((1, 1, 2)))]
+    owner_columns = {(t.name, f.column) for t in world.tables for f in t.fks
+                     if f.table == "users"}
+
+    def column(name: str, *, owner_ok: bool) -> str:
+        cols = [c.name for c in world.table(name).columns
+                if owner_ok or (name, c.name) not in owner_columns]
+        return rng.choice(cols)
+
+    reads_owner = rng.random() < 0.15
+    conds: list[str] = []
+    if len(aliases) == 2:
+        (a, s), (b, u) = aliases
+        links = [f"{a}.{f.column} = {b}.{f.referenced}" for f in world.table(s).fks
+                 if f.table == u] + [f"{b}.{f.column} = {a}.{f.referenced}"
+                                     for f in world.table(u).fks if f.table == s]
+        conds.append(rng.choice(links) if links and rng.random() < 0.7 else
+                     f"{a}.{column(s, owner_ok=reads_owner)} = {b}.{column(u, owner_ok=False)}")
+    for a, name in aliases:
+        if rng.random() < 0.3:
+            conds.append(f"{a}.{column(name, owner_ok=reads_owner)} "
+                         f"{rng.choice(('=', '<', '>='))} {rng.randint(0, 3)}")
+    checked = [(a, c.name) for a, name in aliases for c in world.table(name).columns if c.check]
+    kind = rng.choice(("count", "sum", "group"))
+    if kind == "sum" and not checked:
+        kind = "count"
+    select, group = "COUNT(*)", ""
+    if kind == "sum":
+        s, sc = rng.choice(checked)
+        select = f"SUM({s}.{sc})"
+    elif kind == "group":
+        a, name = rng.choice(aliases)
+        g = column(name, owner_ok=reads_owner)
+        select, group = f"{a}.{g}, COUNT(*)", f" GROUP BY {a}.{g}"
+    where = f" WHERE {' AND '.join(conds)}" if conds else ""
+    tables = ", ".join(f"{world.spelled(t, rng)} {a}" for a, t in aliases)
+    return Query(f"SELECT {select} FROM {tables}{where}{group}", bool(group), kind,
+                 tuple(aliases))

@@ -38,11 +38,12 @@ HOSPITAL = ROOT / "examples" / "hospital"
 SHOP = ROOT / "examples" / "shop"
 
 #: Every command's options before the options were declared once (``cqsens CMD --help``
-#: of the commit before, listed by click): no command may lose one.
+#: of the commit before, listed by click): no command may lose one.  ``--ownerless`` was
+#: added later, to the commands that take ``--unit`` with the dependencies.
 BEFORE: dict[str, list[str]] = {
     "analyze": ["--bounds", "--cd", "--config", "--constraints", "--contributions", "--cq",
                 "--db", "--delta", "--dialect", "--epsilon", "--fd", "--format", "--neighbor",
-                "--no-lower", "--owner", "--public", "--query-column", "--rows", "--schema",
+                "--no-lower", "--owner", "--ownerless", "--public", "--query-column", "--rows", "--schema",
                 "--sql", "--timeout", "--unit", "--witness", "--witness-time"],
     "budget": ["--budget", "--config", "--delta-budget", "--format", "--ledger", "--set"],
     "init": ["--db", "--force", "--output", "--owner", "--unit", "-o"],
@@ -53,15 +54,15 @@ BEFORE: dict[str, list[str]] = {
     "release": ["--bounds", "--budget", "--cd", "--config", "--constraints", "--contributions",
                 "--db", "--delta", "--delta-budget", "--dialect", "--epsilon", "--epsilon-part",
                 "--fd", "--format", "--keys", "--ledger", "--mechanism", "--neighbor",
-                "--owner", "--public", "--rows", "--schema", "--sql", "--timeout", "--unit"],
+                "--owner", "--ownerless", "--public", "--rows", "--schema", "--sql", "--timeout", "--unit"],
     "report": ["--bounds", "--cache", "--cd", "--config", "--constraints", "--contributions",
                "--db", "--delta", "--dialect", "--epsilon", "--fd", "--force", "--format",
-               "--jobs", "--neighbor", "--no-cache", "--no-lower", "--output", "--owner",
+               "--jobs", "--neighbor", "--no-cache", "--no-lower", "--output", "--owner", "--ownerless",
                "--public", "--query-column", "--rows", "--schema", "--strict", "--timeout",
                "--total-timeout", "--unit", "-o"],
     "witness": ["--bounds", "--cd", "--config", "--constraints", "--contributions", "--cq",
                 "--db", "--delta", "--dialect", "--epsilon", "--fd", "--force", "--format",
-                "--neighbor", "--output", "--owner", "--public", "--rows", "--schema", "--sql",
+                "--neighbor", "--output", "--owner", "--ownerless", "--public", "--rows", "--schema", "--sql",
                 "--timeout", "--unit", "--witness-time", "-o"],
 }
 

@@ -21,7 +21,7 @@ from cqsens.cli.exits import fail
 from cqsens.cli.params import BUDGET, DELTA, DIALECT, DURATION, EPSILON, TIMEOUT
 from cqsens.errors import InputError
 from cqsens.ir.schema import Schema
-from cqsens.settings import NEIGHBOR_MODELS
+from cqsens.settings import NEIGHBOR_MODELS, OWNERLESS
 
 __all__ = [
     "PROPOSED_OWNER",
@@ -48,6 +48,7 @@ __all__ = [
     "output_option",
     "path_of",
     "owner_option",
+    "ownerless_option",
     "query_column_option",
     "release_options",
     "resolve_schema",
@@ -218,6 +219,16 @@ def owner_option(help: str = "With --unit: a foreign key that carries ownership 
     return click.option("--owner", "owner", multiple=True, metavar="TABLE.COLUMN", help=help)
 
 
+def ownerless_option() -> _Decorator:
+    """--ownerless refuse|person."""
+    return click.option("--ownerless", "ownerless", type=click.Choice(list(OWNERLESS)),
+                        default="refuse", show_default=True,
+                        help="With --unit: a row whose ownership key is NULL. refuse: the "
+                             "query must not read such rows; person: each is a person of its "
+                             "own (only for queries that read neither the key nor the unit "
+                             "table; docs/rules.md, rule ownerless-rows).")
+
+
 def bounds_option() -> _Decorator:
     """--bounds 'T.col=low:high' (repeatable)."""
     return click.option("--bounds", "bounds", multiple=True, metavar="'T.col=low:high'",
@@ -295,9 +306,9 @@ def schema_options(f: _Command) -> _Command:
 
 
 def dependency_options(f: _Command) -> _Command:
-    """--fd, --cd, --constraints, --neighbor, --public, --unit, --owner."""
+    """--fd, --cd, --constraints, --neighbor, --public, --unit, --owner, --ownerless."""
     return stack(fd_option(), cd_option(), constraints_option(), neighbor_option(),
-                 public_option(), unit_option(), owner_option())(f)
+                 public_option(), unit_option(), owner_option(), ownerless_option())(f)
 
 
 def release_options(f: _Command) -> _Command:

@@ -28,13 +28,25 @@ class Unit:
     with the table in lower case; ``None`` means every foreign key does (a
     cascading delete along every key).  A foreign key that is not an owner is an
     ordinary reference: a row that holds it does not belong to the row it
-    references (docs/rules.md, rule ownership).
+    references (docs/rules.md, rule ownership).  ``ownerless`` makes each row whose
+    ownership key is NULL a person of its own, with the rows that reference it
+    (docs/rules.md, rule ownerless-rows).
     """
 
     table: str
     key: tuple[int, ...]
     text: str  # users(id)
     owners: frozenset[tuple[str, tuple[int, ...]]] | None = None
+    ownerless: bool = False
+
+    @property
+    def described(self) -> str:
+        """The unit as an analysis and a ledger name it: ``users(id)``, and with
+        ``ownerless`` the rows of their own (a release under one model never shares a
+        ledger with the other)."""
+        if not self.ownerless:
+            return self.text
+        return f"{self.text} or a row whose ownership key is NULL"
 
     def owns(self, relation: str, fk: ForeignKey) -> bool:
         """True when ``fk`` of ``relation`` carries ownership."""

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from cqsens.engine.neighbourhood import Neighbourhood, Unit
+from cqsens.engine.ownerless import Reads, ownerless_persons, ownerless_read
 from cqsens.engine.paths import Step, Weight
 from cqsens.engine.rules import Derivation, Rule
 from cqsens.engine.upper import extension_bound
@@ -93,11 +94,14 @@ def person_derivation(person: PersonBound, where: Neighbourhood) -> Derivation:
                        "route": route})
 
 
-def resolve_unit(text: str, schema: Schema | None, owner: Sequence[str] = ()) -> Unit:
+def resolve_unit(text: str, schema: Schema | None, owner: Sequence[str] = (),
+                 ownerless: bool = False) -> Unit:
     """``users`` (its primary key) or ``users.id`` (a key column) as a :class:`Unit`.
 
     ``owner`` names the foreign keys that carry ownership (``"orders.uid"``, or
     ``"lines(order_id, shop)"`` for a composite key); empty means every foreign key.
+    ``ownerless`` makes each row whose ownership key is NULL a person of its own
+    (docs/rules.md, rule ownerless-rows).
 
     Raises
     ------
@@ -130,7 +134,7 @@ def resolve_unit(text: str, schema: Schema | None, owner: Sequence[str] = ()) ->
                              f"key column, --unit {relation.name}.column")
     shown = ", ".join(relation.columns[p] for p in key)
     owners = frozenset(_owner(item, schema) for item in owner) if owner else None
-    return Unit(relation.name, key, f"{relation.name}({shown})", owners)
+    return Unit(relation.name, key, f"{relation.name}({shown})", owners, ownerless)
 
 
 def _owner(text: str, schema: Schema) -> tuple[str, tuple[int, ...]]:
@@ -266,7 +270,8 @@ def _all_not_null(chain: Chain, schema: Schema) -> bool:
     return True
 
 
-def check_ownership(schema: Schema, unit: Unit, cq: CQ, public: Iterable[str]) -> None:
+def check_ownership(schema: Schema, unit: Unit, cq: CQ, public: Iterable[str],
+                    reads: Reads | None = None) -> tuple[str, ...]:
     """Refuse a query whose tables are neither owned by one person nor public.
 
     With a privacy unit every table is private unless it is declared public, and
@@ -277,7 +282,9 @@ def check_ownership(schema: Schema, unit: Unit, cq: CQ, public: Iterable[str]) -
     fixed to a constant (SQL's ``=`` never matches NULL).  A public table is the
     same in both neighbouring databases, so it cannot hold a person's rows: a
     public table that reaches the unit along ownership keys contradicts its
-    declaration (docs/rules.md, rule ownership).
+    declaration (docs/rules.md, rule ownership).  With ``unit.ownerless`` a row
+    whose ownership key is NULL is a person of its own instead (docs/rules.md, rule
+    ownerless-rows, checked with ``reads``).
 
     Parameters
     ----------
@@ -289,6 +296,14 @@ def check_ownership(schema: Schema, unit: Unit, cq: CQ, public: Iterable[str]) -
         The query: its relation atoms are the rows it reads.
     public : iterable of str
         The tables declared public.
+    reads : Reads, optional
+        What the whole query reads (:func:`cqsens.engine.ownerless.reads_of`); needed
+        for ``unit.ownerless``, built from ``cq`` alone when omitted.
+
+    Returns
+    -------
+    tuple of str
+        Notes for the output: the use of rule ownerless-rows, if any.
 
     Raises
     ------
@@ -319,6 +334,8 @@ def check_ownership(schema: Schema, unit: Unit, cq: CQ, public: Iterable[str]) -
         if relation is not None:
             found[relation.name] = chains(schema, unit, relation.name)
             _refuse_owned_public(relation, found[relation.name], schema, unit)
+    read: dict[str, Relation] = {}
+    refusal: InputError | None = None
     for atom in atoms:
         relation = schema.find(atom.relation)
         if relation is None:
@@ -329,7 +346,30 @@ def check_ownership(schema: Schema, unit: Unit, cq: CQ, public: Iterable[str]) -
         if relation.name.lower() in declared_public:
             _refuse_owned_public(relation, owned, schema, unit)
         elif relation.name.lower() != goal:
-            _refuse_unowned(relation, atom, owned, occurrences, schema, unit)
+            _refuse_no_chain(relation, owned, unit)
+            read[relation.name] = relation
+            refusal = refusal or _unowned(relation, atom, owned, occurrences, schema, unit)
+    if not unit.ownerless:
+        if refusal is not None:
+            raise refusal
+        return ()
+    tables = list(read.values())
+    if refusal is None and not ownerless_read(schema, tables, found):
+        return ()  # no ownerless person's row is read (rule ownerless-rows, not read)
+    given = reads if reads is not None else Reads(
+        {t: 1 for a in cq.atoms if a.is_filter for t in a.terms} | {t: 1 for t in cq.head})
+    note = ownerless_persons(schema, unit, atoms, given, tables, found)
+    if note is not None:
+        return (note,)
+    what = refusal.message if refusal is not None else (
+        f"a table the query reads reaches {unit.table} through a nullable ownership key "
+        "beyond its first link, so a person of its own (a row whose key is NULL) holds rows "
+        "the query reads")
+    raise InputError(
+        f"{what}. With --ownerless person such rows are persons of their own, but cqsens "
+        f"bounds them only for a query that reads neither {unit.table} nor the nullable "
+        f"key, and this query reads {unit.table} (docs/rules.md, rule ownerless-rows)",
+        source="--ownerless", construct=unit.table)
 
 
 def _refuse_owned_public(relation: Relation, owned: Sequence[Chain], schema: Schema,
@@ -349,8 +389,7 @@ def _refuse_owned_public(relation: Relation, owned: Sequence[Chain], schema: Sch
             source="--public", construct="--public")
 
 
-def _refuse_unowned(relation: Relation, atom: Atom, owned: Sequence[Chain],
-                    occurrences: Mapping[Term, int], schema: Schema, unit: Unit) -> None:
+def _refuse_no_chain(relation: Relation, owned: Sequence[Chain], unit: Unit) -> None:
     if not owned:
         raise InputError(
             f"table {relation.name} is private (not declared public) but no chain of foreign "
@@ -360,17 +399,26 @@ def _refuse_unowned(relation: Relation, atom: Atom, owned: Sequence[Chain],
             f"foreign key to {unit.table} (e.g. `... NOT NULL REFERENCES {unit.text}` in the "
             f"schema{_owner_hint(unit)}), or, if its rows are the same for everybody, declare it "
             f"public (--public {relation.name})", source="--unit", construct=relation.name)
+
+
+def _unowned(relation: Relation, atom: Atom, owned: Sequence[Chain],
+             occurrences: Mapping[Term, int], schema: Schema, unit: Unit) -> InputError | None:
+    """The refusal of a table read through nullable keys only, or None."""
     links = [_nullable_link(chain, schema, atom, occurrences) for chain in owned]
-    if None not in links:
-        nullable = links[0]
-        raise InputError(
-            f"table {relation.name} reaches the privacy unit {unit.text} only through the "
-            f"nullable column {nullable}: a row whose key is NULL belongs to no person, and "
-            "the query reads such rows, so they would be treated as the same in both "
-            f"neighbouring databases. Declare {nullable} NOT NULL, join it to "
-            f"{unit.table} in the query, or, if the rows of {relation.name} are the same for "
-            f"everybody, declare it public and leave its key out of --owner",
-            source="--unit", construct=relation.name)
+    if None in links:
+        return None
+    nullable = links[0]
+    hint = "" if unit.ownerless else (
+        ", or make each such row a person of its own (--ownerless person, ownerless = "
+        "\"person\" in cqsens.toml; docs/rules.md, rule ownerless-rows)")
+    return InputError(
+        f"table {relation.name} reaches the privacy unit {unit.text} only through the "
+        f"nullable column {nullable}: a row whose key is NULL belongs to no person, and "
+        "the query reads such rows, so they would be treated as the same in both "
+        f"neighbouring databases. Declare {nullable} NOT NULL, join it to "
+        f"{unit.table} in the query, or, if the rows of {relation.name} are the same for "
+        f"everybody, declare it public and leave its key out of --owner{hint}",
+        source="--unit", construct=relation.name)
 
 
 def _nullable_link(chain: Chain, schema: Schema, atom: Atom,

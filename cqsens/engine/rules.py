@@ -58,6 +58,7 @@ class Rule(Enum):
     FOREIGN_KEYS = "foreign-keys"
     PRIVACY_UNIT = "privacy-unit"
     OWNERSHIP = "ownership"
+    OWNERLESS_ROWS = "ownerless-rows"
     RELEASE_GUARD = "release-guard"
     POST_PROCESSING = "post-processing"
     PUBLIC_SUBQUERIES = "public-subqueries"
