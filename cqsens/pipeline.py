@@ -63,8 +63,7 @@ def analyze(
     bounds: Sequence[str] = (), contributions: int = 1, rows: int | None = None,
     epsilon: float | None = None, delta: float | None = None, timeout: float | None = 30.0,
     public: Sequence[str] = (), unit: str | None = None, owner: Sequence[str] = (),
-    ownerless: str = "refuse",
-) -> Analysis:
+    ownerless: str = "refuse") -> Analysis:
     """Analyse one counting query: sensitivity bounds, the paper's values and why.
 
     Parameters
@@ -118,9 +117,8 @@ def analyze(
         empty: every foreign key.  Others, self-references included, are
         ordinary references.
     ownerless : {"refuse", "person"}
-        With a unit, a row whose ownership key is NULL: refused when the query can read
-        it, or a person of its own, for queries that read neither that key nor the unit
-        table (docs/rules.md, rule ownerless-rows).
+        A row whose ownership key is NULL: refused where read, or a person of its own
+        (docs/rules.md, rule ownerless-rows).
     timeout : float or None
         Seconds the whole analysis may take (``None`` or ``math.inf``: no
         limit).  The witness search stops early to stay within it; any other
