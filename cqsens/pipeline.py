@@ -114,11 +114,10 @@ def analyze(
         keys (docs/rules.md, rule ownership).
     owner : sequence of str
         The foreign keys that carry ownership to the unit (``"orders.uid"``);
-        empty: every foreign key.  Others, self-references included, are
-        ordinary references.
+        empty: every foreign key.  Others are ordinary references.
     ownerless : {"refuse", "person"}
-        A row whose ownership key is NULL: refused where read, or a person of its own
-        (docs/rules.md, rule ownerless-rows).
+        A row whose ownership key is NULL: refused where read, or a person of its
+        own (docs/rules.md, rule ownerless-rows).
     timeout : float or None
         Seconds the whole analysis may take (``None`` or ``math.inf``: no
         limit).  The witness search stops early to stay within it; any other
