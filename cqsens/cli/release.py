@@ -52,6 +52,7 @@ from cqsens.release.ledger import (
 )
 from cqsens.release.noise import EPSILON_MAX, EPSILON_MIN, check_privacy
 from cqsens.releasing import Release, release
+from cqsens.releasing.parts import parts_of, release_parts
 from cqsens.releasing.public import is_public_release
 from cqsens.releasing.stages import StagedRelease, release_stages
 from cqsens.releasing.views import release_views, views_of
@@ -264,6 +265,9 @@ def release_cmd(
         run_release = release_stages if analysis.stages else release
         if views is not None:  # docs/rules.md, rule released-view
             run_release = partial(release_views, found=views)
+        subqueries = parts_of(analysis, settings.public)
+        if subqueries is not None:  # docs/rules.md, rule released-subquery
+            run_release = partial(release_parts, found=subqueries)
         done = run_release(analysis, url=db, epsilon=epsilon, delta=delta, mechanism=mechanism,
                            reanalyse=lambda text: run(text, "sql", analysis.source),
                            schema=schema_obj, bounds=settings.bounds, keys_file=settings.keys,
@@ -275,6 +279,7 @@ def release_cmd(
         fail(err)
     if len(results) > 1:
         _show_stages(results, fmt, ledger, state,
+                     "released-subquery" if subqueries is not None else
                      "released-view" if views is not None else "two-stage")
     else:
         _show(result, fmt, ledger, state)

@@ -1,0 +1,153 @@
+"""Run a release with released subqueries (docs/rules.md, rule released-subquery).
+
+Each part (an aggregating derived table or ``WITH`` table over private tables) is
+released first, as a statement of its own, with its share of ε (and δ): its group keys
+are released as a statement's are (public or declared keys, else partition selection).
+Its noisy rows, and only those, then take its place in the rest of the statement
+(:func:`cqsens.frontend.released_parts.fill_parts`), which reads public tables and those
+rows only: it is run as it is, read-only, and spends nothing.  The true rows of a part
+never leave :func:`cqsens.releasing.run.release`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from cqsens.analysis import Analysis
+from cqsens.db.connect import connect
+from cqsens.frontend.released_parts import Part, Parts, fill_parts, split_parts
+from cqsens.ir.schema import Schema
+from cqsens.parts import is_parts
+from cqsens.release.ledger import Charge, PrivacyModel
+from cqsens.releasing.public import PublicAnswer, run_public
+from cqsens.releasing.results import Release
+from cqsens.releasing.run import _public_release, release
+from cqsens.releasing.stages import StagedRelease
+
+__all__ = ["part_rows", "parts_of", "release_parts"]
+
+Row = tuple[object, ...]
+_INTEGER = re.compile(r"-?(0|[1-9]\d*)")
+_DECIMAL = re.compile(r"-?\d+\.\d+(?:[eE][-+]?\d+)?")
+
+
+def parts_of(analysis: Analysis, public: Sequence[str]) -> Parts | None:
+    """The released subqueries of the statement ``analysis`` analysed, or None."""
+    if not is_parts(analysis):
+        return None
+    names = frozenset(n.strip().lower() for item in public for n in item.split(",")
+                      if n.strip())
+    return split_parts(analysis.query, analysis.query_obj.dialect, public=names,
+                       source=analysis.source)
+
+
+def _key(text: str | None) -> object:
+    """A released key as a SQL value: a number when it is written as one."""
+    if text is None:
+        return None
+    if _INTEGER.fullmatch(text):
+        return int(text)
+    if _DECIMAL.fullmatch(text):
+        return float(text)
+    return text
+
+
+def _bare(name: str) -> str:
+    return name.rsplit(".", 1)[-1].strip('"`').lower()
+
+
+def part_rows(part: Part, result: Release) -> list[Row]:
+    """The rows that take ``part``'s place: its released groups, one row each, in the order
+    of its columns (a key column from the group's key, every other column from the released
+    values: by label, else in order)."""
+    keys = {_bare(k): i for i, k in enumerate(result.key_names)}
+    out: list[Row] = []
+    for group in result.groups:
+        labels = {v.label.lower(): v.value for v in group.values}
+        rest = iter(v.value for v in group.values if v.label.lower() not in
+                    {c.lower() for c in part.columns})
+        row: list[object] = []
+        for column in part.columns:
+            name = column.lower()
+            if name in labels:
+                row.append(labels[name])
+            elif name in keys:
+                row.append(_key(group.key[keys[name]]))
+            else:
+                row.append(next(rest, None))
+        out.append(tuple(row))
+    return out
+
+
+def _target(url: str) -> str:
+    with connect(url) as conn:
+        name = str(conn.dialect.name)
+    return "postgres" if name == "postgresql" else name
+
+
+def release_parts(
+    analysis: Analysis,
+    found: Parts,
+    *,
+    url: str,
+    epsilon: float,
+    delta: float | None = None,
+    mechanism: str = "laplace",
+    reanalyse: Callable[[str], Analysis],
+    schema: Schema | None = None,
+    bounds: Sequence[str] = (),
+    keys_file: str | None = None,
+    public: Sequence[str] = (),
+    epsilon_parts: Mapping[str, float] | None = None,
+    before_query: Callable[[Charge, PrivacyModel], None] | None = None,
+) -> StagedRelease:
+    """Release the parts of ``analysis``, then the rest of its statement on their noisy rows.
+
+    The parameters are those of :func:`cqsens.releasing.stages.release_stages`; each part
+    gets ε/n and δ/n (n parts).  ``keys_file`` and ``epsilon_parts`` name one statement's
+    keys and aggregates: they are not used here.
+
+    Returns
+    -------
+    StagedRelease
+        Every part's release in order, then the rest of the statement (nothing spent).
+    """
+    del keys_file, epsilon_parts
+    count = len(found.parts)
+    eps, share = epsilon / count, None if delta is None else delta / count
+    if before_query is not None:
+        before_query(Charge(epsilon, delta or 0.0), PrivacyModel(
+            analysis.neighbor, analysis.contributions, analysis.unit))
+    done: list[Release] = []
+    rows: dict[int, list[Row]] = {}
+    for part, stage in zip(found.parts, analysis.stages, strict=True):
+        result = release(stage, url=url, epsilon=eps, delta=share, mechanism=mechanism,
+                         reanalyse=reanalyse, schema=schema, bounds=bounds, public=public)
+        rows[part.number] = part_rows(part, result)
+        done.append(replace(result, notes=(
+            *result.notes, f"release {part.number} of {count}: a subquery of the statement; "
+            "its noisy rows take its place in the rest of the statement")))
+    sql = fill_parts(found.outer, analysis.query_obj.dialect, _target(url), rows,
+                     source=analysis.source)
+    labels, answer = run_public(url, sql, None, analysis.source)
+    tables = "the released rows and public tables"
+    last = _public_release(analysis, PublicAnswer(
+        labels, tuple(tuple(_cell(v) for v in r) for r in answer), tables), url)
+    done.append(replace(
+        last, split="nothing spent: computed from the released subqueries' noisy rows and "
+        "public tables only, post-processing (docs/rules.md, rule released-subquery)",
+        key_mode="every row of the answer, computed from the released subqueries' noisy "
+        "rows and public tables only", notes=(
+            "each released subquery's noisy rows take its place; the rest reads public "
+            "tables only, so it spends no ε or δ (the ledger records nothing for it)",)))
+    return StagedRelease(tuple(done), ())
+
+
+def _cell(value: Any) -> int | float | str | None:
+    """A database value as the release shows it."""
+    if value is None or isinstance(value, (int, float, str)):
+        return value
+    return str(value)
