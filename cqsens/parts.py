@@ -16,10 +16,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from cqsens.analysis import Analysis
+from cqsens.engine.neighbourhood import Unit
+from cqsens.engine.person import owner_key
 from cqsens.errors import InputError
 from cqsens.frontend.load import read_source
 from cqsens.frontend.released_parts import Parts, split_parts
 from cqsens.ir.exact import text
+from cqsens.ir.schema import Schema
 from cqsens.settings import Settings
 from cqsens.stages import shared_settings
 
@@ -38,9 +41,12 @@ class PartsSource:
     name: str | None
 
 
-def parts_source(source: str | Path, settings: Settings, *, kind: str | None,
-                 name: str | None) -> PartsSource | None:
-    """The released subqueries of a SQL source, or None when it has none (or is not SQL).
+def parts_source(source: str | Path, settings: Settings, schema: Schema | None,
+                 unit: Unit | None, *, kind: str | None, name: str | None
+                 ) -> PartsSource | None:
+    """The released subqueries of a SQL source, or None when it has none (or is not SQL,
+    or, with a privacy ``unit``, one of them groups by the person's key: a per-person
+    table, docs/rules.md, rule person-groups).
 
     Raises
     ------
@@ -50,8 +56,19 @@ def parts_source(source: str | Path, settings: Settings, *, kind: str | None,
     body, origin, language = read_source(source, kind=kind, name=name)
     if language != "sql":
         return None
+    names_person = None
+    if unit is not None and schema is not None and len(unit.key) == 1:
+        relation = schema.find(unit.table)
+        if relation is None:
+            return None
+        person = (relation.name.lower(), relation.columns[unit.key[0]].lower())
+        owned = owner_key(schema, unit)
+
+        def names_person(table: str, column: str) -> bool:
+            return owned(table, column) == person
+
     found = split_parts(body, settings.dialect, public=frozenset(settings.public_tables()),
-                        source=origin or "<sql>")
+                        source=origin or "<sql>", schema=schema, names_person=names_person)
     return None if found is None else PartsSource(found, body, origin)
 
 

@@ -87,21 +87,35 @@ def route(source: str | Path, settings: Settings, *, kind: str | None, name: str
             return per_person
         return plain(source, settings, kind=kind, name=name)
     except InputError as err:
-        parts = _parts(err, source, settings, kind=kind, name=name)
+        parts = _parts(err, source, settings, options, kind=kind, name=name)
         if parts is not None:  # docs/rules.md, rule released-subquery
-            return analyze_parts(parts, settings, lambda text, s: route(
-                text, s, kind="sql", name=parts.name, plain=plain))
+            return _analyze_parts(err, parts, settings, plain)
         if isinstance(err, UnsupportedQueryError):  # say what would make it a released view
             advise(err, source, settings, options.schema, kind=kind, name=name)
         raise
 
 
-def _parts(err: InputError, source: str | Path, settings: Settings, *,
+def _analyze_parts(err: InputError, parts: PartsSource, settings: Settings,
+                   plain: Analyse) -> Analysis:
+    """The analysis of ``parts``; when a part is refused, ``err`` (the statement's own
+    refusal) with why its parts are refused too."""
+    try:
+        return analyze_parts(parts, settings, lambda text, s: route(
+            text, s, kind="sql", name=parts.name, plain=plain))
+    except InputError as why:
+        note = f"as released subqueries (docs/rules.md, rule released-subquery): {why}"
+        err.message = f"{err.message}; {note}"
+        err.args = (err.message,)
+        raise err from None
+
+
+def _parts(err: InputError, source: str | Path, settings: Settings, options: Options, *,
            kind: str | None, name: str | None) -> PartsSource | None:
     """The released subqueries of a statement the plan refused, or None (a statement
     that has some but reads private rows outside them: ``err`` says so)."""
     try:
-        return parts_source(source, settings, kind=kind, name=name)
+        return parts_source(source, settings, options.schema, options.nb.unit, kind=kind,
+                            name=name)
     except InputError as why:
         if why.message not in err.message:
             err.message = f"{err.message}; {why.message}"

@@ -18,14 +18,15 @@ their place as ``VALUES`` lists, so whatever then runs reads noisy values only.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence, Set
+from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass
 
 from sqlglot import exp
 
 from cqsens.errors import InputError
-from cqsens.frontend.released_views import ROWS_MARKER, literal
+from cqsens.frontend.released_views import ROWS_MARKER, literal, owner, sources
 from cqsens.frontend.statements import parse_statement
+from cqsens.ir.schema import Schema
 
 __all__ = ["Part", "Parts", "fill_parts", "split_parts"]
 
@@ -171,8 +172,25 @@ def _marker(number: int, columns: Sequence[str]) -> exp.Select:
         for i, c in enumerate(columns)])
 
 
+def _per_person(select: exp.Select, names_person: Callable[[str, str], bool],
+                schema: Schema | None) -> bool:
+    """Whether ``select`` groups by a column that names the person (a per-person table,
+    docs/rules.md, rule person-groups, not a released subquery)."""
+    group = select.args.get("group")
+    items = sources(select)
+    if group is None or items is None:
+        return False
+    for key in group.expressions:
+        if isinstance(key, exp.Column):
+            alias = owner(key, items, schema)
+            if alias is not None and names_person(items[alias].name.lower(), key.name.lower()):
+                return True
+    return False
+
+
 def split_parts(sql: str, dialect: str | None, *, public: Set[str],
-                source: str = "<sql>") -> Parts | None:
+                source: str = "<sql>", schema: Schema | None = None,
+                names_person: Callable[[str, str], bool] | None = None) -> Parts | None:
     """The released parts of ``sql``, or None when it has none.
 
     Parameters
@@ -185,6 +203,12 @@ def split_parts(sql: str, dialect: str | None, *, public: Set[str],
         The public tables (lower case).
     source : str
         For errors.
+    schema : Schema, optional
+        Tells which table an unqualified group column belongs to.
+    names_person : callable, optional
+        With a privacy unit: whether ``(table, column)`` names the person.  A statement
+        with a part grouped by such a column is a per-person table (docs/rules.md, rule
+        person-groups): None is returned.
 
     Returns
     -------
@@ -215,6 +239,8 @@ def split_parts(sql: str, dialect: str | None, *, public: Set[str],
         if columns is None or not _aggregates(select) or reads.marked(select) \
                 or not reads.private(select):
             continue
+        if names_person is not None and _per_person(select, names_person, schema):
+            return None
         number = len(parts) + 1
         parts.append(Part(number, _statement(select, reads, dialect), columns,
                           select.sql(dialect=dialect)))
