@@ -97,16 +97,17 @@ def route(source: str | Path, settings: Settings, *, kind: str | None, name: str
 
 def _analyze_parts(err: InputError, parts: PartsSource, settings: Settings,
                    plain: Analyse) -> Analysis:
-    """The analysis of ``parts``; when a part is refused, ``err`` (the statement's own
-    refusal) with why its parts are refused too."""
+    """The analysis of ``parts``; when a part is refused, its refusal (the construct that
+    blocks the statement), with the statement's own refusal ``err`` after it."""
     try:
         return analyze_parts(parts, settings, lambda text, s: route(
             text, s, kind="sql", name=parts.name, plain=plain))
     except InputError as why:
-        note = f"as released subqueries (docs/rules.md, rule released-subquery): {why}"
-        err.message = f"{err.message}; {note}"
-        err.args = (err.message,)
-        raise err from None
+        why.message = (f"{why.message} (in a subquery released as a statement of its own, "
+                       f"docs/rules.md, rule released-subquery; the statement as a whole: "
+                       f"{err.message})")
+        why.args = (why.message,)
+        raise why from None
 
 
 def _parts(err: InputError, source: str | Path, settings: Settings, options: Options, *,
