@@ -66,7 +66,15 @@ UNION = ("WITH ss AS (SELECT i_cat, SUM(s_price) AS total FROM sales, item "
 JOINED = ("SELECT i.i_cat, t.n, RANK() OVER (ORDER BY t.n DESC) AS rk FROM item i, "
           "(SELECT s_item, COUNT(*) AS n FROM sales GROUP BY s_item) t "
           "WHERE i.i_id = t.s_item ORDER BY t.n DESC, i.i_cat, rk")
-FORMS = [WINDOWED, CROSS, UNION, JOINED]
+# a group column selected under another name
+ALIASED = ("SELECT item, n FROM (SELECT s_item AS item, COUNT(*) AS n FROM sales "
+           "GROUP BY s_item) t ORDER BY n DESC, item")
+# ROLLUP by hand: a WITH table that does not aggregate, read by grouped UNION ALL branches
+# with constant labels (each branch a release)
+ROLLED = ("WITH base AS (SELECT i_cat, s_price FROM sales, item WHERE s_item = i_id) "
+          "SELECT * FROM (SELECT i_cat, 0 AS g, SUM(s_price) AS total FROM base GROUP BY i_cat "
+          "UNION ALL SELECT NULL, 1, SUM(s_price) FROM base) u ORDER BY g, i_cat")
+FORMS = [WINDOWED, CROSS, UNION, JOINED, ALIASED, ROLLED]
 
 
 def _database(rng: random.Random) -> sqlite3.Connection:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass
+from decimal import Decimal
 
 from sqlglot import exp
 
@@ -45,12 +46,20 @@ class Part:
         The names of its SELECT items, in order (the released row's columns).
     written : str
         The part as written.
+    keys : tuple of str
+        For each column, the name of the group column it selects ("" for an aggregate,
+        a window or a constant).
+    constants : tuple of (bool, value)
+        For each column, whether it is a constant (which a release does not measure)
+        and its value (``NULL`` is None).
     """
 
     number: int
     sql: str
     columns: tuple[str, ...]
     written: str
+    keys: tuple[str, ...] = ()
+    constants: tuple[tuple[bool, object], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +123,8 @@ class _Reads:
         """The private tables ``node`` reads, directly or through ``WITH`` tables."""
         bodies = [node, *(self.ctes[n].this for n in self.names(node))]
         return sorted({t.name.lower() for b in bodies for t in b.find_all(exp.Table)
-                       if t.name.lower() not in self.ctes and t.name.lower() not in self.public})
+                       if (t.name.lower() not in self.ctes or t.args.get("db"))
+                       and t.name.lower() not in self.public})
 
     def marked(self, node: exp.Expr) -> bool:
         """Whether ``node`` reads released rows, directly or through ``WITH`` tables."""
@@ -145,7 +155,8 @@ def _columns(select: exp.Select) -> tuple[str, ...] | None:
     if any(isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star))
            for e in select.expressions):
         return None
-    names = [e.alias_or_name or f"column{n}" for n, e in enumerate(select.expressions, start=1)]
+    names = [e.alias_or_name if isinstance(e, (exp.Alias, exp.Column)) and e.alias_or_name
+             else f"column{n}" for n, e in enumerate(select.expressions, start=1)]
     cte = select.parent
     if isinstance(cte, exp.CTE):
         alias = cte.args.get("alias")
@@ -153,6 +164,38 @@ def _columns(select: exp.Select) -> tuple[str, ...] | None:
         if listed and len(listed) == len(names):
             names = [c.name for c in listed]
     return tuple(names)
+
+
+def _keys(select: exp.Select) -> tuple[str, ...]:
+    """For each item of ``select``, the group column it selects, else ""."""
+    group = select.args.get("group")
+    grouped = {g.sql().lower() for g in group.expressions} if group is not None else set()
+    out = []
+    for item in select.expressions:
+        value = item.unalias()
+        out.append(value.name if isinstance(value, exp.Column) and (
+            value.sql().lower() in grouped or value.name.lower() in grouped) else "")
+    return tuple(out)
+
+
+def _constant(value: exp.Expr) -> tuple[bool, object]:
+    if isinstance(value, exp.Null):
+        return True, None
+    if isinstance(value, exp.Neg) and isinstance(value.this, exp.Literal) \
+            and not value.this.is_string:
+        found = _constant(value.this)
+        return found[0], -found[1] if isinstance(found[1], (int, Decimal)) else found[1]
+    if isinstance(value, exp.Literal):
+        if value.is_string:
+            return True, value.this
+        text = value.this
+        return True, int(text) if text.lstrip("-").isdigit() else Decimal(text)
+    return False, None
+
+
+def _constants(select: exp.Select) -> tuple[tuple[bool, object], ...]:
+    """For each item of ``select``, whether it is a constant, and its value."""
+    return tuple(_constant(item.unalias()) for item in select.expressions)
 
 
 def _statement(select: exp.Select, reads: _Reads, dialect: str | None) -> str:
@@ -243,7 +286,7 @@ def split_parts(sql: str, dialect: str | None, *, public: Set[str],
             return None
         number = len(parts) + 1
         parts.append(Part(number, _statement(select, reads, dialect), columns,
-                          select.sql(dialect=dialect)))
+                          select.sql(dialect=dialect), _keys(select), _constants(select)))
         select.replace(_marker(number, columns))
     if not parts:
         return None

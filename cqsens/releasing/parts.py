@@ -61,21 +61,27 @@ def _bare(name: str) -> str:
 
 def part_rows(part: Part, result: Release) -> list[Row]:
     """The rows that take ``part``'s place: its released groups, one row each, in the order
-    of its columns (a key column from the group's key, every other column from the released
-    values: by label, else in order)."""
+    of its columns (a group column from the group's key, a constant as written, every
+    other column from the released values: by label, else in order)."""
     keys = {_bare(k): i for i, k in enumerate(result.key_names)}
+    selected = part.keys or ("",) * len(part.columns)
+    constants = part.constants or ((False, None),) * len(part.columns)
+    measured = {c.lower() for c, k, (fixed, _) in zip(part.columns, selected, constants,
+                                                      strict=True) if not k and not fixed}
     out: list[Row] = []
     for group in result.groups:
         labels = {v.label.lower(): v.value for v in group.values}
-        rest = iter(v.value for v in group.values if v.label.lower() not in
-                    {c.lower() for c in part.columns})
+        rest = iter(v.value for v in group.values if v.label.lower() not in measured)
         row: list[object] = []
-        for column in part.columns:
-            name = column.lower()
-            if name in labels:
-                row.append(labels[name])
-            elif name in keys:
-                row.append(_key(group.key[keys[name]]))
+        for column, key, (fixed, value) in zip(part.columns, selected, constants, strict=True):
+            if key and _bare(key) in keys:
+                row.append(_key(group.key[keys[_bare(key)]]))
+            elif fixed:
+                row.append(value)
+            elif column.lower() in labels:
+                row.append(labels[column.lower()])
+            elif column.lower() in keys:
+                row.append(_key(group.key[keys[column.lower()]]))
             else:
                 row.append(next(rest, None))
         out.append(tuple(row))
