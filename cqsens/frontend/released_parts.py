@@ -2,7 +2,7 @@
 statements of their own (docs/rules.md, rule released-subquery).
 
 A derived table, a ``WITH`` table, or a branch of a set operation that is one of them,
-whose SELECT aggregates rows of private tables is a *part*: it is analysed and released
+whose SELECT has an aggregate over rows of private tables is a *part*: it is analysed and released
 as a statement of its own (with the ``WITH`` tables it reads), its group keys handled as
 a statement's are.  The rest of the statement, with each part's released rows in its
 place, must read public tables and released rows only: it is post-processing of the
@@ -93,9 +93,8 @@ def _branches(body: exp.Expr) -> list[exp.Select]:
 
 
 def _aggregates(select: exp.Select) -> bool:
-    """Whether ``select`` aggregates its own rows (an aggregate of its own, or GROUP BY)."""
-    if select.args.get("group") is not None:
-        return True
+    """Whether ``select`` has an aggregate of its own (a GROUP BY without one lists its
+    groups: no release)."""
     return any(a.find_ancestor(exp.Select) is select for a in select.find_all(exp.AggFunc))
 
 
