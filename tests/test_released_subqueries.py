@@ -327,3 +327,17 @@ def test_noise_reaches_the_post_processing(tmp_path: Path) -> None:
     ((x, y, r),) = _rows(document)
     assert (x, y) == (a + 1000, b + 1000)
     assert r == pytest.approx((a + 1000) / (b + 1000))
+
+
+def test_a_chain_of_with_tables_read_twice_each_is_read_once() -> None:
+    """Each WITH table of a chain that reads the one before it twice is visited once (a
+    walk along every path would take 2^59 steps here): the part carries all 60."""
+    ctes = ["c0 AS (SELECT s_item FROM sales)"] + [
+        f"c{i} AS (SELECT s_item FROM c{i - 1} UNION ALL SELECT s_item FROM c{i - 1})"
+        for i in range(1, 60)]
+    sql = ("WITH " + ", ".join(ctes) + " SELECT MAX(n) FROM (SELECT s_item, COUNT(*) AS n "
+           "FROM c59 GROUP BY s_item) d")
+    found = split_parts(sql, None, public=set(PUBLIC))
+    assert found is not None and len(found.parts) == 1
+    assert all(f"c{i} AS" in found.parts[0].sql for i in range(60))
+    assert "sales" not in found.outer

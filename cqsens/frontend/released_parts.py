@@ -108,14 +108,16 @@ class _Reads:
     def __init__(self, ctes: Mapping[str, exp.CTE], public: Set[str]) -> None:
         self.ctes, self.public = ctes, public
 
-    def names(self, node: exp.Expr, seen: frozenset[str] = frozenset()) -> set[str]:
-        """``WITH`` tables read by ``node``, transitively (each once)."""
+    def names(self, node: exp.Expr) -> set[str]:
+        """``WITH`` tables read by ``node``, transitively (each visited once)."""
         out: set[str] = set()
-        for table in node.find_all(exp.Table):
-            name = table.name.lower()
-            if name in self.ctes and name not in seen and not table.args.get("db"):
-                out.add(name)
-                out |= self.names(self.ctes[name].this, seen | {name})
+        todo = [node]
+        while todo:
+            for table in todo.pop().find_all(exp.Table):
+                name = table.name.lower()
+                if name in self.ctes and name not in out and not table.args.get("db"):
+                    out.add(name)
+                    todo.append(self.ctes[name].this)
         return out
 
     def private(self, node: exp.Expr) -> list[str]:
