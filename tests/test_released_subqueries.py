@@ -341,3 +341,12 @@ def test_a_chain_of_with_tables_read_twice_each_is_read_once() -> None:
     assert found is not None and len(found.parts) == 1
     assert all(f"c{i} AS" in found.parts[0].sql for i in range(60))
     assert "sales" not in found.outer
+
+
+def test_the_rest_runs_in_memory_unless_it_joins_public_tables(tmp_path: Path,
+                                                              noiseless: None) -> None:
+    """A rest that reads released rows only runs in an empty SQLite database in memory;
+    one joined with a public table reads that table, read-only, from the database."""
+    _write(tmp_path / "d.db", _database(random.Random(5)))
+    assert "in SQLite in memory" in _release(tmp_path, CROSS)["keys"]
+    assert "the public tables item" in _release(tmp_path, JOINED)["keys"]

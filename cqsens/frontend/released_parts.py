@@ -64,10 +64,12 @@ class Part:
 
 @dataclass(frozen=True, slots=True)
 class Parts:
-    """A statement's released parts and the rest of it, with markers in their place."""
+    """A statement's released parts and the rest of it, with markers in their place;
+    ``tables``: the public tables the rest reads (none: it reads released rows only)."""
 
     parts: tuple[Part, ...]
     outer: str
+    tables: tuple[str, ...] = ()
 
 
 def _with(tree: exp.Expr) -> exp.With | None:
@@ -302,7 +304,9 @@ def split_parts(sql: str, dialect: str | None, *, public: Set[str],
             f"{', '.join(left)} outside {'it' if one else 'them'}: only public tables and "
             "released rows are post-processing (docs/rules.md, rule released-subquery)",
             source=source, construct="released-subquery")
-    return Parts(tuple(parts), tree.sql(dialect=dialect))
+    tables = sorted({t.name.lower() for t in tree.find_all(exp.Table)
+                     if t.name.lower() not in ctes or t.args.get("db")})
+    return Parts(tuple(parts), tree.sql(dialect=dialect), tuple(tables))
 
 
 def _drop_unread(tree: exp.Expr, reads: _Reads) -> None:

@@ -5,19 +5,23 @@ released first, as a statement of its own, with its share of ε (and δ): its gr
 are released as a statement's are (public or declared keys, else partition selection).
 Its noisy rows, and only those, then take its place in the rest of the statement
 (:func:`cqsens.frontend.released_parts.fill_parts`), which reads public tables and those
-rows only: it is run as it is, read-only, and spends nothing.  The true rows of a part
-never leave :func:`cqsens.releasing.run.release`.
+rows only and spends nothing: it runs in an empty SQLite database in memory when it reads
+the released rows only, else read-only on the database (for its public tables).  The true
+rows of a part never leave :func:`cqsens.releasing.run.release`.
 """
 
 from __future__ import annotations
 
 import re
+import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 from cqsens.analysis import Analysis
 from cqsens.db.connect import connect
+from cqsens.errors import InputError
+from cqsens.frontend.dates import sqlite_dates
 from cqsens.frontend.released_parts import Part, Parts, fill_parts, split_parts
 from cqsens.ir.schema import Schema
 from cqsens.parts import is_parts
@@ -136,20 +140,38 @@ def release_parts(
         done.append(replace(result, notes=(
             *result.notes, f"release {part.number} of {count}: a subquery of the statement; "
             "its noisy rows take its place in the rest of the statement")))
-    sql = fill_parts(found.outer, analysis.query_obj.dialect, _target(url), rows,
-                     source=analysis.source)
-    labels, answer = run_public(url, sql, None, analysis.source)
-    tables = "the released rows and public tables"
+    dialect = analysis.query_obj.dialect
+    if found.tables:  # joined with public tables: read-only, from the database
+        sql = fill_parts(found.outer, dialect, _target(url), rows, source=analysis.source)
+        labels, answer = run_public(url, sql, None, analysis.source)
+        tables = f"the released rows and the public tables {', '.join(found.tables)}"
+    else:  # the released rows only: in SQLite in memory, nothing else in reach
+        sql = fill_parts(found.outer, dialect, "sqlite", rows, source=analysis.source)
+        labels, answer = _in_memory(sql, analysis.source)
+        tables = "the released rows only, in SQLite in memory"
     last = _public_release(analysis, PublicAnswer(
         labels, tuple(tuple(_cell(v) for v in r) for r in answer), tables), url)
     done.append(replace(
         last, split="nothing spent: computed from the released subqueries' noisy rows and "
         "public tables only, post-processing (docs/rules.md, rule released-subquery)",
-        key_mode="every row of the answer, computed from the released subqueries' noisy "
-        "rows and public tables only", notes=(
+        key_mode=f"every row of the answer, computed from {tables}", notes=(
             "each released subquery's noisy rows take its place; the rest reads public "
             "tables only, so it spends no ε or δ (the ledger records nothing for it)",)))
     return StagedRelease(tuple(done), ())
+
+
+def _in_memory(sql: str, source: str) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
+    """Run ``sql`` (it reads ``VALUES`` lists only) in an empty SQLite database in memory."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        cursor = conn.execute(sqlite_dates(sql))
+        labels = tuple(str(d[0]) for d in cursor.description or ())
+        return labels, [tuple(r) for r in cursor.fetchall()]
+    except sqlite3.Error as exc:
+        raise InputError(f"the post-processing of the released rows failed in SQLite: {exc}",
+                         source=source, construct="released-subquery") from None
+    finally:
+        conn.close()
 
 
 def _cell(value: Any) -> int | float | str | None:
