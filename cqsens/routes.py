@@ -13,7 +13,10 @@ whole statement:
 * a WHERE comparison with a scalar subquery over private tables: a two-stage release,
   the subquery first (docs/rules.md, rule two-stage);
 * with a privacy unit, a statement over one derived table grouped by the person's
-  key: a table of one row per person (docs/rules.md, rule person-groups).
+  key: a table of one row per person (docs/rules.md, rule person-groups);
+* a statement that the plan refuses, whose aggregating derived tables and WITH tables
+  over private tables can each be released on its own, the rest reading public tables
+  and their released rows only (docs/rules.md, rule released-subquery).
 """
 
 from __future__ import annotations
@@ -23,8 +26,9 @@ from pathlib import Path
 from typing import Protocol
 
 from cqsens.analysis import Analysis
-from cqsens.errors import UnsupportedQueryError
+from cqsens.errors import InputError, UnsupportedQueryError
 from cqsens.frontend.load import read_source
+from cqsens.parts import PartsSource, analyze_parts, parts_source
 from cqsens.per_person import analyse_per_person
 from cqsens.prepare import options_for
 from cqsens.public_statement import find_public_statement, public_analysis, synthetic_sql
@@ -82,9 +86,42 @@ def route(source: str | Path, settings: Settings, *, kind: str | None, name: str
         if per_person is not None:
             return per_person
         return plain(source, settings, kind=kind, name=name)
-    except UnsupportedQueryError as err:  # say what would make it a released view
-        advise(err, source, settings, options.schema, kind=kind, name=name)
+    except InputError as err:
+        parts = _parts(err, source, settings, options, kind=kind, name=name)
+        if parts is not None:  # docs/rules.md, rule released-subquery
+            return _analyze_parts(err, parts, settings, plain)
+        if isinstance(err, UnsupportedQueryError):  # say what would make it a released view
+            advise(err, source, settings, options.schema, kind=kind, name=name)
         raise
+
+
+def _analyze_parts(err: InputError, parts: PartsSource, settings: Settings,
+                   plain: Analyse) -> Analysis:
+    """The analysis of ``parts``; when a part is refused, its refusal (the construct that
+    blocks the statement), with the statement's own refusal ``err`` after it."""
+    try:
+        return analyze_parts(parts, settings, lambda text, s: route(
+            text, s, kind="sql", name=parts.name, plain=plain))
+    except InputError as why:
+        why.message = (f"{why.message} (in a subquery released as a statement of its own, "
+                       f"docs/rules.md, rule released-subquery; the statement as a whole: "
+                       f"{err.message})")
+        why.args = (why.message,)
+        raise why from None
+
+
+def _parts(err: InputError, source: str | Path, settings: Settings, options: Options, *,
+           kind: str | None, name: str | None) -> PartsSource | None:
+    """The released subqueries of a statement the plan refused, or None (a statement
+    that has some but reads private rows outside them: ``err`` says so)."""
+    try:
+        return parts_source(source, settings, options.schema, options.nb.unit, kind=kind,
+                            name=name)
+    except InputError as why:
+        if why.message not in err.message:
+            err.message = f"{err.message}; {why.message}"
+            err.args = (err.message,)
+        return None
 
 
 def _per_person(source: str | Path, settings: Settings, options: Options, *, kind: str | None,

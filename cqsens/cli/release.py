@@ -52,6 +52,7 @@ from cqsens.release.ledger import (
 from cqsens.release.noise import EPSILON_MAX, EPSILON_MIN, check_privacy
 from cqsens.releasing import Release
 from cqsens.releasing.options import ReleaseOptions
+from cqsens.releasing.parts import parts_of, release_parts
 from cqsens.releasing.public import is_public_release
 from cqsens.releasing.run import release_with
 from cqsens.releasing.stages import StagedRelease, release_stages
@@ -268,7 +269,10 @@ def release_cmd(
             keys_file=settings.keys, public=settings.public, epsilon_parts=parts,
             before_query=check)
         done: Release | StagedRelease
-        if views is not None:  # docs/rules.md, rule released-view
+        subqueries = parts_of(analysis, settings.public)
+        if subqueries is not None:  # docs/rules.md, rule released-subquery
+            done = release_parts(analysis, subqueries, options)
+        elif views is not None:  # docs/rules.md, rule released-view
             done = release_views(analysis, views, options)
         elif analysis.stages:  # docs/rules.md, rule two-stage
             done = release_stages(analysis, options)
@@ -281,6 +285,7 @@ def release_cmd(
         fail(err)
     if len(results) > 1:
         _show_stages(results, fmt, ledger, state,
+                     "released-subquery" if subqueries is not None else
                      "released-view" if views is not None else "two-stage")
     else:
         _show(result, fmt, ledger, state)

@@ -67,6 +67,7 @@ class Rule(Enum):
     PERSON_GROUPS = "person-groups"
     TWO_STAGE = "two-stage"
     RELEASED_VIEW = "released-view"
+    RELEASED_SUBQUERY = "released-subquery"
     BAGS = "bags"
     NULLS = "nulls"
     SUM_SUBSTITUTION = "sum-substitution"
