@@ -55,6 +55,7 @@ class Rule(Enum):
     COMPOSITE_DEPENDENCIES = "composite-dependencies"
     PUBLIC_TABLES = "public-tables"
     FOREIGN_KEYS = "foreign-keys"
+    FOREIGN_KEY_JOINS = "foreign-key-joins"
     PRIVACY_UNIT = "privacy-unit"
     OWNERSHIP = "ownership"
     RELEASE_GUARD = "release-guard"
