@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from cqsens.engine.finite_tables import finite_table_dependencies
 from cqsens.engine.fk_joins import drop_implied_joins
 from cqsens.engine.neighbourhood import Neighbourhood
 from cqsens.engine.person import check_ownership, resolve_unit
@@ -76,7 +77,8 @@ def first_state(query: AggregateQuery, options: Options) -> State:
     settings, parsed_schema = options.settings, options.schema
     sigma, notes = resolve_sigma(query, schema=parsed_schema, fds=settings.fds, cds=settings.cds,
                                  constraints=settings.constraints)
-    sigma = Sigma.of([*sigma, *row_identity_keys(query)])
+    sigma = Sigma.of([*sigma, *row_identity_keys(query),
+                      *finite_table_dependencies(query, parsed_schema)])
     public = settings.public_tables()
     nb = replace(options.nb, public=public_tables(public, query, parsed_schema))
     options = replace(options, nb=nb)

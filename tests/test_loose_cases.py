@@ -209,3 +209,67 @@ def test_foreign_key_join_without_a_dependency() -> None:
     q row referencing it); it counts q's rows, which a change keeps."""
     a = cqsens.analyze(FK_CASES[0][0], schema=FK_DDL, neighbor="substitute")
     assert (a.upper, a.lower) == (0, 0)
+
+
+# ------------------------------------------------------------ tables with finitely many rows
+
+FINITE_DDL = """
+CREATE TABLE u (k INTEGER PRIMARY KEY CHECK (k IN (1, 2)), name TEXT);
+CREATE TABLE f (x TEXT PRIMARY KEY, k INTEGER);
+CREATE TABLE r (k INT PRIMARY KEY CHECK (k BETWEEN 1 AND 2), name TEXT);
+"""
+FINITE_CANDIDATES: Rows = {
+    "u": [(k, n) for k in (1, 2) for n in (None, "a", "b")],
+    "f": [(x, k) for x in ("a", "b", "c") for k in (None, 1)],
+    "r": [(k, n) for k in (1, 1.5, 2) for n in ("a", "b")],
+}
+
+
+def _finite_ok(db: Rows) -> bool:
+    return _keys_hold(db, ("u", "f", "r"))
+
+
+finite_databases = st.fixed_dictionaries({
+    name: st.lists(st.sampled_from(rows), max_size=4, unique=True)
+    for name, rows in FINITE_CANDIDATES.items()}).filter(_finite_ok)
+
+# (statement, add-remove bound before rule finite-tables, now, tight now)
+FINITE_CASES = [
+    ("SELECT COUNT(*) FROM f JOIN u ON f.x = u.name", INF, 2, True),
+    ("SELECT COUNT(*) FROM u a JOIN u b ON a.name = b.name", INF, 3, True),
+    ("SELECT COUNT(DISTINCT u.k) FROM f JOIN u ON f.x = u.name", 2, 2, True),  # finite-domains
+    # a range on an INT key: 1.5 is a key too (SQLite stores it), so no finite table
+    ("SELECT COUNT(*) FROM f JOIN r ON f.x = r.name", INF, INF, False),
+]
+
+
+@pytest.mark.parametrize(("sql", "before", "now", "tight"), FINITE_CASES)
+def test_finite_tables_bound_the_fan_out(sql: str, before: float, now: float,
+                                         tight: bool) -> None:
+    a = cqsens.analyze(sql, schema=FINITE_DDL, prove_lower=False)
+    assert a.l1 == now <= before
+    if tight:
+        assert _reached(sql, "add-remove", now, FINITE_DDL, FINITE_CANDIDATES,
+                        _finite_ok) == now
+
+
+def test_a_range_on_an_int_key_admits_more_rows_than_its_integers() -> None:
+    """SQLite keeps r(1), r(1.5), r(2) under CHECK (k BETWEEN 1 AND 2): adding f('a')
+    meets three rows, more than the two integers of the range."""
+    sql = FINITE_CASES[3][0]
+    db: Rows = {"u": [], "f": [], "r": [(1, "a"), (1.5, "a"), (2, "a")]}
+    l1, _ = sql_sensitivity(FINITE_DDL, [sql], db, {"f": [("a", None)]}, _finite_ok)
+    assert l1 == 3
+
+
+@pytest.mark.parametrize(("sql", "before", "now", "tight"), FINITE_CASES)
+@pytest.mark.parametrize("neighbor", NEIGHBORS)
+@settings(max_examples=scaled_examples(15), deadline=None)
+@given(db=finite_databases)
+def test_finite_table_bounds_are_sound(sql: str, before: float, now: float, tight: bool,
+                                       neighbor: str, db: Rows) -> None:
+    a = cqsens.analyze(sql, schema=FINITE_DDL, neighbor=neighbor, prove_lower=False)
+    l1, l2 = sql_sensitivity(FINITE_DDL, [sql], db, FINITE_CANDIDATES, _finite_ok,
+                             neighbor=neighbor)
+    assert l1 <= a.l1
+    assert l2 <= float(a.l2) + 1e-9

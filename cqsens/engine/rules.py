@@ -47,6 +47,7 @@ class Rule(Enum):
     COUNT_DISTINCT = "count-distinct"
     COUNT_COLUMN = "count-column"
     FINITE_DOMAINS = "finite-domains"
+    FINITE_TABLES = "finite-tables"
     ROWS_PER_VALUE = "rows-per-value"
     CONTRIBUTIONS = "contributions"
     GROUP_BY_HISTOGRAM = "group-by-histogram"
