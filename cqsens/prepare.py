@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from cqsens.engine.finite_tables import finite_table_dependencies
+from cqsens.engine.finite_tables import finite_table_dependencies, finite_table_notes
 from cqsens.engine.fk_joins import drop_implied_joins
 from cqsens.engine.neighbourhood import Neighbourhood
 from cqsens.engine.person import check_ownership, resolve_unit
@@ -84,7 +84,7 @@ def first_state(query: AggregateQuery, options: Options) -> State:
     options = replace(options, nb=nb)
     if nb.unit is not None and parsed_schema is not None:
         check_ownership(parsed_schema, nb.unit, query.cq, list(public))
-    notes = [*query.notes, *notes]
+    notes = [*query.notes, *notes, *finite_table_notes(query, parsed_schema)]
     if nb.substitution and nb.unit is None:  # add/remove: rule foreign-keys already counts 0
         query, dropped = drop_implied_joins(query, nb.references, parsed_schema)
         notes += [d.describe() for d in dropped]

@@ -248,6 +248,7 @@ def test_finite_tables_bound_the_fan_out(sql: str, before: float, now: float,
                                          tight: bool) -> None:
     a = cqsens.analyze(sql, schema=FINITE_DDL, prove_lower=False)
     assert a.l1 == now <= before
+    assert any("u holds at most 2 row(s)" in n for n in a.notes) == (" u " in sql)
     if tight:
         assert _reached(sql, "add-remove", now, FINITE_DDL, FINITE_CANDIDATES,
                         _finite_ok) == now

@@ -15,7 +15,7 @@ from cqsens.ir.cq import AggregateQuery
 from cqsens.ir.dependencies import Dependency
 from cqsens.ir.schema import Relation, Schema
 
-__all__ = ["finite_table_dependencies", "table_rows"]
+__all__ = ["finite_table_dependencies", "finite_table_notes", "table_rows"]
 
 
 def table_rows(rel: Relation) -> int | None:
@@ -65,4 +65,19 @@ def finite_table_dependencies(query: AggregateQuery, schema: Schema | None) -> l
             continue
         out += [Dependency(rel.name, i, j, max(rows, 1))
                 for i in range(arity) for j in range(arity) if i != j]
+    return out
+
+
+def finite_table_notes(query: AggregateQuery, schema: Schema | None) -> list[str]:
+    """One sentence per table of the query that holds finitely many rows."""
+    if schema is None:
+        return []
+    out = []
+    for relation in sorted(query.cq.relations()):
+        rel = schema.find(relation)
+        rows = table_rows(rel) if rel is not None else None
+        if rel is not None and rows is not None:
+            out.append(f"{rel.name} holds at most {rows} row(s): a key column of it takes "
+                       f"the {rows} value(s) of its CHECK, so every column of it has at most "
+                       f"{rows} value(s) (docs/rules.md, rule finite-tables)")
     return out
