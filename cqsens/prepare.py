@@ -85,7 +85,9 @@ def first_state(query: AggregateQuery, options: Options) -> State:
     if nb.unit is not None and parsed_schema is not None:
         check_ownership(parsed_schema, nb.unit, query.cq, list(public))
     notes = [*query.notes, *notes, *finite_table_notes(query, parsed_schema)]
+    read = query
     if nb.substitution and nb.unit is None:  # add/remove: rule foreign-keys already counts 0
         query, dropped = drop_implied_joins(query, nb.references, parsed_schema)
         notes += [d.describe() for d in dropped]
-    return State(query, sigma, options, notes=tuple(notes))
+    return State(query, sigma, options, notes=tuple(notes),
+                 read=read if query is not read else None)

@@ -174,7 +174,9 @@ FK_CASES = [
     ("SELECT COUNT(*) FROM q WHERE EXISTS (SELECT 1 FROM p WHERE p.id = q.pid)", 2, 0, 0),
     ("SELECT SUM(q.v) FROM q JOIN p ON p.id = q.pid", 4, 2, 2),
     # kept: a filter on p (a changed g moves both q rows of p), a nullable foreign key
-    # (a NULL o meets no p row; sound, not tight)
+    # (a NULL o meets no p row; sound, not tight), a semi-join that counts p's rows (the
+    # smaller query would count the distinct pid of q, not q's rows)
+    ("SELECT COUNT(*) FROM p WHERE EXISTS (SELECT 1 FROM q WHERE q.pid = p.id)", 1, 1, 1),
     ("SELECT COUNT(*) FROM q JOIN p ON p.id = q.pid WHERE p.g = 1", 2, 2, 2),
     ("SELECT COUNT(*) FROM q JOIN p ON p.id = q.o", INF, INF, 1),
 ]

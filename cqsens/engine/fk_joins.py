@@ -63,8 +63,11 @@ def _private(query: AggregateQuery, atom: Atom,
     private = tuple(t for t in rest if isinstance(t, Var))
     if set(private) & set(key) or set(private) & set(_used_terms(query, atom)):
         return None
+    rest_vars = {t for a in query.cq.atoms if a != atom for t in a.terms if isinstance(t, Var)}
     for head in (query.cq.head, *query.heads, *((query.body.head,) if query.body else ())):
-        if set(private) & set(head) and not set(key) <= set(head):
+        # a head holding the atom's columns counts rows of the join: it must hold every
+        # other variable too, or the smaller query would count a projection (EXISTS)
+        if set(private) & set(head) and not (set(key) | rest_vars) <= set(head):
             return None
     return private
 
@@ -91,6 +94,13 @@ def _implied(query: AggregateQuery, references: References,
                         and tuple(other.terms[c] for c in fk.columns) == key:
                     return ImpliedJoin(atom, other, text, fk.referenced)
     return None
+
+
+def _counts_rows_if_single(query: AggregateQuery) -> bool:
+    """False for one table whose head projects it: the rules for one table read a plain
+    count there as its number of rows (docs/rules.md, rule count-substitution)."""
+    atoms = query.cq.relation_atoms()
+    return len(atoms) != 1 or atoms[0].variables() <= set(query.cq.head)
 
 
 def _without(cq: CQ, atom: Atom, drop: Iterable[Var]) -> CQ:
@@ -135,9 +145,12 @@ def drop_implied_joins(query: AggregateQuery, references: References, schema: Sc
     while (found := _implied(query, references, schema)) is not None:
         private = _private(query, found.atom, found.positions) or ()
         body = _without(query.body, found.atom, private) if query.body is not None else None
-        query = replace(query, cq=_without(query.cq, found.atom, private), body=body,
-                        heads=tuple(tuple(t for t in h if t not in private)
-                                    for h in query.heads))
+        smaller = replace(query, cq=_without(query.cq, found.atom, private), body=body,
+                          heads=tuple(tuple(t for t in h if t not in private)
+                                      for h in query.heads))
+        if not _counts_rows_if_single(smaller):
+            break
+        query = smaller
         dropped.append(found)
     return query, tuple(dropped)
 
