@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from cqsens.engine.finite_tables import finite_table_dependencies, finite_table_notes
+from cqsens.engine.fk_joins import drop_implied_joins
 from cqsens.engine.neighbourhood import Neighbourhood
 from cqsens.engine.ownerless import reads_of
 from cqsens.engine.person import check_ownership, resolve_unit
@@ -77,7 +79,8 @@ def first_state(query: AggregateQuery, options: Options) -> State:
     settings, parsed_schema = options.settings, options.schema
     sigma, notes = resolve_sigma(query, schema=parsed_schema, fds=settings.fds, cds=settings.cds,
                                  constraints=settings.constraints)
-    sigma = Sigma.of([*sigma, *row_identity_keys(query)])
+    sigma = Sigma.of([*sigma, *row_identity_keys(query),
+                      *finite_table_dependencies(query, parsed_schema)])
     public = settings.public_tables()
     nb = replace(options.nb, public=public_tables(public, query, parsed_schema))
     options = replace(options, nb=nb)
@@ -85,4 +88,10 @@ def first_state(query: AggregateQuery, options: Options) -> State:
     if nb.unit is not None and parsed_schema is not None:
         owned = check_ownership(parsed_schema, nb.unit, query.cq, list(public),
                                 reads_of(query, sigma, options.value_bounds))
-    return State(query, sigma, options, notes=tuple(query.notes) + tuple(notes) + owned)
+    notes = [*query.notes, *notes, *owned, *finite_table_notes(query, parsed_schema)]
+    read = query
+    if nb.substitution and nb.unit is None:  # add/remove: rule foreign-keys already counts 0
+        query, dropped = drop_implied_joins(query, nb.references, parsed_schema)
+        notes += [d.describe() for d in dropped]
+    return State(query, sigma, options, notes=tuple(notes),
+                 read=read if query is not read else None)

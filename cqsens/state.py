@@ -91,6 +91,7 @@ class State:
     lower_note: str = ""
     noise: NoiseCalibration | None = None
     person: PersonBound | None = None
+    read: AggregateQuery | None = None  # as read, when ``query`` is an equivalent one
 
     @property
     def count(self) -> CountBound:
@@ -109,7 +110,7 @@ def analysis_of(state: State) -> Analysis:
         source=query.source,
         query_obj=query,
         sigma=state.sigma,
-        cq=query.cq,
+        cq=(state.read or query).cq,
         core=counted.core,
         connected=is_connected(counted.core),
         satisfiable=counted.core.satisfiable,

@@ -73,10 +73,16 @@ def test_add_remove_row_bound_uses_the_foreign_key() -> None:
     rules = [atom_derivation(ab, add.neighbourhood)
              for relation in add.bound.relations for ab in relation.atoms]
     assert any(d.rule is Rule.FOREIGN_KEYS and d.value == 0 for d in rules)
-    # a substitution may keep a referenced row's key and change the rest: not used
     without_fk = cqsens.analyze(JOIN, schema=DDL.replace("REFERENCES users(id)", ""), cds=CDS)
     assert without_fk.upper == 20
-    assert cqsens.analyze(JOIN, schema=DDL, cds=CDS, neighbor="substitute").upper == 20
+    # a substitution may keep a referenced row's key and change the rest: not used; the
+    # join reads users only through the NOT NULL key, so it counts orders (rule
+    # foreign-key-joins), which a change keeps
+    sub = cqsens.analyze(JOIN, schema=DDL, cds=CDS, neighbor="substitute")
+    assert (sub.upper, sub.lower) == (0, 0)
+    assert any("foreign-key-joins" in n for n in sub.notes)
+    named = JOIN + " WHERE u.name = 'x'"  # a changed name moves the user's 20 orders
+    assert cqsens.analyze(named, schema=DDL, cds=CDS, neighbor="substitute").upper == 20
 
 
 def test_row_witness_holds_the_referenced_rows_and_runs_with_foreign_keys_on() -> None:

@@ -12,7 +12,7 @@ import math
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from cqsens.engine.core import in_cq_core
+from cqsens.engine.core import core_result, in_cq_core
 from cqsens.engine.count import CountBound, count_bound
 from cqsens.engine.domains import domain_cap
 from cqsens.engine.paper import PaperValue, cd_upper_paper, delta_str_paper, fd_bounds_paper
@@ -40,7 +40,10 @@ def stage_bound(state: State) -> State:
     if not counted.minimal:
         notes += ("the core search hit its budget: the core shown may not be minimal "
                   "(bounds stay sound, possibly less tight)",)
-    delta_str = upper_bound(counted.plain, Sigma.of(), public=public).value
+    # without constraints: the query as read, not one a foreign key makes equivalent
+    plain = counted.plain if state.read is None else core_result(
+        state.read.cq, budget=state.options.core_budget).cq
+    delta_str = upper_bound(plain, Sigma.of(), public=public).value
     person = _person(state, counted)
     return replace(state, counted=counted, delta_str=delta_str, notes=notes, person=person)
 
@@ -63,7 +66,7 @@ def _person(state: State, counted: CountBound) -> PersonBound | None:
 def stage_paper(state: State) -> State:
     """The paper's literal Δ_STR, Thm 13 and Thm 17 values."""
     cq, counted, sigma = state.query.cq, state.count, state.sigma
-    paper: dict[str, PaperValue] = {"delta_str": delta_str_paper(cq)}
+    paper: dict[str, PaperValue] = {"delta_str": delta_str_paper((state.read or state.query).cq)}
     fds = sigma.fds()
     if fds:
         upper, lower = fd_bounds_paper(counted.core, fds, in_cq_core=in_cq_core(cq))

@@ -158,9 +158,12 @@ class _Inliner:
         for added in tables[1:]:
             from_.append("expressions", added)
         others = [i for i in _items(outer) if isinstance(i, exp.Table) and i not in tables]
+        siblings = [i for i in _items(outer) if isinstance(i, exp.Subquery)]
         for col in list(outer.find_all(exp.Column)):
             table = col.table.lower()
             if (table and table != name) or col.name.lower() not in outputs:
+                continue
+            if self._elsewhere(col, outer, siblings):
                 continue
             if not table and any(self._has(i.name, col.name) for i in others):
                 continue  # the column of an outer table of that name
@@ -176,6 +179,21 @@ class _Inliner:
             where = outer.args.get("where")
             parts = [where.this, *conditions] if where is not None else conditions
             outer.set("where", exp.Where(this=exp.and_(*parts)))
+
+    def _elsewhere(self, col: exp.Column, outer: exp.Select,
+                   siblings: list[exp.Subquery]) -> bool:
+        """Whether ``col`` cannot read the derived table being inlined into ``outer``:
+        it lies in another derived table of the same FROM (which sees only its own
+        tables), or it is unqualified in a nested SELECT one of whose own tables has
+        a column of that name (SQL resolves it there first)."""
+        ancestors = list(_ancestors(col))
+        if any(a is s for s in siblings for a in ancestors):
+            return True
+        scope = col.find_ancestor(exp.Select)
+        if col.table or scope is None or scope is outer:
+            return False
+        return any(isinstance(t, exp.Table) and self._has(t.name, col.name)
+                   for t in _items(scope))
 
     def _fresh(self, alias: str) -> str:
         return fresh_alias(alias, self.counts, self.claimed)

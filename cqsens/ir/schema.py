@@ -134,7 +134,9 @@ class Schema:
     _index: dict[str, Relation] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        self._index.update({r.name.lower(): r for r in self.relations})
+        # a fresh index: ``dataclasses.replace`` passes the old one, which a cached
+        # schema (frontend.ddl.schema_from_ddl) shares with every analysis
+        object.__setattr__(self, "_index", {r.name.lower(): r for r in self.relations})
 
     def find(self, name: str) -> Relation | None:
         """The relation called ``name`` (case-insensitive), or None."""

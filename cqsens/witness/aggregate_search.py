@@ -42,6 +42,14 @@ def _positions(query: AggregateQuery, var: Var) -> set[tuple[str, int]]:
             if x == var}
 
 
+def _rows(db: Database) -> list[tuple[str, tuple[Value, ...]]]:
+    """The rows of ``db`` in a fixed order (tables by name, rows by ``repr``): the fresh
+    values of :func:`renamed` are numbered in the order rows are met, and a set's order
+    depends on the hash seed and on how the set was built, so iterating the sets would
+    make the witness depend on the process's history."""
+    return [(r, row) for r in sorted(db.rows) for row in sorted(db.rows[r], key=repr)]
+
+
 def _grouped_candidates(
     base: Witness, neighbor: str, keep: Callable[[str, int, Value], bool],
     agg_positions: set[tuple[str, int]], group_positions: set[tuple[str, int]],
@@ -55,11 +63,10 @@ def _grouped_candidates(
                     for row in (*a.rows.get(r, ()), *((t,) if r == rel else ()))}
     shared = renamed(a, lambda r, p, v: keep(r, p, v) or v in group_values, 3)
     copy = a
-    for r, rows in a.rows.items():
-        for row in rows:
-            if r != rel and any(v in group_values for v in row):
-                continue  # the original row serves both (a copy would repeat its key)
-            copy = copy.with_row(r, shared(r, row))
+    for r, row in _rows(a):
+        if r != rel and any(v in group_values for v in row):
+            continue  # the original row serves both (a copy would repeat its key)
+        copy = copy.with_row(r, shared(r, row))
     copy = copy.with_row(rel, shared(rel, t))
     if neighbor == "add-remove":
         if t not in copy.rows.get(rel, frozenset()):
@@ -68,17 +75,15 @@ def _grouped_candidates(
         return
     ren1 = renamed(a, keep, 1)
     fresh_groups = a
-    for r, rows in a.rows.items():
-        for row in rows:
-            fresh_groups = fresh_groups.with_row(r, ren1(r, row))
+    for r, row in _rows(a):
+        fresh_groups = fresh_groups.with_row(r, ren1(r, row))
     fresh_groups = fresh_groups.with_row(rel, ren1(rel, t))
     moved = tuple(ren1(rel, t)[p] if (rel, p) in group_positions else v for p, v in enumerate(t))
     moved_changed = tuple(_PLACEHOLDER if (rel, p) in agg_positions else v
                           for p, v in enumerate(moved))
     both = copy
-    for r, rows in a.rows.items():
-        for row in rows:
-            both = both.with_row(r, ren1(r, row))
+    for r, row in _rows(a):
+        both = both.with_row(r, ren1(r, row))
     both = both.with_row(rel, ren1(rel, t))
     for c, name in ((fresh_groups, "A plus a fresh copy of A ∪ {t}"),
                     (copy, "A plus a copy of A ∪ {t} in the same groups"),
@@ -100,7 +105,7 @@ def _candidates(
     yield from _grouped_candidates(base, neighbor, keep, agg_positions, set(group_positions))
     a, rel, t = base.database, base.relation, base.row
     ren1, ren2 = renamed(a, keep, 1), renamed(a, keep, 2)
-    copy_rows = [(r, ren1(r, row)) for r, rows in a.rows.items() for row in rows]
+    copy_rows = [(r, ren1(r, row)) for r, row in _rows(a)]
     small = a.size() <= _LARGE
     plain_copy = a
     for r, row in copy_rows:
