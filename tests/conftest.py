@@ -7,13 +7,15 @@ from the loaded profile: :func:`scaled_examples` or :func:`soundness_examples`.
 
 Session fixtures (once per test run, or once per xdist worker that needs them):
 ``pg_server`` / ``pg_urls`` (one throwaway PostgreSQL cluster, tests/postgres.py)
-and ``examples_batch`` (one batch analysis of every file under ``examples/``; its
-tests are in one file, which ``--dist loadfile`` keeps on one worker).
+and ``examples_batch`` (one batch analysis of every file under ``examples/`` per test
+run, shared by the xdist workers through a file of the run's temporary folder).
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
+import pickle
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -93,13 +95,41 @@ EXAMPLES_BATCH_OPTIONS: dict[str, float] = {"timeout": 60, "witness_time": 0.5}
 
 
 @pytest.fixture(scope="session")
-def examples_batch() -> BatchResult:
-    """Every file under ``examples/`` analysed once (two worker processes), shared by the
-    tests that check whole-folder reports."""
+def examples_batch(tmp_path_factory: pytest.TempPathFactory,
+                   worker_id: str) -> BatchResult:
+    """Every file under ``examples/`` analysed once per test run (two worker processes),
+    shared by the tests that check whole-folder reports: under xdist the first worker that
+    needs it analyses and pickles it into the run's temporary folder (under a file lock),
+    the others read that file."""
+    if worker_id == "master":  # one process (-n 0): nothing to share
+        return _analyse_examples()
+    shared = tmp_path_factory.getbasetemp().parent  # this run's folder, common to its workers
+    with _locked(shared / "examples_batch.lock"):
+        cached = shared / "examples_batch.pickle"
+        if cached.exists():
+            result: BatchResult = pickle.loads(cached.read_bytes())
+            return result
+        result = _analyse_examples()
+        cached.write_bytes(pickle.dumps(result))
+        return result
+
+
+def _analyse_examples() -> BatchResult:
     from cqsens.batch import analyze_paths
 
     with work_only():
         return analyze_paths([EXAMPLES], jobs=2, **EXAMPLES_BATCH_OPTIONS)
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive lock on ``path`` (created) for the block: one xdist worker at a time."""
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 @contextmanager
