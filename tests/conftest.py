@@ -99,13 +99,12 @@ EXAMPLES_BATCH_OPTIONS: dict[str, float] = {"timeout": 60, "witness_time": 0.1}
 
 
 @pytest.fixture(scope="session")
-def examples_batch(tmp_path_factory: pytest.TempPathFactory,
-                   worker_id: str) -> BatchResult:
+def examples_batch(tmp_path_factory: pytest.TempPathFactory) -> BatchResult:
     """Every file under ``examples/`` analysed once per test run (two worker processes),
     shared by the tests that check whole-folder reports: under xdist the first worker that
     needs it analyses and pickles it into the run's temporary folder (under a file lock),
     the others read that file."""
-    if worker_id == "master":  # one process (-n 0): nothing to share
+    if "PYTEST_XDIST_WORKER" not in os.environ:  # one process (-n 0): nothing to share
         return _analyse_examples()
     shared = tmp_path_factory.getbasetemp().parent  # this run's folder, common to its workers
     with _locked(shared / "examples_batch.lock"):
