@@ -86,15 +86,25 @@ def test_exit_codes_and_strict(tmp_path: Path) -> None:
     assert runner.invoke(cli, ["report", str(good), "-o", str(tmp_path / "r.txt")]).exit_code == 2
 
 
+#: The TPC-H queries whose witness searches cost the most (about half of the examples' CPU
+#: time): left out of the second, one-worker run below; q03, q10, q14 and q19 still search
+#: until their work budget ends.
+COSTLIEST = {"q05.sql", "q07.sql", "q08.sql", "q09.sql"}
+
+
 @pytest.mark.slow
 def test_jobs_do_not_change_the_output(examples_batch: BatchResult) -> None:
     # examples_batch ran with jobs=2: the witness search's work budget, not the clock,
-    # decides (work_only), so one worker gives the same rows
+    # decides (work_only), so one worker gives the same rows (in the same order)
+    files, _ = collect_files([EXAMPLES])
+    kept = [f for f in files if f.name not in COSTLIEST or "tpch/queries" not in str(f)]
+    assert len(files) - len(kept) == len(COSTLIEST)
     with work_only():
-        one = analyze_paths([EXAMPLES], jobs=1, **EXAMPLES_BATCH_OPTIONS)
+        one = analyze_paths(kept, jobs=1, **EXAMPLES_BATCH_OPTIONS)
     assert examples_batch.options == one.options
-    assert json.dumps(one.rows, sort_keys=True) == json.dumps(examples_batch.rows,
-                                                               sort_keys=True)
+    two = [row for row in examples_batch.rows if row["file"] in {str(f) for f in kept}]
+    assert len(two) == len(one.rows) > 50
+    assert json.dumps(one.rows, sort_keys=True) == json.dumps(two, sort_keys=True)
 
 
 def test_timeout_is_a_row(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@ carries schema_version and validates against its shipped JSON Schema (draft 2020
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 from decimal import Decimal
@@ -31,7 +32,9 @@ CREATE TABLE T (id INTEGER PRIMARY KEY, g TEXT NOT NULL CHECK (g IN ('a', 'b')),
 """
 
 
+@functools.cache
 def _validator(kind: str) -> Draft202012Validator:
+    """The schema of ``kind``, checked against the 2020-12 metaschema once per process."""
     schema = load_schema(kind)
     Draft202012Validator.check_schema(schema)
     return Draft202012Validator(schema)

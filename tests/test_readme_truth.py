@@ -19,13 +19,19 @@ import re
 import shlex
 import subprocess
 import sys
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
+import cqsens.batch
+from cqsens.batch import BatchResult
 from cqsens.cli.main import cli
+from cqsens.settings import Settings
+from tests.conftest import EXAMPLES
 
 ROOT = Path(__file__).resolve().parents[1]
 #: README.md and the documentation's pages (docs/tutorial.md and docs/howto/ run in test_docs.py).
@@ -33,14 +39,19 @@ PAGES = {p.relative_to(ROOT).as_posix(): p.read_text(encoding="utf-8")
          for p in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
          if "_build" not in p.parts}
 
-#: README placeholders and the bundled files that stand for them.
+#: README placeholders and the bundled files that stand for them: a folder of queries is the
+#: hospital example (its schema and rules; examples/tpch is analysed by test_batch.py and
+#: test_workload.py), a log is the TPC-H one (and then ``db.sql`` its schema).
 PLACEHOLDERS = {
-    "queries/": "examples/tpch/",
-    "db.sql": "examples/tpch/schema.sql",
-    "rules.txt": "examples/tpch/constraints.txt",
+    "queries/": "examples/hospital/",
+    "db.sql": "examples/hospital/schema.sql",
+    "rules.txt": "examples/hospital/constraints.txt",
     "log.jsonl": "examples/logs/tpch.jsonl",
     "queries.csv": "examples/logs/queries.csv",
 }
+LOG_PLACEHOLDERS = {**PLACEHOLDERS, "db.sql": "examples/tpch/schema.sql"}
+#: The command whose analysis is the session's one batch of examples/ (tests/conftest.py).
+EXAMPLES_REPORT = "cqsens report examples/ -o report.html"
 
 #: Commands that cannot run here, with the reason.
 SKIPPED = {
@@ -77,7 +88,8 @@ def _argv(command: str, tmp_path: Path) -> list[str]:
     """The command's arguments, placeholders replaced and outputs sent to ``tmp_path``."""
     words = shlex.split(command)
     words = words[3:] if words[0] == "python" else words[1:]
-    argv = [PLACEHOLDERS.get(w, w) for w in words]
+    names = LOG_PLACEHOLDERS if {"log.jsonl", "queries.csv"} & set(words) else PLACEHOLDERS
+    argv = [names.get(w, w) for w in words]
     for i, word in enumerate(argv[:-1]):
         if word in ("-o", "--output", "--cache", "--ledger"):
             argv[i + 1] = str(tmp_path / Path(argv[i + 1]).name)
@@ -96,11 +108,27 @@ def test_readme_has_commands_to_check() -> None:
         "analyze", "witness", "report"}
 
 
+def _shared_batch(batch: BatchResult) -> Callable[..., BatchResult]:
+    """``analyze_paths`` for :data:`EXAMPLES_REPORT`: the session's batch of examples/ (its
+    own time limit and witness budget, tests/conftest.py), once the command asked for
+    examples/ with the default settings; the command renders and writes it."""
+    def analyze_paths(inputs: tuple[str, ...], *, command: str, settings: Settings,
+                      **_: object) -> BatchResult:
+        assert [Path(i).resolve() for i in inputs] == [EXAMPLES]
+        assert replace(settings, timeout=None) == replace(Settings(), timeout=None)
+        return replace(batch, command=command)
+    return analyze_paths
+
+
 @pytest.mark.parametrize(("command", "comment"), COMMANDS, ids=[c for c, _ in COMMANDS])
 def test_readme_command_runs(command: str, comment: str, tmp_path: Path,
-                             monkeypatch: pytest.MonkeyPatch) -> None:
+                             monkeypatch: pytest.MonkeyPatch,
+                             request: pytest.FixtureRequest) -> None:
     if command in SKIPPED:
         pytest.skip(SKIPPED[command])
+    if command == EXAMPLES_REPORT:
+        batch = request.getfixturevalue("examples_batch")
+        monkeypatch.setattr(cqsens.batch, "analyze_paths", _shared_batch(batch))
     argv = _argv(command, tmp_path)
     expected = _expected_exit(comment)
     if command.startswith("python -m cqsens"):

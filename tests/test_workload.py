@@ -2,20 +2,32 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 from pathlib import Path
 
 import pytest
 
+import cqsens
 import cqsens.aggregate_stage
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
+import workload  # noqa: E402
 from workload import coverage_table, run_workload  # noqa: E402
 
 QUERIES = ROOT / "examples" / "tpch" / "queries"
 EXPRESSIONS = {"q01.sql", "q03.sql", "q05.sql", "q06.sql", "q10.sql", "q12.sql", "q19.sql"}
+
+
+@pytest.fixture(autouse=True)
+def upper_bounds_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests check which queries are analysed and their upper bounds, never a lower
+    bound: the workload's analyses skip the witness search (examples/tpch's searches are
+    checked by test_batch.py, test_person_witness_tpch.py and test_public_statement.py)."""
+    monkeypatch.setattr(workload.cqsens, "analyze",
+                        functools.partial(cqsens.analyze, prove_lower=False))
 
 
 @pytest.mark.slow
