@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from decimal import Decimal
 from fractions import Fraction
+from typing import Any
 
 from cqsens.ir.expr import (
     Abs,
@@ -207,41 +208,22 @@ def _normal(value: Fraction) -> int | Fraction:
     return value.numerator if value.denominator == 1 else value
 
 
-def _exact_number(node: Expr) -> Fraction | None:
-    """A constant number, ``+ - *`` of them folded exactly (SQL's DECIMAL arithmetic)."""
+def _folded_number(node: Expr, read: Callable[[int | Decimal], Any]) -> Any:
+    """A constant number, ``+ - *`` of constants folded in the arithmetic of the numbers
+    ``read`` makes of the literals (Fraction: SQL's DECIMAL; float: SQLite's doubles)."""
     if isinstance(node, Literal) and node.kind in (Kind.INTEGER, Kind.DECIMAL):
         assert isinstance(node.value, (int, Decimal))
-        return Fraction(node.value)
+        return read(node.value)
     if isinstance(node, Negate):
-        inner = _exact_number(node.operand)
+        inner = _folded_number(node.operand, read)
         return None if inner is None else -inner
     if isinstance(node, Arith) and node.op in ("+", "-", "*"):
-        left, right = _exact_number(node.left), _exact_number(node.right)
-        if left is None or right is None:
-            return None
-        return left + right if node.op == "+" else left - right if node.op == "-" \
-            else left * right
-    return None
-
-
-def _double_number(node: Expr) -> float | None:
-    """The same constant as SQLite computes it, in doubles."""
-    if isinstance(node, Literal) and node.kind is Kind.INTEGER:
-        assert isinstance(node.value, int)
-        return float(node.value)
-    if isinstance(node, Literal) and node.kind is Kind.DECIMAL:
-        assert isinstance(node.value, Decimal)
-        return float(node.value)
-    if isinstance(node, Negate):
-        inner = _double_number(node.operand)
-        return None if inner is None else -inner
-    if isinstance(node, Arith) and node.op in ("+", "-", "*"):
-        left, right = _double_number(node.left), _double_number(node.right)
+        left, right = _folded_number(node.left, read), _folded_number(node.right, read)
         if left is None or right is None:
             return None
         got = left + right if node.op == "+" else left - right if node.op == "-" \
             else left * right
-        return got if math.isfinite(got) else None
+        return None if isinstance(got, float) and not math.isfinite(got) else got
     return None
 
 
@@ -250,8 +232,8 @@ def _numeric(node: Expr) -> tuple[int | Fraction, int | Fraction] | None:
     constants (TPC-H q6: ``BETWEEN 0.06 - 0.01 AND 0.06 + 0.01``) both the exact result
     (SQL's DECIMAL arithmetic) and the double SQLite computes (``0.06999999999999999``,
     read as its text), so that a bound taken from it holds in either."""
-    exact = _exact_number(node)
-    double = _double_number(node)
+    exact: Fraction | None = _folded_number(node, Fraction)
+    double: float | None = _folded_number(node, float)
     if exact is None or double is None:
         return None
     computed = Fraction(repr(double))
