@@ -24,7 +24,7 @@ from cqsens.frontend.released_parts import Parts, split_parts
 from cqsens.ir.exact import text
 from cqsens.ir.schema import Schema
 from cqsens.settings import Settings
-from cqsens.stages import shared_settings
+from cqsens.stages import composition_line, shared_settings
 
 __all__ = ["PART_ROLE", "PartsSource", "analyze_parts", "is_parts", "parts_source"]
 
@@ -103,9 +103,7 @@ def analyze_parts(found: PartsSource, settings: Settings,
         raise InputError("a released subquery that is itself a plan of several releases is not "
                          "supported: release it as a statement of its own",
                          source=found.name or "<sql>", construct="released-subquery")
-    lines = [f"Released subqueries (docs/rules.md, rule released-subquery): {count} release"
-             f"{'s' if count > 1 else ''} composed in sequence, each with ε/{count}"
-             f"{' and δ/' + str(count) if settings.delta else ''}."]
+    lines = [composition_line("Released subqueries", "released-subquery", count, settings)]
     for number, (stage, part) in enumerate(zip(done, found.parts.parts, strict=True), start=1):
         lower = "unknown" if stage.lower is None else text(stage.lower)
         lines.append(f"Release {number}: {_short(part.written)} is released as a statement of "

@@ -70,6 +70,13 @@ def shared_settings(settings: Settings, count: int) -> Settings:
                    epsilon=_share(settings.epsilon, count), delta=_share(settings.delta, count))
 
 
+def composition_line(what: str, rule: str, count: int, settings: Settings) -> str:
+    """The explanation's first line for ``count`` releases composed in sequence."""
+    return (f"{what} (docs/rules.md, rule {rule}): {count} release{'s' if count > 1 else ''} "
+            f"composed in sequence, each with ε/{count}"
+            f"{' and δ/' + str(count) if settings.delta else ''}.")
+
+
 def analyze_stages(staged: SplitSource[Stages], settings: Settings,
                    run: Callable[[str, Settings], Analysis]) -> Analysis:
     """The analysis of a two-stage release: the outer statement's, with every stage.

@@ -25,7 +25,7 @@ from cqsens.frontend.view_advice import view_advice
 from cqsens.ir.exact import text
 from cqsens.ir.schema import Schema
 from cqsens.settings import Settings
-from cqsens.stages import SplitSource, shared_settings, split_source
+from cqsens.stages import SplitSource, composition_line, shared_settings, split_source
 
 __all__ = ["advise", "analyze_views", "releases", "view_source"]
 
@@ -68,9 +68,7 @@ def analyze_views(found: SplitSource[Views], settings: Settings,
         raise InputError("a statement with both a released view and a two-stage threshold "
                          "is not supported: release them as separate statements",
                          source=found.name or "<sql>", construct="released-view")
-    lines = [f"Released views (docs/rules.md, rule released-view): {count} release"
-             f"{'s' if count > 1 else ''} composed in sequence, each with ε/{count}"
-             f"{' and δ/' + str(count) if settings.delta else ''}."]
+    lines = [composition_line("Released views", "released-view", count, settings)]
     for number, (stage, view) in enumerate(zip(firsts, views.views, strict=True), start=1):
         lower = "unknown" if stage.lower is None else text(stage.lower)
         lines.append(

@@ -34,16 +34,12 @@ __all__ = ["Part", "Parts", "fill_parts", "split_parts"]
 
 @dataclass(frozen=True, slots=True)
 class Part:
-    """One released part.
+    """One released part: ``number`` (from 1, as its marker names it), the statement
+    released (``sql``: the part's SELECT with the ``WITH`` tables it reads) and the
+    names of its SELECT items in order (``columns``: the released row's columns).
 
     Attributes
     ----------
-    number : int
-        Its number in the statement (from 1), as its marker names it.
-    sql : str
-        The statement released: the part's SELECT with the ``WITH`` tables it reads.
-    columns : tuple of str
-        The names of its SELECT items, in order (the released row's columns).
     written : str
         The part as written.
     keys : tuple of str
@@ -241,14 +237,9 @@ def split_parts(sql: str, dialect: str | None, *, public: Set[str],
 
     Parameters
     ----------
-    sql : str
-        One SQL statement.
-    dialect : str or None
-        Its sqlglot dialect.
-    public : set of str
-        The public tables (lower case).
-    source : str
-        For errors.
+    sql, dialect, public, source
+        As for :func:`cqsens.frontend.public_statement.public_statement` (``public`` in
+        lower case).
     schema : Schema, optional
         Tells which table an unqualified group column belongs to.
     names_person : callable, optional
