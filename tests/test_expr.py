@@ -165,3 +165,44 @@ def test_slot_ranges_contain_every_satisfying_value(low: int, high: int, value: 
     lo, hi = slot_ranges(p)[0]
     if evaluate(p, [value]):
         assert lo <= value <= hi
+
+
+# -- ranges of filters written with constant arithmetic --------------------------------
+
+_cent = st.integers(-300, 300).map(lambda n: Decimal(n) / 100)
+
+
+@given(_cent, _cent, st.sampled_from("+-*"), _cent, _cent, st.sampled_from("+-*"),
+       st.lists(st.integers(-2, 2), min_size=1, max_size=6))
+def test_a_folded_range_holds_every_value_sqlite_lets_through(
+        a: Decimal, b: Decimal, op1: str, c: Decimal, d: Decimal, op2: str,
+        nudges: list[int]) -> None:
+    # slot_ranges folds `x BETWEEN a op b AND c op d` to the wider of SQL's exact DECIMAL
+    # value and SQLite's doubles: every value SQLite admits (read as its text, as cqsens
+    # reads stored REALs) lies in the range (docs/rules.md, rule value-bounds)
+    from fractions import Fraction
+
+    from cqsens.ir.expr import Arith, Between, Kind, Literal, Slot
+    from cqsens.ir.semantics import slot_ranges
+
+    def lit(x: Decimal) -> Literal:
+        return Literal(x, Kind.DECIMAL)
+
+    low_sql, high_sql = f"({a} {op1} {b})", f"({c} {op2} {d})"
+    ranges = slot_ranges(Between(Slot(0), Arith(op1, lit(a), lit(b)), Arith(op2, lit(c), lit(d))))
+    low, high = ranges[0]
+    conn = sqlite3.connect(":memory:")
+    try:
+        ends = conn.execute(f"SELECT {low_sql}, {high_sql}").fetchone()
+        for end in ends:
+            value = float(end)
+            for nudge in nudges:  # the doubles around each end SQLite computed
+                v = value
+                for _ in range(abs(nudge)):
+                    v = math.nextafter(v, math.inf if nudge > 0 else -math.inf)
+                admitted = conn.execute(f"SELECT ? BETWEEN {low_sql} AND {high_sql}",
+                                        (v,)).fetchone()[0]
+                if admitted:
+                    assert low <= Fraction(repr(v)) <= high
+    finally:
+        conn.close()
