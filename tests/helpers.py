@@ -51,3 +51,44 @@ def load_invalid(name: str) -> list[str]:
     """One bad input per non-empty, non-comment line."""
     lines = (FIXTURES / name).read_text(encoding="utf-8").splitlines()
     return [line for line in lines if line.strip() and not line.startswith("#")]
+
+
+def write_db(path: Path, conn: Any) -> None:
+    """Copy the SQLite database ``conn`` (committed first) to the file ``path``."""
+    import sqlite3
+
+    conn.commit()
+    target = sqlite3.connect(path)
+    conn.backup(target)
+    target.close()
+
+
+def release_json(tmp: Path, schema: str, args: list[str]) -> dict[str, Any]:
+    """``cqsens release`` on ``tmp/d.db`` with the schema text ``schema`` (written to
+    ``tmp/schema.sql``), ε = 1 and ``args``: its JSON document, checked against the
+    release schema (the command must succeed)."""
+    import json
+
+    from click.testing import CliRunner
+    from jsonschema import Draft202012Validator
+
+    from cqsens.cli.main import cli
+    from cqsens.schemas import load_schema
+
+    (tmp / "schema.sql").write_text(schema)
+    result = CliRunner().invoke(cli, ["release", "--schema", str(tmp / "schema.sql"), "--db",
+                                      f"sqlite:///{tmp / 'd.db'}", "--epsilon", "1",
+                                      "--format", "json", *args])
+    assert result.exit_code == 0, result.output
+    document: dict[str, Any] = json.loads(result.stdout)
+    Draft202012Validator(load_schema("release")).validate(document)
+    return document
+
+
+def released_rows(document: dict[str, Any]) -> list[tuple[object, ...]]:
+    """The released values of a release document, one tuple per group."""
+    out = []
+    for g in document["groups"]:
+        values = g["values"] if "values" in g else [g]
+        out.append(tuple(v["value"] for v in values))
+    return out

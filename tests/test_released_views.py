@@ -30,6 +30,7 @@ from cqsens.release import noise
 from cqsens.release.ledger import read_ledger
 from cqsens.schemas import load_schema
 from tests.conftest import scaled_examples
+from tests.helpers import release_json, released_rows, write_db
 
 SCHEMA = """
 CREATE TABLE customer (c_custkey INTEGER PRIMARY KEY, c_name TEXT NOT NULL);
@@ -309,34 +310,16 @@ def _identity(values: Sequence[float], **_: object) -> tuple[list[float], float]
 
 
 def _write(path: Path, conn: sqlite3.Connection) -> None:
-    conn.commit()
-    target = sqlite3.connect(path)
-    conn.backup(target)
-    target.close()
+    write_db(path, conn)
 
 
 def _release(tmp: Path, sql: str, *extra: str, person: bool = True) -> dict[str, Any]:
-    schema = tmp / "schema.sql"
-    schema.write_text(SCHEMA)
     unit = ["--unit", "customer"] if person else []
-    args = ["release", "--sql", sql, "--schema", str(schema), "--db",
-            f"sqlite:///{tmp / 'd.db'}", "--epsilon", "1", "--format", "json",
-            "--public", ",".join(PUBLIC), *unit, *extra]
-    for cd in CDS:
-        args += ["--cd", cd]
-    result = CliRunner().invoke(cli, args)
-    assert result.exit_code == 0, result.output
-    document: dict[str, Any] = json.loads(result.stdout)
-    Draft202012Validator(load_schema("release")).validate(document)
-    return document
+    args = ["--sql", sql, "--public", ",".join(PUBLIC), *unit, *extra]
+    return release_json(tmp, SCHEMA, args + [a for cd in CDS for a in ("--cd", cd)])
 
 
-def _rows(document: dict[str, Any]) -> list[tuple[object, ...]]:
-    out = []
-    for g in document["groups"]:
-        values = g["values"] if "values" in g else [g]
-        out.append(tuple(v["value"] for v in values))
-    return out
+_rows = released_rows
 
 
 def _number(value: object) -> float:

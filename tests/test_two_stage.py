@@ -25,6 +25,7 @@ from cqsens.frontend.two_stage import MARKER, split_stages, substitute
 from cqsens.release import noise
 from cqsens.release.ledger import read_ledger
 from cqsens.schemas import load_schema
+from tests.helpers import release_json, write_db
 
 SCHEMA = """
 CREATE TABLE users (id INTEGER PRIMARY KEY, age INTEGER NOT NULL CHECK (age BETWEEN 0 AND 3),
@@ -221,22 +222,11 @@ def _extreme(values: Sequence[float], *, alpha: float, **_: object) -> tuple[flo
 
 
 def _write(path: Path, conn: sqlite3.Connection) -> None:
-    conn.commit()
-    target = sqlite3.connect(path)
-    conn.backup(target)
-    target.close()
+    write_db(path, conn)
 
 
 def _release(tmp: Path, sql: str, *extra: str) -> dict[str, Any]:
-    schema = tmp / "schema.sql"
-    schema.write_text(SCHEMA)
-    result = CliRunner().invoke(cli, ["release", "--sql", sql, "--schema", str(schema),
-                                      "--db", f"sqlite:///{tmp / 'd.db'}", "--epsilon", "1",
-                                      "--cd", CDS[0], "--format", "json", *extra])
-    assert result.exit_code == 0, result.output
-    document: dict[str, Any] = json.loads(result.stdout)
-    Draft202012Validator(load_schema("release")).validate(document)
-    return document
+    return release_json(tmp, SCHEMA, ["--sql", sql, "--cd", CDS[0], *extra])
 
 
 def _released(document: dict[str, Any]) -> dict[tuple[object, ...], tuple[float, ...]]:
