@@ -72,6 +72,20 @@ class InputError(CqsensError, ValueError):
         self.line = line
         self.column = column
         self.construct = construct
+        self.reasons: list[str] = []
+
+    def add_reason(self, reason: str) -> None:
+        """Add one more reason to the message (``message; reason``), once.
+
+        A refusal that several routes looked at gathers their reasons as values,
+        so a route tests whether a reason is already there by equality, never by
+        searching the rendered message.
+        """
+        if reason == self.message or reason in self.reasons:
+            return
+        self.reasons.append(reason)
+        self.message = f"{self.message}; {reason}"
+        self.args = (self.message,)
 
     def with_source(self, source: str) -> InputError:
         """Return the same error with ``source`` set (when it was not set yet)."""

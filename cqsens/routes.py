@@ -118,9 +118,7 @@ def _parts(err: InputError, source: str | Path, settings: Settings, options: Opt
         return parts_source(source, settings, options.schema, options.nb.unit, kind=kind,
                             name=name)
     except InputError as why:
-        if why.message not in err.message:
-            err.message = f"{err.message}; {why.message}"
-            err.args = (err.message,)
+        err.add_reason(why.message)
         return None
 
 

@@ -102,6 +102,5 @@ def advise(err: InputError, source: str | Path, settings: Settings, schema: Sche
         return
     advice = view_advice(body, settings.dialect, public=frozenset(settings.public_tables()),
                          schema=schema, source=origin or "<sql>")
-    if advice is not None and advice not in err.message:
-        err.message = f"{err.message}; {advice}"
-        err.args = (err.message,)
+    if advice is not None:
+        err.add_reason(advice)
