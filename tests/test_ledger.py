@@ -23,6 +23,7 @@ from cqsens.cli.main import cli
 from cqsens.db import load_sql_file
 from cqsens.release import noise
 from cqsens.release.ledger import open_ledger, read_ledger, spent, zcdp_dp_epsilon
+from cqsens.release.ledger_values import NEIGHBORS, PrivacyModel
 from tests.conftest import scaled_examples
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -502,3 +503,21 @@ def test_concurrent_releases_never_overspend(hospital: str, tmp_path: Path) -> N
     state = open_ledger(ledger)
     assert len(state.entries) == 5 and state.spent.epsilon == 5
     assert not list(tmp_path.glob(".ledger-*"))  # no temporary file left behind
+
+
+@given(neighbor=st.sampled_from(NEIGHBORS), contributions=st.integers(1, 10_000),
+       unit=st.one_of(st.none(), st.text(min_size=1, max_size=12)))
+def test_a_model_reads_back_from_its_text(neighbor: str, contributions: int,
+                                          unit: str | None) -> None:
+    """An earlier cqsens stored the model only in words: reading them back gives the model."""
+    model = PrivacyModel(neighbor, 1 if unit is not None else contributions, unit)
+    assert PrivacyModel.from_text(model.text()) == model
+
+
+@pytest.mark.parametrize("text", ["add-remove", "add-remove, 1 rows per person",
+                                  "add-remove, up to 1 rows per person",
+                                  "add-remove, up to 02 rows per person",
+                                  "swap, 1 row per person",
+                                  "substitute, one person:  with the rows that reference it"])
+def test_words_that_are_no_model_read_as_none(text: str) -> None:
+    assert PrivacyModel.from_text(text) is None

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from cqsens.errors import InputError
 from cqsens.release.ledger_values import (
+    NEIGHBORS,
     Change,
     Entry,
     Ledger,
@@ -45,7 +46,6 @@ _COLUMNS = ("time", "query_sha256", "epsilon", "delta", "rho", "mechanism", "pri
             "database", "rho_epsilon", "rho_delta")
 _KEYS = ("format", "created", "epsilon_budget", "delta_budget", "neighbor", "contributions",
          "unit", "checksum")
-_NEIGHBORS = ("add-remove", "substitute")
 _OPTION = {"epsilon_budget": "--budget", "delta_budget": "--delta-budget"}
 
 
@@ -135,23 +135,6 @@ def _old_entries(conn: sqlite3.Connection, path: Path) -> list[Entry]:
     return [_entry(r, n, path) for n, r in enumerate(rows, start=1)]
 
 
-def _model_of(text: str) -> PrivacyModel | None:
-    """The model whose :meth:`PrivacyModel.text` is ``text`` (None when none is)."""
-    neighbor, sep, rest = text.partition(", ")
-    if not sep or neighbor not in _NEIGHBORS:
-        return None
-    if rest.startswith("one person: ") and rest.endswith(" with the rows that reference it"):
-        unit = rest.removeprefix("one person: ").removesuffix(" with the rows that reference it")
-        return PrivacyModel(neighbor, 1, unit)
-    if rest == "1 row per person":
-        return PrivacyModel(neighbor)
-    words = rest.split()
-    if len(words) == 5 and words[0] == "up" and words[2:] == ["rows", "per", "person"] \
-            and words[1].isdigit() and int(words[1]) > 1:
-        return PrivacyModel(neighbor, int(words[1]))
-    return None
-
-
 def _old_ledger(conn: sqlite3.Connection, path: Path) -> Ledger:
     """A ledger written by an earlier cqsens: no settings, its model read from its releases."""
     columns = tuple(str(r[1]) for r in conn.execute("PRAGMA table_info(releases)").fetchall())
@@ -159,7 +142,7 @@ def _old_ledger(conn: sqlite3.Connection, path: Path) -> Ledger:
         raise _tampered(path, "the ledger has releases but no settings table (it was removed?)")
     entries = _old_entries(conn, path)
     units = tuple(dict.fromkeys(e.privacy_unit for e in entries))
-    model = _model_of(units[0]) if len(units) == 1 else None
+    model = PrivacyModel.from_text(units[0]) if len(units) == 1 else None
     mixed = units if len(units) > 1 or (units and model is None) else ()
     return Ledger(Settings(model=model), tuple(entries), (), old_format=True, mixed=mixed)
 
@@ -177,7 +160,7 @@ def _settings(values: dict[str, str], path: Path) -> Settings:
     except (ValueError, InputError) as exc:
         raise _tampered(path, f"a stored setting is invalid ({exc})") from None
     neighbor, unit = values["neighbor"], values["unit"] or None
-    if neighbor and neighbor not in _NEIGHBORS or contributions < 1:
+    if neighbor and neighbor not in NEIGHBORS or contributions < 1:
         raise _tampered(path, f"the stored neighbour model is invalid ({neighbor!r}, "
                               f"{contributions})")
     model = PrivacyModel(neighbor, contributions, unit) if neighbor else None

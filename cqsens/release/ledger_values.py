@@ -15,8 +15,8 @@ from fractions import Fraction
 from cqsens.errors import InputError
 
 __all__ = ["BudgetExceeded", "Change", "Charge", "Entry", "Ledger", "LedgerMismatch", "Limits",
-           "PrivacyModel", "Settings", "Spent", "TamperedLedger", "now", "query_hash", "spent",
-           "zcdp_dp_epsilon"]
+           "NEIGHBORS", "PrivacyModel", "Settings", "Spent", "TamperedLedger", "now",
+           "query_hash", "spent", "zcdp_dp_epsilon"]
 
 
 # ----------------------------------------------------------------------------- errors
@@ -46,15 +46,51 @@ class PrivacyModel:
     unit: str | None = None  # --unit: a row of this table with the rows that reference it
 
     def text(self) -> str:
-        """The model in words (the ``privacy_unit`` of an entry).
+        """The model in words (the ``privacy_unit`` of an entry); :meth:`from_text` reads it back.
 
         >>> PrivacyModel("add-remove", 2).text()
         'add-remove, up to 2 rows per person'
         """
         if self.unit is not None:
-            return f"{self.neighbor}, one person: {self.unit} with the rows that reference it"
-        rows = "1 row" if self.contributions == 1 else f"up to {self.contributions} rows"
-        return f"{self.neighbor}, {rows} per person"
+            return _UNIT_TEXT.format(self.neighbor, self.unit)
+        if self.contributions == 1:
+            return _ONE_ROW_TEXT.format(self.neighbor)
+        return _ROWS_TEXT.format(self.neighbor, self.contributions)
+
+    @staticmethod
+    def from_text(text: str) -> PrivacyModel | None:
+        """The model whose :meth:`text` is ``text``, or None (a ledger written by an earlier
+        cqsens stored only this column; the three forms are the templates :meth:`text` fills).
+
+        >>> PrivacyModel.from_text("substitute, up to 3 rows per person")
+        PrivacyModel(neighbor='substitute', contributions=3, unit=None)
+        """
+        for neighbor in NEIGHBORS:
+            if (unit := _filled(_UNIT_TEXT, neighbor, text)) is not None and unit:
+                return PrivacyModel(neighbor, 1, unit)
+            if text == _ONE_ROW_TEXT.format(neighbor):
+                return PrivacyModel(neighbor)
+            rows = _filled(_ROWS_TEXT, neighbor, text)
+            if rows is not None and rows.isdigit() and int(rows) > 1 \
+                    and str(int(rows)) == rows:
+                return PrivacyModel(neighbor, int(rows))
+        return None
+
+
+#: The neighbour relations a ledger records.
+NEIGHBORS = ("add-remove", "substitute")
+_UNIT_TEXT = "{}, one person: {} with the rows that reference it"
+_ONE_ROW_TEXT = "{}, 1 row per person"
+_ROWS_TEXT = "{}, up to {} rows per person"
+
+
+def _filled(template: str, neighbor: str, text: str) -> str | None:
+    """The value that fills the second ``{}`` of ``template`` (its first is ``neighbor``) to
+    give ``text``, or None."""
+    head, tail = template.format(neighbor, "\0").split("\0")
+    if len(text) > len(head) + len(tail) - 1 and text.startswith(head) and text.endswith(tail):
+        return text[len(head):len(text) - len(tail)]
+    return None
 
 
 @dataclass(frozen=True, slots=True)
