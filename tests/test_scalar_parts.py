@@ -25,6 +25,7 @@ from sqlglot import exp
 
 from cqsens import analyze
 from cqsens.cli.main import cli
+from cqsens.errors import InputError
 from cqsens.frontend.ddl import load_schema
 from cqsens.frontend.released_parts import split_parts
 from cqsens.release import noise
@@ -200,12 +201,15 @@ def test_what_is_no_scalar_part(sql: str) -> None:
 
 
 def test_a_having_that_a_window_reads_stays_in_its_part() -> None:
-    """A part whose window or LIMIT is computed after its HAVING keeps it: the statement
-    is refused, saying what stays private."""
+    """A part whose window is computed after its HAVING keeps it, subquery included (not
+    taken as a scalar part): analysing the part refuses the subquery in its HAVING."""
     sql = ("SELECT * FROM (SELECT s_item, COUNT(*) AS n, RANK() OVER (ORDER BY COUNT(*)) AS r "
            "FROM sales GROUP BY s_item HAVING COUNT(*) > (SELECT COUNT(*) FROM returns)) t")
-    with pytest.raises(Exception, match="outside"):
-        _split(sql)
+    found = _split(sql)
+    assert found is not None and [p.role for p in found.parts] == ["table"]
+    assert "HAVING COUNT(*) > (SELECT COUNT(*) FROM returns)" in found.parts[0].sql
+    with pytest.raises(InputError, match="subquery in HAVING"):
+        _analyze(sql)
 
 
 @pytest.mark.parametrize("sql", FORMS)

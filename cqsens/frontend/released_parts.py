@@ -311,7 +311,7 @@ class _Split:
         if not isinstance(inner, exp.Select) or holder is None or _marked(inner) \
                 or not self.reads.private(inner):
             return False
-        if in_having(sub, holder) and _aggregates(holder) and any(holder is t for t in tables):
+        if self._splits(sub, holder, tables):
             pass  # its table is released, the HAVING applied to the noisy rows
         elif self._from_private(holder):
             return False  # a threshold on the rows of a release: rule two-stage
@@ -322,6 +322,18 @@ class _Split:
         number = self._number(body, columns, inner.sql(dialect=self.dialect), "scalar")
         inner.replace(_marker(number, columns))
         return True
+
+    @staticmethod
+    def _splits(sub: exp.Subquery, holder: exp.Select, tables: Sequence[exp.Select]) -> bool:
+        """Whether ``sub`` is in the HAVING of ``holder``, a part whose HAVING conjunct that
+        holds it can be applied to its released rows."""
+        if not in_having(sub, holder) or not _aggregates(holder) \
+                or not any(holder is t for t in tables):
+            return False
+        columns = _columns(holder)
+        return columns is not None and split_having(
+            holder, columns, lambda p: sub is p or any(sub is a for a in p.find_all(
+                exp.Subquery))) is not None
 
     def _from_private(self, select: exp.Select) -> bool:
         """Whether the FROM/JOIN items of ``select`` read private rows."""
