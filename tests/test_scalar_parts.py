@@ -21,13 +21,15 @@ from typing import Any
 import pytest
 import sqlglot
 from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
 from sqlglot import exp
 
 from cqsens import analyze
 from cqsens.cli.main import cli
 from cqsens.errors import InputError
 from cqsens.frontend.ddl import load_schema
-from cqsens.frontend.released_parts import split_parts
+from cqsens.frontend.released_parts import fill_parts, split_parts
 from cqsens.release import noise
 from cqsens.release.ledger import read_ledger
 from tests.helpers import release_json, released_rows, write_db
@@ -240,6 +242,37 @@ def test_each_part_is_released_with_its_own_bound(sql: str) -> None:
             conn.close()
         assert 0 < worst <= float(stage.l1), (part.sql, worst, stage.l1)
     assert max(float(s.upper) for s in a.stages) == float(a.upper)
+
+
+_SALE = st.tuples(st.integers(0, ITEMS - 1), st.sampled_from([1, 20, 50, 51, 80, 100]),
+                  st.integers(0, 10))
+
+
+@given(sales=st.lists(_SALE, max_size=12), returns=st.lists(st.integers(0, 5), max_size=4),
+       factor=st.sampled_from(["0", "0.3", "0.5", "1", "1.5"]),
+       form=st.sampled_from([*FORMS, "SELECT * FROM (" + _KEPT.replace("0.5", "{f}") + ") v",
+                             HIDDEN.replace("0.3", "{f}")]))
+def test_the_rest_on_the_true_rows_is_the_statement(sales: list[tuple[int, int, int]],
+                                                    returns: list[int], factor: str,
+                                                    form: str) -> None:
+    """The split is exact: each part's true rows (as SQLite computes its statement) put in
+    its place give SQLite's own answer to the statement, on any data (groups without
+    rows, an average over no row, a HAVING that keeps every group or none)."""
+    sql = form.replace("{f}", factor)
+    conn = _database(random.Random(0), 0)
+    conn.execute("INSERT INTO customer VALUES (1, 'c1')")
+    conn.executemany("INSERT INTO sales VALUES (?, 1, ?, ?, ?)",
+                     [(k, *sale) for k, sale in enumerate(sales)])
+    conn.executemany("INSERT INTO returns VALUES (?, 1, ?)", list(enumerate(returns)))
+    found = _split(sql)
+    assert found is not None
+    rows = {p.number: conn.execute(p.sql).fetchall() for p in found.parts}
+    rest = fill_parts(found.outer, None, "sqlite", rows, source="<sql>")
+    assert not re.search(r"\b(sales|returns)\b", rest)
+    got, truth = conn.execute(rest).fetchall(), conn.execute(sql).fetchall()
+    key = repr if "ORDER BY" not in sql else None
+    assert _same(sorted(got, key=key) if key else got, sorted(truth, key=key) if key else truth)
+    conn.close()
 
 
 def _filled(rng: random.Random) -> sqlite3.Connection:
