@@ -202,6 +202,16 @@ def test_what_is_no_scalar_part(sql: str) -> None:
     assert _split(sql) is None
 
 
+def test_a_release_filtered_by_a_released_value_is_refused() -> None:
+    """A scalar over a WITH table that a released scalar filters is no part (its rows
+    depend on a released value: not one release), and the statement says what is read
+    outside the releases."""
+    sql = ("WITH t AS (SELECT i_id FROM item WHERE i_id < (SELECT COUNT(*) FROM sales)) "
+           "SELECT (SELECT COUNT(*) FROM sales, t WHERE s_item = t.i_id) AS x")
+    with pytest.raises(InputError, match="reads the private table sales outside it"):
+        _split(sql)
+
+
 def test_a_having_that_a_window_reads_stays_in_its_part() -> None:
     """A part whose window is computed after its HAVING keeps it, subquery included (not
     taken as a scalar part): analysing the part refuses the subquery in its HAVING."""

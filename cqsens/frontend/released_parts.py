@@ -308,7 +308,7 @@ class _Split:
     def _scalar(self, sub: exp.Subquery, tables: Sequence[exp.Select]) -> bool:
         """Release the scalar subquery ``sub`` if it is a part."""
         inner, holder = sub.this, sub.find_ancestor(exp.Select)
-        if not isinstance(inner, exp.Select) or holder is None or _marked(inner) \
+        if not isinstance(inner, exp.Select) or holder is None or self.reads.marked(inner) \
                 or not self.reads.private(inner):
             return False
         if self._splits(sub, holder, tables):
