@@ -350,6 +350,21 @@ def test_analyze_lists_the_parts(tmp_path: Path) -> None:
     assert "(release 1)" in text and "applied to its noisy rows" in text
 
 
+def test_the_text_output_says_the_rest_is_computed_from_noisy_rows(tmp_path: Path) -> None:
+    """`cqsens release` (text) shows each part's release, then the answer computed from
+    their noisy values: never as exact values of public tables."""
+    write_db(tmp_path / "d.db", _filled(random.Random(2)))
+    (tmp_path / "schema.sql").write_text(SCHEMA)
+    args = ["release", "--sql", BARE, "--schema", str(tmp_path / "schema.sql"), "--db",
+            f"sqlite:///{tmp_path / 'd.db'}", "--epsilon", "1", "--public", "item",
+            "--unit", "customer", *[a for cd in CDS for a in ("--cd", cd)]]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    assert result.output.count("noisy values; ±") == 3
+    assert "computed from the released subqueries' noisy rows" in result.output
+    assert "exact values computed from public tables only" not in result.output
+
+
 # ------------------------------------------------------------------ noisy values only
 
 SHIFT = 1_000_000.5
