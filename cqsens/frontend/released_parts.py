@@ -8,7 +8,10 @@ a statement's are.  The rest of the statement, with each part's released rows in
 place, must read public tables and released rows only: it is post-processing of the
 noisy rows (filters, joins with public tables, windows, arithmetic, aggregates over the
 released rows, UNION, ORDER BY, LIMIT).  Parts are chosen innermost first: a SELECT that
-aggregates the released rows of another part is post-processing, not a part.
+aggregates the released rows of another part is post-processing, not a part.  An
+uncorrelated scalar subquery over private tables is a part too where what holds it is
+post-processing, and a part's HAVING compared with one is applied to its released rows
+(:mod:`cqsens.frontend.scalar_parts`).
 
 The rest of the statement is rewritten with a SELECT of markers in place of each part
 (``SELECT CQSENS_VIEW_ROWS(n, i) AS column, …``, the marker of
