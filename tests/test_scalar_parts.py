@@ -80,6 +80,10 @@ RANKED = (f"SELECT a.rk, i1.i_cat AS best, i2.i_cat AS worst FROM "
 HIDDEN = ("SELECT i_cat, n FROM (SELECT i_cat, COUNT(*) AS n FROM sales, item "
           "WHERE s_item = i_id GROUP BY i_cat "
           "HAVING SUM(s_price) > 0.3 * (SELECT SUM(s_price) FROM sales)) t ORDER BY i_cat")
+# a HAVING against a scalar over another part's released rows (post-processing, no part)
+MAXED = ("SELECT item FROM (SELECT s_item AS item, COUNT(*) AS c FROM sales GROUP BY s_item "
+         "HAVING COUNT(*) >= (SELECT MAX(n) FROM (SELECT s_item, COUNT(*) AS n FROM returns, "
+         "sales WHERE r_cust = s_cust GROUP BY s_item) d)) t ORDER BY item")
 ROLES = {BUCKETS: ["scalar"] * 6, BARE: ["scalar"] * 3, PUBLIC_HAVING: ["scalar"],
          RANKED: ["scalar", "having"], HIDDEN: ["scalar", "having"]}
 FORMS = list(ROLES)
@@ -180,6 +184,9 @@ def test_the_parts_of_each_form() -> None:
     hidden = _split(HIDDEN).parts[1]
     assert hidden.columns == ("i_cat", "n", "cqsens_having_1")
     assert "HAVING" not in hidden.sql and "SUM(s_price) AS cqsens_having_1" in hidden.sql
+    maxed = _split(MAXED)
+    assert [p.role for p in maxed.parts] == ["table", "having"]
+    assert maxed.parts[1].columns == ("item", "c")  # MAX(n) reads part 1's rows, not its own
     scalar = _split(RANKED).parts[0]
     assert "GROUP BY" not in scalar.sql  # its one group, fixed by the WHERE
     assert _split(RANKED).outer.count("CQSENS_VIEW_ROWS(1, 0)") == 2
@@ -260,7 +267,7 @@ _SALE = st.tuples(st.integers(0, ITEMS - 1), st.sampled_from([1, 20, 50, 51, 80,
 
 @given(sales=st.lists(_SALE, max_size=12), returns=st.lists(st.integers(0, 5), max_size=4),
        factor=st.sampled_from(["0", "0.3", "0.5", "1", "1.5"]),
-       form=st.sampled_from([*FORMS, "SELECT * FROM (" + _KEPT.replace("0.5", "{f}") + ") v",
+       form=st.sampled_from([*FORMS, MAXED, "SELECT * FROM (" + _KEPT.replace("0.5", "{f}") + ") v",
                              HIDDEN.replace("0.3", "{f}")]))
 def test_the_rest_on_the_true_rows_is_the_statement(sales: list[tuple[int, int, int]],
                                                     returns: list[int], factor: str,

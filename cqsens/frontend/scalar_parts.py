@@ -204,10 +204,11 @@ def split_having(select: exp.Select, columns: Sequence[str],
 
 
 def _reads(condition: exp.Expr) -> list[exp.Expr]:
-    """The outermost aggregates of ``condition`` and its columns outside them."""
+    """The outermost aggregates of ``condition`` and its columns outside them (not those
+    of a subquery in it, which reads its own rows)."""
     found: list[exp.Expr] = []
     for node in condition.find_all(exp.AggFunc, exp.Column):
-        if not any(isinstance(a, exp.AggFunc) for a in _ancestors(node, condition)):
+        if not any(isinstance(a, (exp.AggFunc, exp.Select)) for a in _ancestors(node, condition)):
             found.append(node)
     return found
 
