@@ -11,6 +11,7 @@ releases compose sequentially: ε (and δ) is split into equal shares, one per p
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -21,6 +22,7 @@ from cqsens.engine.person import owner_key
 from cqsens.errors import InputError
 from cqsens.frontend.load import read_source
 from cqsens.frontend.released_parts import Parts, split_parts
+from cqsens.frontend.released_views import ROWS_MARKER
 from cqsens.ir.exact import text
 from cqsens.ir.schema import Schema
 from cqsens.settings import Settings
@@ -106,15 +108,29 @@ def analyze_parts(found: PartsSource, settings: Settings,
     lines = [composition_line("Released subqueries", "released-subquery", count, settings)]
     for number, (stage, part) in enumerate(zip(done, found.parts.parts, strict=True), start=1):
         lower = "unknown" if stage.lower is None else text(stage.lower)
-        lines.append(f"Release {number}: {_short(part.written)} is released as a statement of "
-                     f"its own (upper {text(stage.upper)}, lower {lower}, ℓ1 {text(stage.l1)}; "
-                     f"rule {stage.count_derivation.rule.value}).")
+        lines.append(f"Release {number}: {_short(_shown(part.written))} is released as a "
+                     f"statement of its own (upper {text(stage.upper)}, lower {lower}, "
+                     f"ℓ1 {text(stage.l1)}; rule {stage.count_derivation.rule.value})"
+                     f"{_ROLES.get(part.role, '')}.")
     lines.append("The rest of the statement reads public tables and the released rows only: "
                  "post-processing of the noisy rows, sensitivity 0, nothing spent.")
     widest = max(range(count), key=lambda i: (_order(done[i]), i))
     return replace(done[widest], query=found.text, stages=tuple(done),
                    stage_shares=tuple((PART_ROLE, f"1/{count}") for _ in done),
                    explanation=(*lines, *done[widest].explanation))
+
+
+_ROLES = {
+    "scalar": "; a scalar subquery: its noisy value takes its place",
+    "having": "; without its HAVING comparison with released values, which is applied to "
+              "its noisy rows",
+}
+_MARKED = re.compile(rf"\(SELECT {ROWS_MARKER}\((\d+), \d+\) AS [^()]*\)", re.IGNORECASE)
+
+
+def _shown(sql: str) -> str:
+    """``sql`` with each released scalar in it written as ``(release n)``."""
+    return _MARKED.sub(lambda m: f"(release {m.group(1)})", sql)
 
 
 def _order(analysis: Analysis) -> float:

@@ -15,8 +15,9 @@ whole statement:
 * with a privacy unit, a statement over one derived table grouped by the person's
   key: a table of one row per person (docs/rules.md, rule person-groups);
 * a statement that the plan refuses, whose aggregating derived tables and WITH tables
-  over private tables can each be released on its own, the rest reading public tables
-  and their released rows only (docs/rules.md, rule released-subquery).
+  over private tables, and uncorrelated scalar subqueries over them, can each be
+  released on its own, the rest reading public tables and their released rows only
+  (docs/rules.md, rule released-subquery).
 """
 
 from __future__ import annotations

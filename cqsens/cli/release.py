@@ -269,7 +269,7 @@ def release_cmd(
             keys_file=settings.keys, public=settings.public, epsilon_parts=parts,
             before_query=check)
         done: Release | StagedRelease
-        subqueries = parts_of(analysis, settings.public)
+        subqueries = parts_of(analysis, settings.public, schema_obj)
         if subqueries is not None:  # docs/rules.md, rule released-subquery
             done = release_parts(analysis, subqueries, options)
         elif views is not None:  # docs/rules.md, rule released-view

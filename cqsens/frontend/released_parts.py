@@ -8,7 +8,10 @@ a statement's are.  The rest of the statement, with each part's released rows in
 place, must read public tables and released rows only: it is post-processing of the
 noisy rows (filters, joins with public tables, windows, arithmetic, aggregates over the
 released rows, UNION, ORDER BY, LIMIT).  Parts are chosen innermost first: a SELECT that
-aggregates the released rows of another part is post-processing, not a part.
+aggregates the released rows of another part is post-processing, not a part.  An
+uncorrelated scalar subquery over private tables is a part too where what holds it is
+post-processing, and a part's HAVING compared with one is applied to its released rows
+(:mod:`cqsens.frontend.scalar_parts`).
 
 The rest of the statement is rewritten with a SELECT of markers in place of each part
 (``SELECT CQSENS_VIEW_ROWS(n, i) AS column, …``, the marker of
@@ -26,6 +29,7 @@ from sqlglot import exp
 
 from cqsens.errors import InputError
 from cqsens.frontend.released_views import ROWS_MARKER, literal, owner, sources
+from cqsens.frontend.scalar_parts import in_having, scalar_release, scalar_subqueries, split_having
 from cqsens.frontend.statements import parse_statement
 from cqsens.ir.schema import Schema
 
@@ -48,6 +52,10 @@ class Part:
     constants : tuple of (bool, value)
         For each column, whether it is a constant (which a release does not measure)
         and its value (``NULL`` is None).
+    role : {"table", "scalar", "having"}
+        A derived table or ``WITH`` table; a scalar subquery (its one value takes its
+        place); such a table whose HAVING, compared with released values, is applied to
+        its noisy rows (``sql`` is released without it).
     """
 
     number: int
@@ -56,6 +64,7 @@ class Part:
     written: str
     keys: tuple[str, ...] = ()
     constants: tuple[tuple[bool, object], ...] = ()
+    role: str = "table"
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,6 +239,113 @@ def _per_person(select: exp.Select, names_person: Callable[[str, str], bool],
     return False
 
 
+class _Split:
+    """The parts of one statement: derived tables and ``WITH`` tables innermost first, and
+    scalar subqueries (:mod:`cqsens.frontend.scalar_parts`) once what holds them is
+    post-processing; passes repeat until none is found.  A part released twice (the same
+    statement, the same columns) is released once: every place reads its rows."""
+
+    def __init__(self, tree: exp.Expr, reads: _Reads, dialect: str | None,
+                 schema: Schema | None) -> None:
+        self.tree, self.reads, self.dialect, self.schema = tree, reads, dialect, schema
+        self.parts: list[Part] = []
+        self.numbers: dict[tuple[str, tuple[str, ...]], int] = {}
+
+    def run(self, names_person: Callable[[str, str], bool] | None) -> bool:
+        """Find the parts (``self.parts``); False for a per-person table."""
+        tables = _candidates(self.tree, self.reads.ctes)
+        scalars = scalar_subqueries(self.tree)
+        done: set[int] = set()
+        changed = True
+        while changed:
+            changed = False
+            for sub in scalars:
+                if id(sub) not in done and sub.root() is self.tree and self._scalar(sub, tables):
+                    done.add(id(sub))
+                    changed = True
+            for select in tables:
+                if id(select) in done or select.root() is not self.tree:
+                    continue  # released, or replaced with its enclosing part
+                found = self._table(select, names_person)
+                if found is None:
+                    return False
+                if found:
+                    done.add(id(select))
+                    changed = True
+        return bool(self.parts)
+
+    def _number(self, released: exp.Select, columns: Sequence[str], written: str,
+                role: str) -> int:
+        sql = _statement(released, self.reads, self.dialect)
+        key = (sql, tuple(columns))
+        if key not in self.numbers:
+            self.numbers[key] = len(self.parts) + 1
+            self.parts.append(Part(len(self.parts) + 1, sql, tuple(columns), written,
+                                   _keys(released), _constants(released), role))
+        return self.numbers[key]
+
+    def _table(self, select: exp.Select,
+               names_person: Callable[[str, str], bool] | None) -> bool | None:
+        """Release ``select`` (a derived table's or ``WITH`` table's SELECT) if it is a part;
+        None when it is a per-person table."""
+        columns = _columns(select)
+        if columns is None or not _aggregates(select) or not self.reads.private(select):
+            return False
+        split = None
+        if self.reads.marked(select):  # only a HAVING compared with released values
+            split = split_having(select, columns, _marked)
+            if split is None or self.reads.marked(split.released):
+                return False
+        if names_person is not None and _per_person(select, names_person, self.schema):
+            return None
+        written = select.sql(dialect=self.dialect)
+        if split is None:
+            select.replace(_marker(self._number(select, columns, written, "table"), columns))
+            return True
+        number = self._number(split.released, split.columns, written, "having")
+        rows = _marker(number, split.columns).subquery(f"cqsens_part_{number}_rows")
+        select.replace(exp.select(*[exp.Column(this=exp.to_identifier(c)) for c in columns])
+                       .from_(rows).where(split.condition.copy()))
+        return True
+
+    def _scalar(self, sub: exp.Subquery, tables: Sequence[exp.Select]) -> bool:
+        """Release the scalar subquery ``sub`` if it is a part."""
+        inner, holder = sub.this, sub.find_ancestor(exp.Select)
+        if not isinstance(inner, exp.Select) or holder is None or self.reads.marked(inner) \
+                or not self.reads.private(inner):
+            return False
+        if self._splits(sub, holder, tables):
+            pass  # its table is released, the HAVING applied to the noisy rows
+        elif self._from_private(holder):
+            return False  # a threshold on the rows of a release: rule two-stage
+        body = scalar_release(inner, self.reads.ctes, self.schema)
+        columns = _columns(inner)
+        if body is None or columns is None:
+            return False
+        number = self._number(body, columns, inner.sql(dialect=self.dialect), "scalar")
+        inner.replace(_marker(number, columns))
+        return True
+
+    @staticmethod
+    def _splits(sub: exp.Subquery, holder: exp.Select, tables: Sequence[exp.Select]) -> bool:
+        """Whether ``sub`` is in the HAVING of ``holder``, a part whose HAVING conjunct that
+        holds it can be applied to its released rows."""
+        if not in_having(sub, holder) or not _aggregates(holder) \
+                or not any(holder is t for t in tables):
+            return False
+        columns = _columns(holder)
+        return columns is not None and split_having(
+            holder, columns, lambda p: sub is p or any(sub is a for a in p.find_all(
+                exp.Subquery))) is not None
+
+    def _from_private(self, select: exp.Select) -> bool:
+        """Whether the FROM/JOIN items of ``select`` read private rows."""
+        from_ = select.args.get("from_") or select.args.get("from")
+        items = [from_.this, *from_.expressions] if from_ is not None else []
+        items += [j.this for j in select.args.get("joins") or []]
+        return any(self.reads.private(i) for i in items)
+
+
 def split_parts(sql: str, dialect: str | None, *, public: Set[str],
                 source: str = "<sql>", schema: Schema | None = None,
                 names_person: Callable[[str, str], bool] | None = None) -> Parts | None:
@@ -267,21 +383,10 @@ def split_parts(sql: str, dialect: str | None, *, public: Set[str],
     names = {p.lower() for p in public}
     tree = parse_statement(sql, dialect, source)
     ctes = _ctes(tree)
-    reads = _Reads(ctes, names)
-    parts: list[Part] = []
-    for select in _candidates(tree, ctes):
-        if select.parent is None and select is not tree:
-            continue  # replaced with its enclosing part
-        columns = _columns(select)
-        if columns is None or not _aggregates(select) or reads.marked(select) \
-                or not reads.private(select):
-            continue
-        if names_person is not None and _per_person(select, names_person, schema):
-            return None
-        number = len(parts) + 1
-        parts.append(Part(number, _statement(select, reads, dialect), columns,
-                          select.sql(dialect=dialect), _keys(select), _constants(select)))
-        select.replace(_marker(number, columns))
+    found = _Split(tree, _Reads(ctes, names), dialect, schema)
+    if not found.run(names_person):
+        return None
+    parts, reads = found.parts, found.reads
     if not parts:
         return None
     _drop_unread(tree, reads)

@@ -23,6 +23,7 @@ from cqsens.db.connect import connect
 from cqsens.errors import InputError
 from cqsens.frontend.dates import sqlite_dates
 from cqsens.frontend.released_parts import Part, Parts, fill_parts, split_parts
+from cqsens.ir.schema import Schema
 from cqsens.parts import is_parts
 from cqsens.releasing.options import ReleaseOptions
 from cqsens.releasing.public import PublicAnswer, run_public
@@ -37,14 +38,16 @@ _INTEGER = re.compile(r"-?(0|[1-9]\d*)")
 _DECIMAL = re.compile(r"-?\d+\.\d+(?:[eE][-+]?\d+)?")
 
 
-def parts_of(analysis: Analysis, public: Sequence[str]) -> Parts | None:
-    """The released subqueries of the statement ``analysis`` analysed, or None."""
+def parts_of(analysis: Analysis, public: Sequence[str],
+             schema: Schema | None = None) -> Parts | None:
+    """The released subqueries of the statement ``analysis`` analysed (with the ``schema``
+    it was analysed with: it tells which table an unqualified column belongs to), or None."""
     if not is_parts(analysis):
         return None
     names = frozenset(n.strip().lower() for item in public for n in item.split(",")
                       if n.strip())
     return split_parts(analysis.query, analysis.query_obj.dialect, public=names,
-                       source=analysis.source)
+                       source=analysis.source, schema=schema)
 
 
 def _key(text: str | None) -> object:

@@ -92,8 +92,10 @@ def render_text(release: Release, ledger: str | None = None) -> str:
     if not release.groups:
         lines.append("  (no group released)")
     lines.append("")
-    if is_public_release(release) and "rule released-view" in release.split:
-        lines.append("  (computed from the released views' noisy rows and public tables: no "
+    released = [w for w in ("view", "subquery") if f"rule released-{w}" in release.split]
+    if is_public_release(release) and released:
+        what = "views'" if released[0] == "view" else "subqueries'"
+        lines.append(f"  (computed from the released {what} noisy rows and public tables: no "
                      "further noise, no ε spent)")
     else:
         lines.append("  (exact values computed from public tables only: no noise, no ε spent)"
