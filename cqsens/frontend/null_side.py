@@ -85,6 +85,8 @@ class Folder:
             value = truth(node.this)
             return node if value is None else _constant(
                 {TRUE: FALSE, FALSE: TRUE, UNKNOWN: UNKNOWN}[value])
+        if isinstance(node, exp.Count) and _is_null_literal(node.this):
+            return exp.Sum(this=exp.Null())  # COUNT(NULL) is 0 on every row: a sum of nothing
         if isinstance(node, exp.Coalesce):
             return _coalesce(node, self.present)
         if isinstance(node, _NULL_IF_OPERAND):
