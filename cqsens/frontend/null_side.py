@@ -144,7 +144,20 @@ def _and_or(node: exp.Expr, absorbing: str, neutral: str) -> exp.Expr:
         return _constant(neutral)
     if all(truth(o) == UNKNOWN for o in rest):
         return exp.Null()
-    return rest[0] if len(rest) == 1 else node
+    if len(rest) == 1 and _boolean(rest[0]):  # a number stays a number: 2 AND TRUE is 1
+        return rest[0]
+    return node
+
+
+_BOOLEAN = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Is, exp.Not, exp.And,
+            exp.Or, exp.Boolean, exp.Between, exp.In, exp.Like, exp.ILike, exp.Exists)
+
+
+def _boolean(node: exp.Expr) -> bool:
+    """An expression whose value is TRUE, FALSE or NULL (1, 0 or NULL in SQLite)."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    return isinstance(node, _BOOLEAN)
 
 
 def _case(node: exp.Case) -> exp.Expr:
