@@ -135,7 +135,7 @@ def _coalesce(node: exp.Coalesce, present: Callable[[exp.Column], bool]) -> exp.
 
 def _and_or(node: exp.Expr, absorbing: str, neutral: str) -> exp.Expr:
     """Kleene's AND (absorbing FALSE) or OR (absorbing TRUE) over folded operands."""
-    operands = [node.this, node.expression]
+    operands: list[exp.Expr] = [node.this, node.expression]
     values = [truth(o) for o in operands]
     if absorbing in values:
         return _constant(absorbing)
