@@ -207,7 +207,11 @@ Reject = Callable[[exp.Expr, str, str], Exception]
 @dataclass(frozen=True)
 class Term:
     """One term's view of the outer joins: ``folder`` puts its NULLs in, ``reject``
-    names what cannot be folded, ``operator`` is the statement's outer join."""
+    names what cannot be folded, ``operator`` is the statement's outer join.
+
+    The SELECT list is folded with the NULLs only (a column known not NULL keeps its
+    ``IS NULL`` test), so that the value ranges a release reads from a term's SELECT list
+    cover every row of the statement whose padded tables are the term's."""
 
     folder: Folder
     reject: Reject
@@ -215,9 +219,10 @@ class Term:
 
     def select(self, items: list[exp.Expr]) -> list[exp.Expr]:
         """The SELECT items folded; one that keeps an unresolved NULL is refused."""
+        nulls_only = Folder(self.folder.nulls, lambda _: False)
         out = []
         for item in items:
-            folded = self.folder.fold(item)
+            folded = nulls_only.fold(item)
             self._resolved(folded, item)
             out.append(folded)
         return out

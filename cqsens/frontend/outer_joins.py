@@ -252,6 +252,8 @@ def split_outer_joins(tree: exp.Select, reject: Reject, dialect: str | None,
                               reject, operator), sign, name) for semi, sign, name in (
             ((), 1, f"{right.alias_or_name} alone"),
             ((0,), -1, f"{right.alias_or_name} ⋉ {left.alias_or_name}"))]
+    if reads and built[0][0] is None:
+        _check_dropped(terms, [p is not None for p, _, _ in built], outer, reject, operator)
     kept = [(p, sign, name) for p, sign, name in built if p is not None] or [
         (_no_row(tree), 1, "no row")]
     parts = [p for p, _, _ in kept if p is not None]
@@ -583,3 +585,21 @@ def _null_side_note(outer: list[_Outer], reads: set[str], dropped: int) -> str:
                  "keeps the unmatched rows: the preserved side minus the semi-join, an "
                  "anti-join)")
     return text
+
+
+def _check_dropped(terms: list[_Term], alive: list[bool], outer: list[_Outer], reject: Reject,
+                   operator: str) -> None:
+    """With the term joining every table dropped by the WHERE, the first term kept must
+    pad only tables that every row of the statement has padded (every term joining one of
+    them dropped): a release clamps each value to the range of the first part's SELECT
+    list, which must then hold the statement's values."""
+    first = next((t for t, ok in zip(terms, alive, strict=False) if ok), None)
+    if first is None:
+        return
+    pad = first[2]
+    for (present, _, _), ok in zip(terms, alive, strict=False):
+        if ok and set(present) & pad:
+            raise reject(outer[min(pad)].table, f"a WHERE that keeps matched and unmatched "
+                         f"rows of several tables of {operator}",
+                         "test IS NULL on one outer-joined table per statement, or split "
+                         "the statement")
