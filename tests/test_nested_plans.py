@@ -166,6 +166,10 @@ _BRANCHES = [
     "SELECT t2.v AS v FROM (SELECT r.a AS v FROM r UNION ALL SELECT u.y FROM u) AS t2",
     "SELECT t3.v AS v FROM (SELECT r.a AS v FROM r LEFT JOIN s ON s.r = r.k) AS t3 "
     "WHERE t3.v < 3",
+    # the null-supplying side read: COALESCE, CASE over IS NULL, the anti-join
+    "SELECT COALESCE(s.c, 0) AS v FROM r LEFT JOIN s ON s.r = r.k",
+    "SELECT CASE WHEN s.k IS NULL THEN r.b ELSE s.c END AS v FROM r LEFT JOIN s ON s.r = r.k",
+    "SELECT r.b AS v FROM r LEFT JOIN s ON s.r = r.k WHERE s.k IS NULL",
 ]
 
 
