@@ -62,7 +62,7 @@ def test_malformed_cq_exits_1_with_position(tmp_path: Path) -> None:
 
 def test_malformed_sql_exits_1_with_position(tmp_path: Path) -> None:
     bad = tmp_path / "bad.sql"
-    bad.write_text("SELECT COUNT(*)\nFROM Pat LEFT JOIN Doc ON Pat.hos = Doc.hos WHERE Doc.id IS NULL")
+    bad.write_text("SELECT COUNT(*)\nFROM Pat LEFT JOIN Doc ON Pat.hos = Doc.hos WHERE ABS(Doc.id) < 2")
     code, _, err = run("analyze", str(bad), "--schema", SCHEMA)
     assert code == EXIT_INPUT
     assert f"{bad}:2:" in err and "LEFT JOIN" in err

@@ -142,8 +142,8 @@ def test_nesting_adds_the_parts() -> None:
 @pytest.mark.parametrize(("sql", "construct"), [
     (f"SELECT COUNT(*) FROM (SELECT r.a {LJ} UNION SELECT u.x FROM u) AS t",
      "LEFT JOIN in a part of UNION / INTERSECT"),
-    (f"SELECT COUNT(*) {LJ} WHERE s.c IS NULL UNION ALL SELECT COUNT(*) FROM u",
-     "a WHERE condition on the null-supplying side of LEFT JOIN"),
+    (f"SELECT COUNT(*) {LJ} WHERE ABS(s.c) IS NULL UNION ALL SELECT COUNT(*) FROM u",
+     "an expression over the null-supplying side of LEFT JOIN that does not fold"),
     (f"SELECT COUNT(*) FROM (SELECT r.a AS v {LJ}) AS t "
      "WHERE EXISTS (SELECT 1 FROM s WHERE s.c = t.v)",
      "alias s inside and outside a derived table"),
@@ -166,6 +166,10 @@ _BRANCHES = [
     "SELECT t2.v AS v FROM (SELECT r.a AS v FROM r UNION ALL SELECT u.y FROM u) AS t2",
     "SELECT t3.v AS v FROM (SELECT r.a AS v FROM r LEFT JOIN s ON s.r = r.k) AS t3 "
     "WHERE t3.v < 3",
+    # the null-supplying side read: COALESCE, CASE over IS NULL, the anti-join
+    "SELECT COALESCE(s.c, 0) AS v FROM r LEFT JOIN s ON s.r = r.k",
+    "SELECT CASE WHEN s.k IS NULL THEN r.b ELSE s.c END AS v FROM r LEFT JOIN s ON s.r = r.k",
+    "SELECT r.b AS v FROM r LEFT JOIN s ON s.r = r.k WHERE s.k IS NULL",
 ]
 
 

@@ -97,12 +97,17 @@ def test_left_join_bound_is_inner_plus_preserved_plus_semijoin() -> None:
 
 
 @pytest.mark.parametrize(("sql", "construct"), [
-    ("SELECT COUNT(*) FROM r LEFT JOIN s ON s.r = r.k WHERE s.c IS NULL",
-     "a WHERE condition on the null-supplying side of LEFT JOIN"),
-    ("SELECT COUNT(*) FROM r LEFT JOIN s ON s.r = r.k WHERE COALESCE(s.c, 0) = 0",
-     "a WHERE condition on the null-supplying side of LEFT JOIN"),
-    ("SELECT SUM(s.c) FROM r LEFT JOIN s ON s.r = r.k",
+    # the null-supplying side read where NULL cannot be folded (tests/test_outer_join_null_side.py
+    # checks the forms that are read)
+    ("SELECT COUNT(*) FROM r LEFT JOIN s ON s.r = r.k WHERE ABS(s.c) < 2",
+     "an expression over the null-supplying side of LEFT JOIN that does not fold"),
+    ("SELECT COUNT(*) FROM r LEFT JOIN s ON s.r = r.k WHERE s.c IS NULL OR EXISTS "
+     "(SELECT 1 FROM u WHERE u.y = s.c)",
+     "a WHERE subquery on the null-supplying side of LEFT JOIN"),
+    ("SELECT s.c AS g, COUNT(*) FROM r LEFT JOIN s ON s.r = r.k GROUP BY s.c",
      "a column of the null-supplying side of LEFT JOIN"),
+    ("SELECT SUM(r.b) + MAX(s.c) FROM r LEFT JOIN s ON s.r = r.k",
+     "MAX(s.c) over LEFT JOIN"),
     ("SELECT AVG(r.a) FROM r LEFT JOIN s ON s.r = r.k", "AVG(r.a) over LEFT JOIN"),
     ("SELECT COUNT(*) FROM r JOIN u ON u.y = r.a RIGHT JOIN s ON s.r = r.k",
      "RIGHT JOIN beside other joins"),

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from cqsens.frontend.null_side import Folder, Term, strict_columns
 from cqsens.frontend.outer_ctes import plain_ctes, tables_read
 from cqsens.frontend.select_items import is_aggregate
 from cqsens.frontend.set_operations import SetSplit
@@ -64,6 +65,8 @@ class _Splitter:
                 raise reject(item, "outer join with a derived table",
                              "join base tables with LEFT JOIN")
             self.tables.append(item)
+        root = tree.root()
+        self.ctes = {c.alias_or_name.lower() for c in root.find_all(exp.CTE)}
 
     def owners(self, node: exp.Expr) -> set[str]:
         """The aliases of the tables whose columns ``node`` reads."""
@@ -77,6 +80,16 @@ class _Splitter:
                      and rel.index(col.name) is not None]
             out.update(found or (t.alias_or_name.lower() for t in self.tables))
         return out
+
+    def not_null(self, alias: str, column: str) -> bool:
+        """Whether the schema table behind ``alias`` (not a WITH table of that name)
+        declares ``column`` NOT NULL or in its PRIMARY KEY."""
+        table = next((t for t in self.tables if t.alias_or_name.lower() == alias), None)
+        if table is None or self.schema is None or table.name.lower() in self.ctes:
+            return False
+        rel = self.schema.find(table.name)
+        index = rel.index(column) if rel is not None else None
+        return rel is not None and index is not None and not rel.nullable(index)
 
     def rejects_nulls(self, cond: exp.Expr, alias: str) -> bool:
         """Whether ``cond`` is false or unknown when the columns of ``alias`` are NULL."""
@@ -144,10 +157,18 @@ def _aggregates_read_core(tree: exp.Select, splitter: _Splitter, padded: set[str
                 raise reject(agg, f"{agg.sql()} over {operator}",
                              "only COUNT and SUM, sums over the rows, are read over an outer "
                              "join")
-        if splitter.owners(node) & padded:
-            raise reject(node, f"a column of the null-supplying side of {operator}",
-                         "aggregate and group the preserved tables' columns (the others are "
-                         "NULL in the unmatched rows)")
+    having = tree.args.get("having")
+    for node in [*tree.expressions, *(group.expressions if group is not None else []),
+                 *([having] if having is not None else [])]:
+        for col in node.find_all(exp.Column):
+            if not splitter.owners(col) & padded:
+                continue
+            agg = col.find_ancestor(exp.AggFunc, exp.Select)
+            if (node.parent is not tree or node is having or not isinstance(agg, exp.AggFunc)
+                    or col.find_ancestor(exp.Subquery, exp.Exists) is not None):
+                raise reject(node, f"a column of the null-supplying side of {operator}",
+                             "group by the preserved tables' columns and read the others "
+                             "inside COUNT or SUM (they are NULL in the unmatched rows)")
 
 
 def _build(tree: exp.Select, core_where: list[exp.Expr], outer: list[_Outer],
@@ -210,42 +231,53 @@ def split_outer_joins(tree: exp.Select, reject: Reject, dialect: str | None,
     if len(outer) > MAX_OUTER_JOINS:
         raise reject(outer[MAX_OUTER_JOINS].table, f"more than {MAX_OUTER_JOINS} outer joins",
                      f"cqsens expands at most {MAX_OUTER_JOINS} LEFT JOINs")
-    _aggregates_read_core(tree, splitter, padded, reject, operator)
+    both = {left.alias_or_name.lower()} if side == "FULL" else set()
+    _aggregates_read_core(tree, splitter, padded | both, reject, operator)
     _check_on_chain(outer, splitter, reject, operator)
     # a WITH table may shadow a schema table (its keys and CHECKs are not the table's) or
     # not grow with its tables: only plain ones keep the refinements (frontend/outer_ctes.py)
     ctes = plain_ctes(whole, schema)
     plain = ctes is not None
+    reads = _null_side_reads(tree, pending, splitter, padded)
     keyed = [n for n, o in enumerate(outer)
-             if plain and _at_most_one_match(o, splitter, schema)]
+             if plain and o.alias not in reads and _at_most_one_match(o, splitter, schema)]
     terms = _cancel_keyed(_terms(outer, splitter), keyed)
-    parts = [_build(tree, pending, outer, present, semi) for present, semi, _ in terms]
-    signs = [(-1) ** len(semi) for _, semi, _ in terms]
+    built = [(_term_part(tree, pending, outer, term, splitter, bool(reads), reject, operator),
+              (-1) ** len(term[1]), _describe(outer, term[0], term[1])) for term in terms]
     if side == "FULL":  # the rows of the right table that match nothing
         assert isinstance(left, exp.Table)
         back = [_Outer(left.copy(), outer[0].on)]
-        parts += [_build(swapped, [], back, (), ()), _build(swapped, [], back, (), (0,))]
-        signs += [1, -1]
-    names = [_describe(outer, present, semi) for present, semi, _ in terms]
-    if side == "FULL":
-        names += [f"{right.alias_or_name} alone", f"{right.alias_or_name} ⋉ "
-                  f"{left.alias_or_name}"]
+        fold = bool(_null_side_reads(tree, [], splitter, {back[0].alias}))
+        built += [(_term_part(swapped, [], back, ((), semi, frozenset({0})), splitter, fold,
+                              reject, operator), sign, name) for semi, sign, name in (
+            ((), 1, f"{right.alias_or_name} alone"),
+            ((0,), -1, f"{right.alias_or_name} ⋉ {left.alias_or_name}"))]
+    if reads and built[0][0] is None:
+        _check_dropped(terms, [p is not None for p, _, _ in built], outer, reject, operator)
+    kept = [(p, sign, name) for p, sign, name in built if p is not None] or [
+        (_no_row(tree), 1, "no row")]
+    parts = [p for p, _, _ in kept if p is not None]
+    signs = [sign for _, sign, _ in kept]
+    names = [name for _, _, name in kept]
     notes = [f"{operator}: each preserved row counts max(1, m) = m + 1 − [m ≥ 1] times, m its "
              f"matches, so the released values are a signed sum of {len(parts)} conjunctive "
              "aggregates (inner join, preserved side, semi-join) and change by at most the sum "
              "of their changes (docs/rules.md, rule outer-joins)"]
+    if reads:
+        notes.append(_null_side_note(outer, reads, len(built) - len(parts)))
     if keyed:
         notes.append(", ".join(outer[n].table.alias_or_name for n in keyed)
                      + " joined on a key: at most one match per row, so a term joining it "
                      "equals the term with EXISTS in its place, and the two cancel "
                      "(docs/rules.md, rule outer-joins)")
-    monotone = plain and _monotone(tree, splitter, schema)
+    monotone = plain and not reads and _monotone(tree, splitter, schema)
     if monotone:
         notes.append("counts and non-negative sums over outer joins only grow when rows are "
                      "added: under add-remove only the added terms' bounds count "
                      "(docs/rules.md, rule outer-joins)")
     one = side != "FULL" and ctes is not None and _one_preserved_table(tree, outer, ctes)
-    signed = not monotone and plain and one and _monotone(tree, splitter, schema, signed=True)
+    signed = (not monotone and plain and one and not reads
+              and _monotone(tree, splitter, schema, signed=True))
     if signed:
         notes.append("one table LEFT JOINed to another: a preserved row counts max(1, m) "
                      "times, which moves with m and by no more, so under add-remove the "
@@ -413,13 +445,13 @@ def _make_inner(tree: exp.Select, outer: list[_Outer], pending: list[exp.Expr],
 
 def _check_where(pending: list[exp.Expr], splitter: _Splitter, padded: set[str],
                  reject: Reject, operator: str) -> None:
-    """Refuse a WHERE condition on a null-supplying table that stays outer."""
+    """Refuse a WHERE condition on a null-supplying table that stays outer when it reads
+    that table inside a subquery (the terms fold the others, frontend/null_side.py)."""
     for cond in pending:
         touched = splitter.owners(cond) & padded
-        if touched:
-            raise reject(cond, f"a WHERE condition on the null-supplying side of {operator}",
-                         "it keeps the unmatched (NULL) rows, as an anti-join does (negation, "
-                         "Thm 4); compare the column so that NULL fails, or use an inner join")
+        if touched and any(True for _ in cond.find_all(exp.Subquery, exp.Exists)):
+            raise reject(cond, f"a WHERE subquery on the null-supplying side of {operator}",
+                         "compare the null-supplying table's columns outside subqueries")
 
 
 def _check_on_chain(outer: list[_Outer], splitter: _Splitter, reject: Reject,
@@ -473,3 +505,101 @@ def _inner_only(whole: exp.Select, tree: exp.Select, where: list[exp.Expr],
     split = SetSplit("sum", operator, [part], [False], whole.sql(dialect=dialect), [note])
     split.names = ["inner join"]
     return split
+
+
+def _null_side_reads(tree: exp.Select, pending: list[exp.Expr], splitter: _Splitter,
+                     padded: set[str]) -> set[str]:
+    """The null-supplying tables whose columns the SELECT list or the WHERE reads."""
+    out: set[str] = set()
+    for node in [*tree.expressions, *pending]:
+        for col in node.find_all(exp.Column):
+            out |= splitter.owners(col) & padded
+    return out
+
+
+def _term_part(tree: exp.Select, pending: list[exp.Expr], outer: list[_Outer],
+               term: _Term, splitter: _Splitter, fold: bool, reject: Reject,
+               operator: str) -> exp.Select | None:
+    """One term's conjunctive aggregate; with ``fold``, the null-supplying tables' columns
+    are NULL where the term pads them and have values where it joins them
+    (frontend/null_side.py), and None when its WHERE keeps no row."""
+    present, semi, pad = term
+    if not fold:
+        return _build(tree, pending, outer, present, semi)
+    folding = _term_folding(outer, present, pad, splitter, reject, operator)
+    where = folding.where(pending)
+    if where is None:
+        return None
+    base = tree.copy()
+    if pad:  # the term joining every table keeps the statement's own SELECT list, whose
+        # value ranges a release clamps to (the release reads the first part's query)
+        base.set("expressions", folding.select(list(base.expressions)))
+    return _build(base, where, outer, present, semi)
+
+
+def _term_folding(outer: list[_Outer], present: tuple[int, ...], pad: frozenset[int],
+                  splitter: _Splitter, reject: Reject, operator: str) -> Term:
+    """The folding of one term: NULL for the padded tables' columns, a value for the
+    columns that a joined table's ON compares."""
+    nulls = {outer[i].alias for i in pad}
+    known = {(outer[i].alias, c.name.lower()) for i in present
+             for c in strict_columns(outer[i].on) if splitter.owners(c) == {outer[i].alias}}
+
+    def is_null(col: exp.Column) -> bool:
+        owners = splitter.owners(col)
+        if not owners & nulls:
+            return False
+        if len(owners) > 1:
+            raise reject(col, f"a column of {operator} that may belong to several tables",
+                         "qualify it with its table's name or alias")
+        return True
+
+    def has_value(col: exp.Column) -> bool:
+        owners = splitter.owners(col)
+        if len(owners) != 1:
+            return False
+        alias = next(iter(owners))
+        return (alias, col.name.lower()) in known or splitter.not_null(alias, col.name)
+
+    return Term(Folder(is_null, has_value), reject, operator)
+
+
+def _no_row(tree: exp.Select) -> exp.Select:
+    """The statement with a WHERE no row passes: every term was empty."""
+    part = tree.copy()
+    part.set("joins", [j for j in part.args.get("joins") or [] if not j.args.get("side")]
+             or None)
+    part.set("where", exp.Where(this=exp.EQ(this=exp.Literal.number(1),
+                                            expression=exp.Literal.number(0))))
+    return part
+
+
+def _null_side_note(outer: list[_Outer], reads: set[str], dropped: int) -> str:
+    names = ", ".join(o.table.alias_or_name for o in outer if o.alias in reads)
+    text = (f"the columns of {names} are the joined row's values in the terms that join it "
+            "and NULL in the terms of the unmatched rows (the preserved side and the "
+            "semi-join subtracted from it): COALESCE, IS [NOT] NULL and CASE folded in each "
+            "term (docs/rules.md, rule outer-joins)")
+    if dropped:
+        text += (f"; {dropped} term(s) whose WHERE no row passes dropped (WHERE … IS NULL "
+                 "keeps the unmatched rows: the preserved side minus the semi-join, an "
+                 "anti-join)")
+    return text
+
+
+def _check_dropped(terms: list[_Term], alive: list[bool], outer: list[_Outer], reject: Reject,
+                   operator: str) -> None:
+    """With the term joining every table dropped by the WHERE, the first term kept must
+    pad only tables that every row of the statement has padded (every term joining one of
+    them dropped): a release clamps each value to the range of the first part's SELECT
+    list, which must then hold the statement's values."""
+    first = next((t for t, ok in zip(terms, alive, strict=False) if ok), None)
+    if first is None:
+        return
+    pad = first[2]
+    for (present, _, _), ok in zip(terms, alive, strict=False):
+        if ok and set(present) & pad:
+            raise reject(outer[min(pad)].table, f"a WHERE that keeps matched and unmatched "
+                         f"rows of several tables of {operator}",
+                         "test IS NULL on one outer-joined table per statement, or split "
+                         "the statement")
