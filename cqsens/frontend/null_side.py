@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-__all__ = ["FALSE", "TRUE", "Folder", "Term", "never_true", "strict_columns", "truth",
-           "unresolved_null"]
+__all__ = ["FALSE", "TRUE", "Folder", "Term", "never_true", "no_row", "null_side_note",
+           "strict_columns", "truth", "unresolved_null"]
 
 TRUE = "true"
 FALSE = "false"
@@ -284,3 +284,26 @@ def _strict_in(node: exp.Expr) -> list[exp.Column]:
         return [c for v in node.args.values() if isinstance(v, exp.Expr)
                 for c in _strict_in(v)]
     return []
+
+
+def no_row(tree: exp.Select) -> exp.Select:
+    """The statement with a WHERE no row passes: every term was empty."""
+    part = tree.copy()
+    part.set("joins", [j for j in part.args.get("joins") or [] if not j.args.get("side")]
+             or None)
+    part.set("where", exp.Where(this=exp.EQ(this=exp.Literal.number(1),
+                                            expression=exp.Literal.number(0))))
+    return part
+
+
+def null_side_note(names: str, dropped: int) -> str:
+    """What the terms of an outer join read of the null-supplying tables ``names``."""
+    text = (f"the columns of {names} are the joined row's values in the terms that join it "
+            "and NULL in the terms of the unmatched rows (the preserved side and the "
+            "semi-join subtracted from it): COALESCE, IS [NOT] NULL and CASE folded in each "
+            "term (docs/rules.md, rule outer-joins)")
+    if dropped:
+        text += (f"; {dropped} term(s) whose WHERE no row passes dropped (WHERE … IS NULL "
+                 "keeps the unmatched rows: the preserved side minus the semi-join, an "
+                 "anti-join)")
+    return text

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from cqsens.frontend.null_side import Folder, Term, strict_columns
+from cqsens.frontend.null_side import Folder, Term, no_row, null_side_note, strict_columns
 from cqsens.frontend.outer_ctes import plain_ctes, tables_read
 from cqsens.frontend.select_items import is_aggregate
 from cqsens.frontend.set_operations import SetSplit
@@ -255,21 +255,16 @@ def split_outer_joins(tree: exp.Select, reject: Reject, dialect: str | None,
     if reads and built[0][0] is None:
         _check_dropped(terms, [p is not None for p, _, _ in built], outer, reject, operator)
     kept = [(p, sign, name) for p, sign, name in built if p is not None] or [
-        (_no_row(tree), 1, "no row")]
+        (no_row(tree), 1, "no row")]
     parts = [p for p, _, _ in kept if p is not None]
     signs = [sign for _, sign, _ in kept]
     names = [name for _, _, name in kept]
-    notes = [f"{operator}: each preserved row counts max(1, m) = m + 1 − [m ≥ 1] times, m its "
-             f"matches, so the released values are a signed sum of {len(parts)} conjunctive "
-             "aggregates (inner join, preserved side, semi-join) and change by at most the sum "
-             "of their changes (docs/rules.md, rule outer-joins)"]
+    notes = [_signed_sum_note(operator, len(parts))]
     if reads:
-        notes.append(_null_side_note(outer, reads, len(built) - len(parts)))
+        notes.append(null_side_note(", ".join(o.table.alias_or_name for o in outer
+                                              if o.alias in reads), len(built) - len(parts)))
     if keyed:
-        notes.append(", ".join(outer[n].table.alias_or_name for n in keyed)
-                     + " joined on a key: at most one match per row, so a term joining it "
-                     "equals the term with EXISTS in its place, and the two cancel "
-                     "(docs/rules.md, rule outer-joins)")
+        notes.append(_keyed_note(", ".join(outer[n].table.alias_or_name for n in keyed)))
     monotone = plain and not reads and _monotone(tree, splitter, schema)
     if monotone:
         notes.append("counts and non-negative sums over outer joins only grow when rows are "
@@ -564,27 +559,17 @@ def _term_folding(outer: list[_Outer], present: tuple[int, ...], pad: frozenset[
     return Term(Folder(is_null, has_value), reject, operator)
 
 
-def _no_row(tree: exp.Select) -> exp.Select:
-    """The statement with a WHERE no row passes: every term was empty."""
-    part = tree.copy()
-    part.set("joins", [j for j in part.args.get("joins") or [] if not j.args.get("side")]
-             or None)
-    part.set("where", exp.Where(this=exp.EQ(this=exp.Literal.number(1),
-                                            expression=exp.Literal.number(0))))
-    return part
+def _signed_sum_note(operator: str, parts: int) -> str:
+    return (f"{operator}: each preserved row counts max(1, m) = m + 1 − [m ≥ 1] times, m its "
+            f"matches, so the released values are a signed sum of {parts} conjunctive "
+            "aggregates (inner join, preserved side, semi-join) and change by at most the sum "
+            "of their changes (docs/rules.md, rule outer-joins)")
 
 
-def _null_side_note(outer: list[_Outer], reads: set[str], dropped: int) -> str:
-    names = ", ".join(o.table.alias_or_name for o in outer if o.alias in reads)
-    text = (f"the columns of {names} are the joined row's values in the terms that join it "
-            "and NULL in the terms of the unmatched rows (the preserved side and the "
-            "semi-join subtracted from it): COALESCE, IS [NOT] NULL and CASE folded in each "
-            "term (docs/rules.md, rule outer-joins)")
-    if dropped:
-        text += (f"; {dropped} term(s) whose WHERE no row passes dropped (WHERE … IS NULL "
-                 "keeps the unmatched rows: the preserved side minus the semi-join, an "
-                 "anti-join)")
-    return text
+def _keyed_note(names: str) -> str:
+    return (names + " joined on a key: at most one match per row, so a term joining it "
+            "equals the term with EXISTS in its place, and the two cancel "
+            "(docs/rules.md, rule outer-joins)")
 
 
 def _check_dropped(terms: list[_Term], alive: list[bool], outer: list[_Outer], reject: Reject,
