@@ -22,6 +22,7 @@ from cqsens.engine.neighbourhood import Neighbourhood
 from cqsens.engine.paper import PaperValue
 from cqsens.engine.paths import Weight
 from cqsens.engine.rules import Derivation, Rule, for_unit
+from cqsens.errors import UnsupportedQueryError
 from cqsens.frontend.sqlgen import sqlite_query
 from cqsens.ir.compound import CompoundQuery
 from cqsens.ir.cq import AggregateQuery
@@ -433,6 +434,13 @@ def analyze_compound(compound: CompoundQuery, options: Options,
                      analyze_one: Callable[[AggregateQuery, Options], Analysis]) -> Analysis:
     """Each part analysed on its own by ``analyze_one`` (a nested part recursively), then
     combined (docs/rules.md, rule set-operations)."""
+    if compound.rule == Rule.SEMI_JOIN_FLIPS.value and options.nb.model != "add-remove":
+        raise UnsupportedQueryError(
+            f"{compound.operator} under --neighbor {options.nb.model} is not supported: the "
+            "bound by the rows whose condition flips is proven for add-remove neighbours, where "
+            "every semi-join only gains (or only loses) rows (docs/rules.md, rule "
+            "semi-join-flips); use --neighbor add-remove", source=compound.source,
+            construct=compound.operator)
     settings = options.settings
     used = [tuple(q.relations() if isinstance(q, CompoundQuery) else q.cq.relations())
             for q in compound.parts]
