@@ -449,10 +449,14 @@ def analyze_compound(compound: CompoundQuery, options: Options,
     parts: list[Analysis] = []
     for index, part in enumerate(compound.parts):
         names, first = used[index], index == 0
+        # with a privacy unit a person reaches a part along foreign keys through tables
+        # the part does not read: their dependencies bound it too
+        reach = tuple(r.name for r in options.schema.relations) \
+            if options.nb.unit is not None and options.schema is not None else names
         share = replace(settings, witness_time=settings.witness_time / len(compound.parts),
                         epsilon=None, delta=None,
-                        fds=tuple(part_items(settings.fds, names, everywhere, first=first)),
-                        cds=tuple(part_items(settings.cds, names, everywhere, first=first)),
+                        fds=tuple(part_items(settings.fds, reach, everywhere, first=first)),
+                        cds=tuple(part_items(settings.cds, reach, everywhere, first=first)),
                         public=tuple(part_items(tables, names, everywhere, first=first)))
         if isinstance(part, CompoundQuery):
             parts.append(analyze_compound(part, replace(options, settings=share),

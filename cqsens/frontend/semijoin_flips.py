@@ -187,7 +187,7 @@ class _Splitter:
              [exp.In(this=member.copy(), query=exp.Subquery(this=inner.copy()))])]
         own = {i.alias_or_name.lower(): i.name for i in _from_items(inner)
                if isinstance(i, exp.Table)}
-        if self.nullable(value, own):
+        if self.nullable(value, own) and not _rejects_nulls(inner, value):
             nulls = _exists_where(inner, exp.Is(this=value.copy(), expression=exp.Null()))
             out.append((f"a NULL {value.sql(dialect=self.dialect)} in the subquery", [nulls]))
         if self.nullable(member, self.outer or {}):
@@ -195,6 +195,25 @@ class _Splitter:
                         [exp.Is(this=member.copy(), expression=exp.Null()),
                          _exists_where(inner, None)]))
         return out
+
+
+_COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
+
+
+def _rejects_nulls(inner: exp.Select, value: exp.Expr) -> bool:
+    """Whether a top-level condition of the subquery (WHERE, ON) fails when ``value`` is
+    NULL: ``value IS NOT NULL`` or a comparison of ``value`` with anything."""
+    found = [c for j in inner.args.get("joins") or [] if j.args.get("on") is not None
+             for c in conjuncts(j.args["on"])]
+    where = inner.args.get("where")
+    found += conjuncts(where.this) if where is not None else []
+    for cond in found:
+        if isinstance(cond, exp.Not) and isinstance(cond.this, exp.Is) \
+                and cond.this.this == value and isinstance(cond.this.expression, exp.Null):
+            return True
+        if isinstance(cond, _COMPARISONS) and value in (cond.this, cond.expression):
+            return True
+    return False
 
 
 def _unaliased(node: exp.Expr) -> exp.Expr:
