@@ -441,6 +441,13 @@ def analyze_compound(compound: CompoundQuery, options: Options,
             "every semi-join only gains (or only loses) rows (docs/rules.md, rule "
             "semi-join-flips); use --neighbor add-remove", source=compound.source,
             construct=compound.operator)
+    if "EXCEPT" in compound.operator and options.nb.model != "add-remove":
+        raise UnsupportedQueryError(
+            f"COUNT(*) over {compound.operator} under --neighbor {options.nb.model} is not "
+            "supported: removing a row may add result rows as adding one does, so the count "
+            "bound of each part is proven for add-remove neighbours only (docs/rules.md, rule "
+            "set-operations); use --neighbor add-remove", source=compound.source,
+            construct=compound.operator)
     settings = options.settings
     used = [tuple(q.relations() if isinstance(q, CompoundQuery) else q.cq.relations())
             for q in compound.parts]
