@@ -40,7 +40,7 @@ from cqsens.frontend.derived_tables import lift_derived_table
 from cqsens.frontend.grouping_sets import split_grouping_sets
 from cqsens.frontend.outer_joins import split_outer_joins
 from cqsens.frontend.person_local import OwnerKey
-from cqsens.frontend.semijoin_flips import split_semijoin_flips
+from cqsens.frontend.semijoin_flips import anti_join, split_semijoin_flips
 from cqsens.frontend.set_operations import SetSplit, split_set_operation
 from cqsens.frontend.stars import expand_stars, has_listed_star
 from cqsens.ir.schema import Schema
@@ -138,6 +138,11 @@ def _outer_joins(leaf: Leaf, ctx: Context) -> Plan | None:
     return _split("outer-joins", split_outer_joins(tree, ctx.reject, ctx.dialect, ctx.schema))
 
 
+def _anti_joins(leaf: Leaf, ctx: Context) -> Plan | None:
+    rewritten = anti_join(leaf.tree, ctx.schema)
+    return Leaf(rewritten, leaf.distinct) if rewritten is not None else None
+
+
 def _semijoin_flips(leaf: Leaf, ctx: Context) -> Plan | None:
     return _split("semi-join-flips", split_semijoin_flips(leaf.tree, ctx.reject, ctx.dialect,
                                                           ctx.schema, ctx.public, ctx.owner))
@@ -154,6 +159,7 @@ PASSES: tuple[tuple[str, Pass], ...] = (
     ("grouping-sets", _grouping_sets),
     ("set-operations", _set_operations),
     ("derived-tables", _derived_tables),
+    ("anti-joins", _anti_joins),
     ("outer-joins", _outer_joins),
     ("semi-join-flips", _semijoin_flips),
 )

@@ -42,9 +42,9 @@ from cqsens.frontend.person_local import OwnerKey, subquery_is_person_local
 from cqsens.frontend.set_operations import SetSplit
 from cqsens.frontend.sql_expr import conjuncts
 from cqsens.ir.compound import FLIPS_OPERATOR
-from cqsens.ir.schema import Schema
+from cqsens.ir.schema import Relation, Schema
 
-__all__ = ["split_semijoin_flips"]
+__all__ = ["anti_join", "split_semijoin_flips"]
 
 Reject = Callable[[exp.Expr, str, str], Exception]
 _RULE = "docs/rules.md, rule semi-join-flips"
@@ -345,3 +345,75 @@ def split_semijoin_flips(tree: exp.Expr, reject: Reject, dialect: str | None,
                      whole.sql(dialect=dialect), notes)
     split.names = names
     return split
+
+
+def _join_items(select: exp.Select) -> list[exp.Expr]:
+    return [j.this for j in select.args.get("joins") or []]
+
+
+def anti_join(tree: exp.Expr, schema: Schema | None) -> exp.Select | None:
+    """``… LEFT JOIN B ON θ … WHERE B.c IS NULL`` as ``… WHERE NOT EXISTS (SELECT 1 FROM B
+    WHERE θ)`` (a new tree), or None when the statement has no such anti-join.
+
+    The two are the same rows when ``B.c`` is declared NOT NULL (a padded row is the only
+    one where it is NULL, and a row of the left side is padded exactly when no row of B
+    satisfies θ with it, once) and nothing else reads B: its columns appear only in θ and
+    in the ``IS NULL`` conjunct.  The condition is then read by rule semi-join-flips.
+    """
+    if not isinstance(tree, exp.Select) or tree.args.get("where") is None or schema is None:
+        return None
+    for join in tree.args.get("joins") or []:
+        table = join.this
+        if ((join.args.get("side") or "").upper() != "LEFT" or not isinstance(table, exp.Table)
+                or join.args.get("on") is None or join.args.get("using")):
+            continue
+        rel = schema.find(table.name)
+        alias = table.alias_or_name.lower()
+        if rel is None:
+            continue
+        found = _null_test(tree.args["where"].this, alias, rel)
+        if found is None or not _reads_only(tree, join, found, alias, rel):
+            continue
+        out = tree.copy()
+        index = (tree.args.get("joins") or []).index(join)
+        joins = list(out.args["joins"])
+        gone = joins.pop(index)
+        out.set("joins", joins or None)
+        sub = exp.select("1").from_(gone.this.copy()).where(gone.args["on"].copy())
+        kept = [c.copy() for c in conjuncts(tree.args["where"].this) if c is not found]
+        kept.append(exp.Not(this=exp.Exists(this=sub)))
+        out.set("where", exp.Where(this=exp.and_(*kept)))
+        return out
+    return None
+
+
+def _null_test(where: exp.Expr, alias: str, rel: Relation) -> exp.Expr | None:
+    """The top-level conjunct ``alias.c IS NULL`` with ``c`` declared NOT NULL."""
+    for cond in conjuncts(where):
+        if not (isinstance(cond, exp.Is) and isinstance(cond.expression, exp.Null)
+                and isinstance(cond.this, exp.Column)):
+            continue
+        col = cond.this
+        index = rel.index(col.name)
+        if col.table.lower() == alias and index is not None \
+                and not rel.nullable(index):
+            return cond
+    return None
+
+
+def _reads_only(tree: exp.Select, join: exp.Join, test: exp.Expr, alias: str,
+                rel: Relation) -> bool:
+    """Whether B's columns appear only in its ON and in ``test`` (and no unqualified column
+    could be one of B's)."""
+    allowed = {id(c) for c in join.args["on"].find_all(exp.Column)} | \
+        {id(c) for c in test.find_all(exp.Column)}
+    for col in tree.find_all(exp.Column):
+        if id(col) in allowed:
+            continue
+        if col.table.lower() == alias:
+            return False
+        if not col.table and rel.index(col.name) is not None:
+            return False
+    others = [i for i in _from_items(tree) if i is not join.this]
+    return all(not (isinstance(i, exp.Table) and i.alias_or_name.lower() == alias)
+               for i in others)
