@@ -11,7 +11,6 @@ import sqlite3
 import pytest
 
 from cqsens import analyze
-from cqsens.errors import InputError
 from cqsens.witness.evaluate import Database
 
 SCHEMA = """
