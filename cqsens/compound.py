@@ -31,7 +31,7 @@ from cqsens.ir.exact import Exact, display, sqrt_upper, text
 from cqsens.ir.schema import Schema
 from cqsens.release.aggregates import count_bound, histogram_bound
 from cqsens.release.noise import calibrate
-from cqsens.report.words import COMBINATIONS
+from cqsens.report.words import COMBINATIONS, combination_text
 from cqsens.witness.aggregate import (
     AggregateWitness,
     Released,
@@ -287,7 +287,7 @@ def _paper(parts: Sequence[Analysis]) -> dict[str, PaperValue]:
 def _lines(compound: CompoundQuery, parts: Sequence[Analysis], where: Neighbourhood,
            steps: Analysis | None, *, scalar: bool) -> list[str]:
     """The explanation: the combination, one line per part, the refinements applied."""
-    rule = _RULES[compound.combination]
+    rule = combination_text(compound.rule, compound.combination)
     lines = [f"The statement is {compound.operator} over {len(parts)} parts, each a conjunctive "
              f"query analysed on its own; {rule} (docs/rules.md, rule {compound.rule})."]
     for i, a in enumerate(parts):
