@@ -62,7 +62,9 @@ def test_malformed_cq_exits_1_with_position(tmp_path: Path) -> None:
 
 def test_malformed_sql_exits_1_with_position(tmp_path: Path) -> None:
     bad = tmp_path / "bad.sql"
-    bad.write_text("SELECT COUNT(*)\nFROM Pat LEFT JOIN Doc ON Pat.hos = Doc.hos WHERE Doc.id IS NULL")
+    # Doc.specialty may be NULL in a matched row: no anti-join (Doc.id IS NULL would be one)
+    bad.write_text("SELECT COUNT(*)\nFROM Pat LEFT JOIN Doc ON Pat.hos = Doc.hos "
+                   "WHERE Doc.specialty IS NULL")
     code, _, err = run("analyze", str(bad), "--schema", SCHEMA)
     assert code == EXIT_INPUT
     assert f"{bad}:2:" in err and "LEFT JOIN" in err
