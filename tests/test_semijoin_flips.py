@@ -184,7 +184,15 @@ def test_substitution_is_refused_with_the_rule() -> None:
 def test_an_aggregating_subquery_under_not_is_refused_by_name() -> None:
     sql = ("SELECT COUNT(*) FROM r WHERE NOT EXISTS (SELECT t.a FROM t GROUP BY t.a "
            "HAVING COUNT(*) > 1 AND t.a = r.a)")
-    with pytest.raises(InputError, match="EXISTS .subquery. under OR / NOT"):
+    with pytest.raises(InputError, match="NOT EXISTS .subquery. under OR / NOT"):
+        analyze(sql, schema=ROWS, cds=ROW_CDS)
+
+
+def test_a_with_table_inside_the_atom_is_refused_by_name() -> None:
+    """A WITH table may aggregate (no monotone semi-join): refused, not read as a table."""
+    sql = ("WITH w AS (SELECT t.a FROM t GROUP BY t.a HAVING COUNT(*) > 1) "
+           "SELECT COUNT(*) FROM r WHERE NOT EXISTS (SELECT 1 FROM w WHERE w.a = r.a)")
+    with pytest.raises(InputError, match="a WITH table in the subquery"):
         analyze(sql, schema=ROWS, cds=ROW_CDS)
 
 

@@ -130,6 +130,9 @@ class _Splitter:
         self.schema = schema
         self.public = public
         self.owner = owner
+        with_ = tree.args.get("with_") or tree.args.get("with")
+        self.ctes = {c.alias_or_name.lower() for c in with_.expressions} \
+            if isinstance(with_, exp.With) else set()
         items = _from_items(tree)
         self.outer = {i.alias_or_name.lower(): i.name for i in items
                       if isinstance(i, exp.Table)} \
@@ -167,6 +170,9 @@ class _Splitter:
     def positives(self, atom: _Atom) -> list[tuple[str, list[exp.Expr]]]:
         """The positive conjuncts whose semi-join counts bound the atom's flips, named."""
         why = _plain(atom.select)
+        tables = atom.select.find_all(exp.Table)
+        if why is None and any(t.name.lower() in self.ctes for t in tables):
+            why = "a WITH table in the subquery"
         if why is not None:
             raise self.reject(atom.node, f"{_text(atom.node)} under OR / NOT",
                               f"{why}: its truth is not a monotone semi-join, so the rows it "
@@ -233,8 +239,8 @@ def _exists_where(inner: exp.Select, extra: exp.Expr | None) -> exp.Exists:
 
 
 def _text(node: exp.Expr) -> str:
-    return "NOT IN (subquery)" if isinstance(node, exp.In) and isinstance(node.parent, exp.Not) \
-        else "IN (subquery)" if isinstance(node, exp.In) else "EXISTS (subquery)"
+    negated = "NOT " if isinstance(node.parent, exp.Not) else ""
+    return negated + ("IN (subquery)" if isinstance(node, exp.In) else "EXISTS (subquery)")
 
 
 def _short(select: exp.Select, dialect: str | None) -> str:
