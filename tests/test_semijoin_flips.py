@@ -344,10 +344,17 @@ _ATOMS = st.sampled_from([
     "r.v > 0",
     "r.g = 1",
 ])
-_CONDITIONS = st.recursive(_ATOMS, lambda inner: st.one_of(
-    inner.map(lambda c: f"NOT ({c})"),
-    st.tuples(inner, inner).map(lambda p: f"({p[0]}) AND ({p[1]})"),
-    st.tuples(inner, inner).map(lambda p: f"({p[0]}) OR ({p[1]})")), max_leaves=3)
+
+
+def _combined(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    """``inner``, its negation, or a conjunction or disjunction of it with an atom."""
+    return st.one_of(
+        inner, inner.map(lambda c: f"NOT ({c})"),
+        st.tuples(inner, _ATOMS, st.sampled_from(["AND", "OR"])).map(
+            lambda p: f"({p[0]}) {p[2]} ({p[1]})"))
+
+
+_CONDITIONS = _combined(_combined(_ATOMS))
 _SELECTS = st.sampled_from(["COUNT(*)", "COUNT(DISTINCT r.a)", "SUM(r.v)",
                             "COUNT(*), SUM(r.v)"])
 
