@@ -22,6 +22,7 @@ from cqsens.engine.neighbourhood import Neighbourhood
 from cqsens.engine.paper import PaperValue
 from cqsens.engine.paths import Weight
 from cqsens.engine.rules import Derivation, Rule, for_unit
+from cqsens.errors import UnsupportedQueryError
 from cqsens.frontend.sqlgen import sqlite_query
 from cqsens.ir.compound import CompoundQuery
 from cqsens.ir.cq import AggregateQuery
@@ -30,7 +31,7 @@ from cqsens.ir.exact import Exact, display, sqrt_upper, text
 from cqsens.ir.schema import Schema
 from cqsens.release.aggregates import count_bound, histogram_bound
 from cqsens.release.noise import calibrate
-from cqsens.report.words import COMBINATIONS
+from cqsens.report.words import COMBINATIONS, combination_text
 from cqsens.witness.aggregate import (
     AggregateWitness,
     Released,
@@ -286,7 +287,7 @@ def _paper(parts: Sequence[Analysis]) -> dict[str, PaperValue]:
 def _lines(compound: CompoundQuery, parts: Sequence[Analysis], where: Neighbourhood,
            steps: Analysis | None, *, scalar: bool) -> list[str]:
     """The explanation: the combination, one line per part, the refinements applied."""
-    rule = _RULES[compound.combination]
+    rule = combination_text(compound.rule, compound.combination)
     lines = [f"The statement is {compound.operator} over {len(parts)} parts, each a conjunctive "
              f"query analysed on its own; {rule} (docs/rules.md, rule {compound.rule})."]
     for i, a in enumerate(parts):
@@ -433,6 +434,20 @@ def analyze_compound(compound: CompoundQuery, options: Options,
                      analyze_one: Callable[[AggregateQuery, Options], Analysis]) -> Analysis:
     """Each part analysed on its own by ``analyze_one`` (a nested part recursively), then
     combined (docs/rules.md, rule set-operations)."""
+    if compound.rule == Rule.SEMI_JOIN_FLIPS.value and options.nb.model != "add-remove":
+        raise UnsupportedQueryError(
+            f"{compound.operator} under --neighbor {options.nb.model} is not supported: the "
+            "bound by the rows whose condition flips is proven for add-remove neighbours, where "
+            "every semi-join only gains (or only loses) rows (docs/rules.md, rule "
+            "semi-join-flips); use --neighbor add-remove", source=compound.source,
+            construct=compound.operator)
+    if "EXCEPT" in compound.operator and options.nb.model != "add-remove":
+        raise UnsupportedQueryError(
+            f"COUNT(*) over {compound.operator} under --neighbor {options.nb.model} is not "
+            "supported: removing a row may add result rows as adding one does, so the count "
+            "bound of each part is proven for add-remove neighbours only (docs/rules.md, rule "
+            "set-operations); use --neighbor add-remove", source=compound.source,
+            construct=compound.operator)
     settings = options.settings
     used = [tuple(q.relations() if isinstance(q, CompoundQuery) else q.cq.relations())
             for q in compound.parts]
@@ -441,10 +456,14 @@ def analyze_compound(compound: CompoundQuery, options: Options,
     parts: list[Analysis] = []
     for index, part in enumerate(compound.parts):
         names, first = used[index], index == 0
+        # with a privacy unit a person reaches a part along foreign keys through tables
+        # the part does not read: their dependencies bound it too
+        reach = tuple(r.name for r in options.schema.relations) \
+            if options.nb.unit is not None and options.schema is not None else names
         share = replace(settings, witness_time=settings.witness_time / len(compound.parts),
                         epsilon=None, delta=None,
-                        fds=tuple(part_items(settings.fds, names, everywhere, first=first)),
-                        cds=tuple(part_items(settings.cds, names, everywhere, first=first)),
+                        fds=tuple(part_items(settings.fds, reach, everywhere, first=first)),
+                        cds=tuple(part_items(settings.cds, reach, everywhere, first=first)),
                         public=tuple(part_items(tables, names, everywhere, first=first)))
         if isinstance(part, CompoundQuery):
             parts.append(analyze_compound(part, replace(options, settings=share),

@@ -243,11 +243,12 @@ def test_semijoin_variables_are_existential() -> None:
 
 
 def test_rejected_constructs_still_named() -> None:
-    with pytest.raises(UnsupportedQueryError, match="NOT EXISTS"):
-        parse_sql("SELECT COUNT(*) FROM r WHERE NOT EXISTS (SELECT 1 FROM s WHERE s.r = r.k)",
-                  schema=SCHEMA)
-    with pytest.raises(UnsupportedQueryError, match="NOT IN"):
-        parse_sql("SELECT COUNT(*) FROM r WHERE r.k NOT IN (SELECT s.r FROM s)", schema=SCHEMA)
+    # NOT EXISTS / NOT IN are bounded through several conjunctive queries (rule
+    # semi-join-flips, tests/test_semijoin_flips.py): one CQ alone cannot hold them
+    for sql in ("SELECT COUNT(*) FROM r WHERE NOT EXISTS (SELECT 1 FROM s WHERE s.r = r.k)",
+                "SELECT COUNT(*) FROM r WHERE r.k NOT IN (SELECT s.r FROM s)"):
+        with pytest.raises(UnsupportedQueryError, match="EXISTS / IN under OR / NOT"):
+            parse_sql(sql, schema=SCHEMA)
     with pytest.raises(UnsupportedQueryError, match="subquery"):
         parse_sql("SELECT COUNT(*) FROM r WHERE r.a > (SELECT AVG(s.c) FROM s)", schema=SCHEMA)
     with pytest.raises(UnsupportedQueryError, match="subquery"):

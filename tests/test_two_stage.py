@@ -193,14 +193,40 @@ def test_other_scalar_subqueries_stay_refused(sql: str) -> None:
 
 
 @pytest.mark.parametrize("unit", ["users", None])
-def test_a_threshold_inside_a_private_negation_is_refused(unit: str | None) -> None:
-    """Not person-local: one added order flips the NOT EXISTS of every user."""
+def test_a_threshold_inside_a_private_negation_is_unbounded(unit: str | None) -> None:
+    """Not person-local: one added order flips the NOT EXISTS of every user, so the part of
+    the flips (rule semi-join-flips) of the second stage is unbounded."""
     sql = ("SELECT COUNT(*) FROM users u WHERE NOT EXISTS (SELECT 1 FROM orders o "
            "WHERE o.total > (SELECT AVG(total) FROM orders))")
-    with pytest.raises(InputError, match="two-stage"):
-        analyze(sql, schema=SCHEMA, cds=CDS, unit=unit)
-    with pytest.raises(InputError):  # the person-local form, at row level
-        analyze(LOCAL, schema=SCHEMA, cds=CDS)
+    a = analyze(sql, schema=SCHEMA, cds=CDS, unit=unit)
+    assert any("semi-join-flips" in line for line in a.explanation)
+    assert a.upper == float("inf")
+
+
+def test_the_person_local_form_at_row_level_is_bounded_by_its_flips() -> None:
+    """At row level the anchored NOT EXISTS is no person-local filter: one orders row flips
+    it for its one user (users' key), checked on every one-row removal of random databases
+    with the threshold fixed at each of THRESHOLDS (the stage's bound holds for every
+    value)."""
+    a = analyze(LOCAL, schema=SCHEMA, cds=CDS)
+    assert any("semi-join-flips" in line for line in a.explanation)
+    rng = random.Random(3)
+    worst = 0.0
+    for threshold in THRESHOLDS:
+        sql = LOCAL.replace("(SELECT AVG(total) FROM orders)", str(threshold))
+        for _ in range(20):
+            conn = _database(rng)
+            base = conn.execute(sql).fetchone()[0]
+            for table, key, rows in (  # a users row only without orders (foreign key)
+                    ("users", "id", "SELECT id FROM users WHERE id NOT IN "
+                     "(SELECT uid FROM orders)"), ("orders", "oid", "SELECT oid FROM orders")):
+                for (k,) in conn.execute(rows).fetchall():
+                    conn.execute("SAVEPOINT s")
+                    conn.execute(f"DELETE FROM {table} WHERE {key} = ?", (k,))
+                    worst = max(worst, abs(base - conn.execute(sql).fetchone()[0]))
+                    conn.execute("ROLLBACK TO s")
+    stage2 = a.stages[-1].upper if a.stages else a.upper
+    assert 0 < worst <= float(stage2)
 
 
 def test_a_subquery_over_public_tables_is_not_a_stage() -> None:

@@ -188,7 +188,8 @@ def parse_sql_schema():  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize(("sql", "construct"), [
     ("SELECT COUNT(*) FROM r EXCEPT SELECT COUNT(*) FROM s", "EXCEPT"),
-    ("SELECT COUNT(*) FROM (SELECT r.a FROM r EXCEPT SELECT s.c FROM s) AS t", "EXCEPT"),
+    ("SELECT SUM(t.a) FROM (SELECT r.a FROM r EXCEPT SELECT s.c FROM s) AS t",
+     "SUM(t.a) over EXCEPT"),
     ("SELECT AVG(t.a) FROM (SELECT r.a FROM r UNION ALL SELECT s.c FROM s) AS t",
      "AVG(t.a) over UNION ALL"),
     ("SELECT SUM(t.a) FROM (SELECT r.a FROM r UNION SELECT s.c FROM s) AS t",

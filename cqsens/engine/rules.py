@@ -93,6 +93,7 @@ class Rule(Enum):
     SET_OPERATIONS = "set-operations"
     GROUPING_SETS = "grouping-sets"
     OUTER_JOINS = "outer-joins"
+    SEMI_JOIN_FLIPS = "semi-join-flips"
 
     @property
     def anchor(self) -> str:

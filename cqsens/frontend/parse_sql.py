@@ -130,7 +130,7 @@ def parse_query(
     """
     tree = parse_statement(sql, dialect, source)
     tr = Translator(sql, schema, source, public, owner)
-    plan = build_plan(tree, tr.unsupported, dialect, schema)
+    plan = build_plan(tree, tr.unsupported, dialect, schema, public, owner)
     if isinstance(plan, Leaf):
         if not isinstance(plan.tree, exp.Select):
             raise tr.unsupported(plan.tree, type(plan.tree).__name__.upper(),

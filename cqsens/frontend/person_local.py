@@ -29,7 +29,7 @@ from cqsens.frontend.public_subqueries import drop_conjuncts
 from cqsens.frontend.sql_expr import conjuncts
 from cqsens.ir.schema import Schema
 
-__all__ = ["OwnerKey", "drop_person_local_conjuncts"]
+__all__ = ["OwnerKey", "drop_person_local_conjuncts", "subquery_is_person_local"]
 
 OwnerKey = Callable[[str, str], tuple[str, str] | None]
 """``(table, column)`` → the owned row it names, as ``(table, key column)`` in lower case."""
@@ -71,6 +71,13 @@ def drop_person_local_conjuncts(select: exp.Select, owner_key: OwnerKey, public:
             or person_local_membership(cond, outer, owner_key, public, schema))
 
     return drop_conjuncts(select, local, dialect)
+
+
+def subquery_is_person_local(sub: exp.Select, outer: dict[str, str], owner_key: OwnerKey,
+                             public: Set[str], schema: Schema) -> bool:
+    """Whether every table ``sub`` reads is public or anchored on the outer row's person
+    (``outer``: the outer query's tables, alias in lower case → table name)."""
+    return _local(sub, outer, owner_key, public, schema)
 
 
 def _local(sub: exp.Select, outer: dict[str, str], owner_key: OwnerKey, public: Set[str],

@@ -31,7 +31,7 @@ package that imports sqlglot); what leaves the frontend is the
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Set
 from dataclasses import dataclass, replace
 
 from sqlglot import exp
@@ -39,6 +39,8 @@ from sqlglot import exp
 from cqsens.frontend.derived_tables import lift_derived_table
 from cqsens.frontend.grouping_sets import split_grouping_sets
 from cqsens.frontend.outer_joins import split_outer_joins
+from cqsens.frontend.person_local import OwnerKey
+from cqsens.frontend.semijoin_flips import split_semijoin_flips
 from cqsens.frontend.set_operations import SetSplit, split_set_operation
 from cqsens.frontend.stars import expand_stars, has_listed_star
 from cqsens.ir.schema import Schema
@@ -90,6 +92,8 @@ class Context:
     reject: Reject
     dialect: str | None
     schema: Schema | None
+    public: Set[str] = frozenset()
+    owner: OwnerKey | None = None
 
 
 Pass = Callable[[Leaf, Context], Plan | None]
@@ -134,6 +138,11 @@ def _outer_joins(leaf: Leaf, ctx: Context) -> Plan | None:
     return _split("outer-joins", split_outer_joins(tree, ctx.reject, ctx.dialect, ctx.schema))
 
 
+def _semijoin_flips(leaf: Leaf, ctx: Context) -> Plan | None:
+    return _split("semi-join-flips", split_semijoin_flips(leaf.tree, ctx.reject, ctx.dialect,
+                                                          ctx.schema, ctx.public, ctx.owner))
+
+
 def _under_count(ctx: Context, node: exp.Expr, operator: str) -> Exception:
     return ctx.reject(node, f"{operator} in a part of UNION / INTERSECT",
                       "COUNT(*) over a duplicate-removing set operation is bounded through each "
@@ -146,6 +155,7 @@ PASSES: tuple[tuple[str, Pass], ...] = (
     ("set-operations", _set_operations),
     ("derived-tables", _derived_tables),
     ("outer-joins", _outer_joins),
+    ("semi-join-flips", _semijoin_flips),
 )
 """The passes, tried in this order on every leaf (the first that applies wins, and
 the passes run again on every leaf of what it returns)."""
@@ -189,7 +199,8 @@ class _Builder:
 
 
 def build_plan(tree: exp.Expr, reject: Reject, dialect: str | None,
-               schema: Schema | None) -> Plan:
+               schema: Schema | None, public: Set[str] = frozenset(),
+               owner: OwnerKey | None = None) -> Plan:
     """The plan of a parsed statement: the passes applied until none applies.
 
     Parameters
@@ -202,6 +213,9 @@ def build_plan(tree: exp.Expr, reject: Reject, dialect: str | None,
         The statement's dialect, for the SQL of the parts.
     schema : Schema, optional
         Tells which table an unqualified column belongs to.
+    public, owner : optional
+        The public tables and, with a privacy unit, the owner keys: semi-join atoms over
+        them add no part (rule semi-join-flips).
 
     Returns
     -------
@@ -210,7 +224,7 @@ def build_plan(tree: exp.Expr, reject: Reject, dialect: str | None,
     """
     if has_listed_star(tree):  # before every other pass (a copy: ``tree`` is not changed)
         tree = expand_stars(tree.copy(), reject, schema)
-    builder = _Builder(Context(reject, dialect, schema))
+    builder = _Builder(Context(reject, dialect, schema, public, owner))
     return builder.expand(Leaf(tree, root=True))  # a rewritten root leaf is not root
 
 

@@ -17,8 +17,10 @@ Two shapes are read (docs/rules.md, rule set-operations):
   by at most the sum of what it changes in the parts, counted as distinct rows
   below a duplicate-removing operator and as rows otherwise.
 
-``EXCEPT`` is negation (Thm 4) and stays rejected.  sqlglot objects never leave
-:mod:`cqsens.frontend`.
+``EXCEPT [ALL]`` is read under ``COUNT(*)`` only (the third shape): one row changes
+the membership of at most the rows it changes in the parts, whatever boolean
+combination of memberships the operators take.  Elsewhere it is negation (Thm 4)
+and stays rejected.  sqlglot objects never leave :mod:`cqsens.frontend`.
 """
 
 from __future__ import annotations
@@ -62,7 +64,8 @@ class SetSplit:
 
 
 def _name(node: exp.Expr) -> str:
-    word = "UNION" if isinstance(node, exp.Union) else "INTERSECT"
+    word = "UNION" if isinstance(node, exp.Union) else "INTERSECT" \
+        if isinstance(node, exp.Intersect) else "EXCEPT"
     return word if node.args.get("distinct") is not False else f"{word} ALL"
 
 
@@ -72,6 +75,7 @@ class _Splitter:
         self.dialect = dialect
         self.operators: list[str] = []
         self.root: exp.Expr | None = None
+        self.except_allowed = False  # COUNT(*) over the operation (docs/rules.md)
 
     def leaves(self, node: exp.Expr, distinct: bool) -> list[tuple[exp.Select, bool]]:
         """The SELECTs of a tree of set operations, each with whether its rows are
@@ -79,9 +83,10 @@ class _Splitter:
         if isinstance(node, exp.Subquery) and not any(
                 node.args.get(k) is not None for k in ("alias", "order", "limit", "offset")):
             return self.leaves(node.this, distinct)
-        if isinstance(node, exp.Except):
-            raise self.reject(node, "EXCEPT", _NEGATION)
-        if isinstance(node, (exp.Union, exp.Intersect)):
+        if isinstance(node, exp.Except) and not self.except_allowed:
+            raise self.reject(node, "EXCEPT", _NEGATION + "; COUNT(*) over it is bounded "
+                              "(SELECT COUNT(*) FROM (… EXCEPT …) AS t)")
+        if isinstance(node, SET_OPERATIONS):
             for key in ("order", "limit", "offset"):
                 if node.args.get(key) is not None and node is not self.root:
                     raise self.reject(node.args[key], f"{key.upper()} inside a set operation",
@@ -244,6 +249,7 @@ def _derived(tree: exp.Select, reject: Reject, dialect: str | None) -> SetSplit 
     _strip_post_processing(whole_tree, [], dialect)
     splitter = _Splitter(reject, dialect)
     splitter.root = item.this
+    splitter.except_allowed = True
     leaves = splitter.leaves(item.this, False)
     operator = splitter.operator()
     bag = all(op == "UNION ALL" for op in splitter.operators)
@@ -308,7 +314,8 @@ def split_set_operation(tree: exp.Expr, reject: Reject, dialect: str | None) -> 
     The parameters are those of :func:`cqsens.frontend.plan.build_plan`; ``tree`` is not changed.
     """
     if isinstance(tree, exp.Except):
-        raise reject(tree, "EXCEPT", _NEGATION)
+        raise reject(tree, "EXCEPT", _NEGATION + "; COUNT(*) over it is bounded "
+                     "(SELECT COUNT(*) FROM (… EXCEPT …) AS t)")
     if isinstance(tree, (exp.Union, exp.Intersect)):
         return _top_level(tree, reject, dialect)
     if isinstance(tree, exp.Select):

@@ -30,9 +30,11 @@ from dataclasses import dataclass
 
 from cqsens.ir.cq import AggregateQuery
 
-__all__ = ["COMBINATIONS", "CompoundQuery"]
+__all__ = ["COMBINATIONS", "FLIPS_OPERATOR", "CompoundQuery"]
 
 COMBINATIONS: tuple[str, ...] = ("concat", "sum", "count")
+FLIPS_OPERATOR = "EXISTS / IN under OR / NOT"
+"""The operator of a split by rule semi-join-flips (docs/rules.md)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,9 +75,12 @@ class CompoundQuery:
     @property
     def rule(self) -> str:
         """The rule of docs/rules.md that combines the parts."""
+        if self.operator == FLIPS_OPERATOR:
+            return "semi-join-flips"
         if "JOIN" in self.operator:
             return "outer-joins"
-        return "set-operations" if "UNION" in self.operator or "INTERSECT" in self.operator \
+        return "set-operations" if any(w in self.operator for w in ("UNION", "INTERSECT",
+                                                                      "EXCEPT")) \
             else "grouping-sets"
 
     @property

@@ -21,7 +21,7 @@ from cqsens.ir.exact import display, text
 if TYPE_CHECKING:
     from cqsens.analysis import Analysis
 
-__all__ = ["COMBINATIONS", "STYLES", "reason", "render"]
+__all__ = ["COMBINATIONS", "FLIPS", "STYLES", "combination_text", "reason", "render"]
 
 STYLES = ("text", "markdown", "html")
 """The styles :func:`render` writes: plain text, Markdown and HTML (escaped)."""
@@ -34,6 +34,15 @@ COMBINATIONS = {
              "parts' count bounds, and the COUNT or histogram rule applies to that sum",
 }
 """How the parts of a set operation combine (docs/rules.md, rule set-operations)."""
+FLIPS = ("each released value changes by at most the sum of the changes of the query without "
+         "the condition and of one positive semi-join per atom (the rows it can flip): "
+         "ℓ1 ≤ Σ ℓ1ᵢ, ℓ2 ≤ Σ ℓ2ᵢ")
+"""How the parts of rule semi-join-flips combine."""
+
+
+def combination_text(rule: str, combination: str) -> str:
+    """The sentence that says how a compound's parts combine, for its rule."""
+    return FLIPS if rule == Rule.SEMI_JOIN_FLIPS.value else COMBINATIONS[combination]
 
 
 def _n(d: Derivation, key: str, digits: int = 6) -> str:
@@ -229,7 +238,7 @@ def _combined(d: Derivation, style: str) -> str:
         return (f"{which} of the added parts' bounds: the values only grow when rows are "
                 "added (docs/rules.md, rule outer-joins)")
     if combination == "sum":
-        return f"sum of the parts' bounds ({COMBINATIONS['sum']})"
+        return f"sum of the parts' bounds ({combination_text(d.rule.value, 'sum')})"
     return f"{COMBINATIONS[combination]}; {render(d.premises[0], style)}"
 
 
@@ -356,8 +365,8 @@ def _substituted(analysis: Analysis) -> str:
 def _parts(d: Derivation) -> str:
     """The reason of a set operation: how its parts combine, and each part's ℓ1."""
     parts = "; ".join(f"{p['part']} ℓ1 {text(p.value)}" for p in d.premises)
-    return (f"{d['operator']} of {len(d.premises)} parts: {COMBINATIONS[str(d['combination'])]}; "
-            f"{parts}")
+    how = combination_text(d.rule.value, str(d["combination"]))
+    return f"{d['operator']} of {len(d.premises)} parts: {how}; {parts}"
 
 
 def reason(analysis: Analysis, style: str = "text") -> str:

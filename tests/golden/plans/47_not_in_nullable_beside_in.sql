@@ -1,0 +1,1 @@
+SELECT COUNT(*) FROM r WHERE r.a NOT IN (SELECT u.x FROM u) AND r.k IN (SELECT s.r FROM s)

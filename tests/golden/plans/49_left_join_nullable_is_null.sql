@@ -1,0 +1,1 @@
+SELECT COUNT(*) FROM r LEFT JOIN u ON u.y = r.a WHERE u.x IS NULL
