@@ -227,3 +227,22 @@ def test_release_with_the_noise_off_is_the_sql_answer(seed: int, tmp_path: Path,
         (got,) = released_rows(release_json(tmp_path, DDL, args))
         assert [float(v or 0) for v in got] == pytest.approx(truth), (sql, got, truth)
     conn.close()
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT SUM(r.b) FROM r LEFT JOIN s ON s.r = r.k AND r.b > 0",
+    "SELECT SUM(r.b + COALESCE(s.c, 0)) FROM r LEFT JOIN s ON s.r = r.k AND s.c > 2",
+])
+def test_release_clamps_to_every_term_s_range(sql: str, tmp_path: Path, noiseless: None) -> None:
+    """The terms of an outer join read different ranges of one column (the ON filters only
+    the joined terms): the release clamps a value to what some term allows, not to the first
+    term's range, so with the noise off it is SQLite's answer."""
+    conn = sqlite3.connect(":memory:")
+    conn.executescript(DDL)
+    conn.executemany("INSERT INTO r VALUES (?, ?, ?)", [(1, 0, -2), (2, 1, 2), (3, 2, -1)])
+    conn.executemany("INSERT INTO s VALUES (?, ?, ?)", [(1, 2, 3), (2, 1, 1)])
+    write_db(tmp_path / "d.db", conn)
+    truth = [float(v or 0) for v in conn.execute(sql).fetchone()]
+    args = ["--sql", sql, *(a for cd in CDS for a in ("--cd", cd))]
+    (got,) = released_rows(release_json(tmp_path, DDL, args))
+    assert [float(v or 0) for v in got] == pytest.approx(truth), (got, truth)

@@ -10,8 +10,11 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from cqsens.analysis import AggregateRecord, Analysis
-from cqsens.errors import InputError
+from cqsens.errors import CqsensError, InputError
+from cqsens.frontend.parse_sql import parse_query
 from cqsens.frontend.release_sql import QUANTILE_KINDS, ReleasePlan
+from cqsens.ir.compound import CompoundQuery
+from cqsens.ir.cq import AggregateQuery
 from cqsens.ir.exact import Exact, display, sql_decimal, text
 from cqsens.ir.schema import Schema
 from cqsens.release import noise
@@ -50,17 +53,52 @@ def _candidates(low: Exact, high: Exact) -> list[float]:
 
 def _value_range(analysis: Analysis, index: int, schema: Schema | None,
                  bounds: Sequence[str]) -> tuple[Exact, Exact]:
-    query = analysis.query_obj
-    agg = query.aggregates[index]
+    """The range a release clamps the values of aggregate ``index`` to: the hull of the
+    ranges its terms' bounds assumed (the terms of a signed sum, such as an outer join's,
+    filter one column differently; a compound analysis keeps only its first term in
+    ``query_obj``).  Each term's values satisfy its own filters, so a value clamped to the
+    hull stays in that term's range: the bound holds and data that obey the declared
+    ranges are not changed."""
     cli = parse_value_bounds(bounds)
-    if agg.expression is not None:
-        vb = expression_bound(agg, cli=cli, schema=schema, query=query)
-    else:
-        assert agg.column_name is not None
-        name = getattr(agg.column, "name", None)
-        vb = value_bound(agg.column_name, cli=cli, schema=schema, query=query,
-                         variable=name if isinstance(name, str) else None)
-    return vb.low, vb.high
+    lows: list[Exact] = []
+    highs: list[Exact] = []
+    for query in (analysis.query_obj, *_sum_terms(analysis, schema)):
+        if index >= len(query.aggregates):
+            continue
+        agg = query.aggregates[index]
+        if agg.expression is not None:
+            vb = expression_bound(agg, cli=cli, schema=schema, query=query)
+        else:
+            assert agg.column_name is not None
+            name = getattr(agg.column, "name", None)
+            vb = value_bound(agg.column_name, cli=cli, schema=schema, query=query,
+                             variable=name if isinstance(name, str) else None)
+        lows.append(vb.low)
+        highs.append(vb.high)
+    return min(lows), max(highs)
+
+
+def _sum_terms(analysis: Analysis, schema: Schema | None) -> list[AggregateQuery]:
+    """The conjunctive terms of the statement when it is a signed sum of them (outer joins,
+    semi-joins under OR / NOT), else none."""
+    sql = analysis.query_obj.sql
+    if sql is None:
+        return []
+    try:
+        parsed = parse_query(analysis.query or sql, schema=schema,
+                             dialect=analysis.query_obj.dialect, source=analysis.source)
+    except CqsensError:  # a statement read by another route: its first part is its query
+        return []
+    out: list[AggregateQuery] = []
+    stack: list[AggregateQuery | CompoundQuery] = [parsed]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, CompoundQuery):
+            if node.combination == "sum":
+                stack.extend(node.parts)
+        elif node is not parsed:
+            out.append(node)
+    return out
 
 
 def _clamp_text(bounds: tuple[Exact, Exact]) -> tuple[str, str] | None:
