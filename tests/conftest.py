@@ -18,6 +18,7 @@ import fcntl
 import json
 import os
 import pickle
+import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -78,6 +79,23 @@ def noiseless(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(noise, "sample_laplace", laplace)
     monkeypatch.setattr(noise, "sample_gaussian", gaussian)
+
+
+#: A RAM disk for the run's temporary files, where the machine has one (see pytest_configure).
+RAM_DISK = Path("/dev/shm")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Temporary files (``tmp_path``, ``tempfile``, the PostgreSQL cluster) on the RAM disk
+    ``/dev/shm`` when ``TMPDIR`` is not set: every SQLite commit a test makes (ledgers,
+    databases, caches) waits for the disk otherwise (about 30 ms each on the shared test
+    machine, 0.5 ms there).  The xdist workers and child processes inherit ``TMPDIR``."""
+    if "TMPDIR" in os.environ or not (RAM_DISK.is_dir() and os.access(RAM_DISK, os.W_OK)):
+        return
+    folder = RAM_DISK / f"cqsens-tests-{os.geteuid()}"
+    folder.mkdir(mode=0o755, exist_ok=True)
+    os.environ["TMPDIR"] = str(folder)
+    tempfile.tempdir = None  # gettempdir() reads TMPDIR again
 
 
 #: Files of the one PostgreSQL cluster in the run's temporary folder, shared by the workers.
