@@ -89,8 +89,13 @@ def pytest_configure(config: pytest.Config) -> None:
     """Temporary files (``tmp_path``, ``tempfile``, the PostgreSQL cluster) on the RAM disk
     ``/dev/shm`` when ``TMPDIR`` is not set: every SQLite commit a test makes (ledgers,
     databases, caches) waits for the disk otherwise (about 30 ms each on the shared test
-    machine, 0.5 ms there).  The xdist workers and child processes inherit ``TMPDIR``."""
+    machine, 0.5 ms there).  Not on a RAM disk with less than 1 GiB free (a run writes
+    about 100 MB there, the cluster's files included).  The xdist workers and child
+    processes inherit ``TMPDIR``."""
     if "TMPDIR" in os.environ or not (RAM_DISK.is_dir() and os.access(RAM_DISK, os.W_OK)):
+        return
+    free = os.statvfs(RAM_DISK)
+    if free.f_bavail * free.f_frsize < 2**30:  # a small one (a container's 64 MiB): the disk
         return
     folder = RAM_DISK / f"cqsens-tests-{os.geteuid()}"
     folder.mkdir(mode=0o755, exist_ok=True)
