@@ -6,7 +6,8 @@ Hypothesis profiles: ``dev`` (default, deeper), ``ci`` (bounded, derandomized) a
 from the loaded profile: :func:`scaled_examples` or :func:`soundness_examples`.
 
 Session fixtures (once per test run, or once per xdist worker that needs them):
-``pg_server`` / ``pg_urls`` (one throwaway PostgreSQL cluster, tests/postgres.py)
+``pg_server`` / ``pg_urls`` (one throwaway PostgreSQL cluster per test run, shared by
+the xdist workers, tests/postgres.py)
 and ``examples_batch`` (one batch analysis of every file under ``examples/`` per test
 run, shared by the xdist workers through a file of the run's temporary folder).
 """
@@ -14,8 +15,10 @@ run, shared by the xdist workers through a file of the run's temporary folder).
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import pickle
+import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -78,16 +81,77 @@ def noiseless(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(noise, "sample_gaussian", gaussian)
 
 
-@pytest.fixture(scope="session")
-def pg_server() -> Iterator[postgres.PgServer]:
-    """The one PostgreSQL cluster of this test run (skips or fails as tests/postgres.py says)."""
-    yield from postgres.cluster()
+#: A RAM disk for the run's temporary files, where the machine has one (see pytest_configure).
+RAM_DISK = Path("/dev/shm")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Temporary files (``tmp_path``, ``tempfile``, the PostgreSQL cluster) on the RAM disk
+    ``/dev/shm`` when ``TMPDIR`` is not set: every SQLite commit a test makes (ledgers,
+    databases, caches) waits for the disk otherwise (about 30 ms each on the shared test
+    machine, 0.5 ms there).  Not on a RAM disk with less than 1 GiB free (a run writes
+    about 100 MB there, the cluster's files included).  The xdist workers and child
+    processes inherit ``TMPDIR``."""
+    if "TMPDIR" in os.environ or not (RAM_DISK.is_dir() and os.access(RAM_DISK, os.W_OK)):
+        return
+    free = os.statvfs(RAM_DISK)
+    if free.f_bavail * free.f_frsize < 2**30:  # a small one (a container's 64 MiB): the disk
+        return
+    folder = RAM_DISK / f"cqsens-tests-{os.geteuid()}"
+    folder.mkdir(mode=0o755, exist_ok=True)
+    os.environ["TMPDIR"] = str(folder)
+    tempfile.tempdir = None  # gettempdir() reads TMPDIR again
+
+
+#: Files of the one PostgreSQL cluster in the run's temporary folder, shared by the workers.
+_PG_CLUSTER, _PG_HOSPITAL = "pg_cluster.json", "pg_hospital.json"
 
 
 @pytest.fixture(scope="session")
-def pg_urls(pg_server: postgres.PgServer) -> tuple[str, str]:
-    """URLs of the databases ``hospital`` and ``hospital_bad`` on ``pg_server``."""
-    return postgres.hospital_databases(pg_server)
+def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[postgres.PgServer]:
+    """The one PostgreSQL cluster of this test run (skips or fails as tests/postgres.py
+    says): under xdist the first worker that needs it starts it and writes where it
+    listens into the run's temporary folder (under a file lock), the others connect to
+    it, and the controller stops it when the run ends (:func:`pytest_sessionfinish`)."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:  # one process (-n 0)
+        yield from postgres.cluster()
+        return
+    shared = tmp_path_factory.getbasetemp().parent
+    with _locked(shared / "pg.lock"):
+        found = shared / _PG_CLUSTER
+        if not found.exists():
+            found.write_text(postgres.start().to_json())
+        server = postgres.Running.from_json(found.read_text()).server
+    yield server
+
+
+@pytest.fixture(scope="session")
+def pg_urls(pg_server: postgres.PgServer,
+            tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    """URLs of the databases ``hospital`` and ``hospital_bad`` on ``pg_server`` (created
+    once per cluster)."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return postgres.hospital_databases(pg_server)
+    shared = tmp_path_factory.getbasetemp().parent
+    with _locked(shared / "pg.lock"):
+        found = shared / _PG_HOSPITAL
+        if not found.exists():
+            found.write_text(json.dumps(postgres.hospital_databases(pg_server)))
+        clean, bad = json.loads(found.read_text())
+        return clean, bad
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The xdist controller stops the cluster its workers shared (``pg_server``)."""
+    if hasattr(session.config, "workerinput") or "PYTEST_XDIST_WORKER" in os.environ:
+        return
+    factory = getattr(session.config, "_tmp_path_factory", None)  # as pytest-xdist reads it
+    if factory is None:
+        return
+    found = factory.getbasetemp() / _PG_CLUSTER
+    if found.exists():
+        postgres.stop(postgres.Running.from_json(found.read_text()))
+        found.unlink()
 
 
 #: The options of the one batch analysis of ``examples/`` (see ``examples_batch``): a witness

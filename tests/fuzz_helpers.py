@@ -274,7 +274,9 @@ def build_sqlite(path: Path) -> str:
 
     hospital = EXAMPLES / "hospital"
     con = sqlite3.connect(path)
-    try:
+    try:  # no fsync while it is written (a test's throwaway file): the same rows, less wait
+        con.execute("PRAGMA synchronous = OFF")
+        con.execute("PRAGMA journal_mode = MEMORY")
         con.executescript((hospital / "schema.sql").read_text(encoding="utf-8"))
         con.executescript((hospital / "data.sql").read_text(encoding="utf-8"))
         con.commit()

@@ -1,7 +1,7 @@
 """A throwaway PostgreSQL cluster for the live-database tests.
 
-``tests/conftest.py`` turns :func:`cluster` into the session fixture ``pg_server``
-(one cluster per test run, or per xdist worker that runs a PostgreSQL test) and
+``tests/conftest.py`` turns :func:`cluster` (or :func:`start` and :func:`stop`, shared by
+the xdist workers) into the session fixture ``pg_server`` (one cluster per test run) and
 :func:`hospital_databases` into ``pg_urls``.  The cluster is created with
 ``initdb`` and started with ``pg_ctl`` on a free loopback port (as the
 ``postgres`` user when the tests run as root), with a password and SCRAM
@@ -11,6 +11,7 @@ that use it skip, unless ``CQSENS_REQUIRE_POSTGRES=1`` (CI), which makes them fa
 
 from __future__ import annotations
 
+import json
 import os
 import pwd
 import re
@@ -73,8 +74,39 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+@dataclass(frozen=True)
+class Running:
+    """A started cluster: its server and what :func:`stop` needs (JSON-ready)."""
+
+    server: PgServer
+    bindir: str
+    folder: str  # the temporary folder holding the data directory and the log
+    prefix: tuple[str, ...]  # runuser -u postgres -- when the tests run as root
+
+    def to_json(self) -> str:
+        return json.dumps({"port": self.server.port, "password": self.server.password,
+                           "bindir": self.bindir, "folder": self.folder,
+                           "prefix": list(self.prefix)})
+
+    @staticmethod
+    def from_json(text: str) -> Running:
+        d = json.loads(text)
+        return Running(PgServer(d["port"], d["password"]), d["bindir"], d["folder"],
+                       tuple(d["prefix"]))
+
+
 def cluster() -> Iterator[PgServer]:
-    """Start a cluster, yield it, stop it (the session fixture ``pg_server`` in conftest.py)."""
+    """Start a cluster, yield it, stop it (the session fixture ``pg_server`` in conftest.py
+    when the tests run in one process)."""
+    running = start()
+    try:
+        yield running.server
+    finally:
+        stop(running)
+
+
+def start() -> Running:
+    """Start a throwaway cluster (skips or fails the test when that cannot be done)."""
     bindir = _pg_bindir()
     if bindir is None:
         _unavailable("PostgreSQL server binaries (initdb, pg_ctl) not found: "
@@ -104,7 +136,6 @@ def cluster() -> Iterator[PgServer]:
             os.chown(path, owner.pw_uid, owner.pw_gid)
     data = tmp / "data"
     port = free_port()
-    started = False
     try:
         init = subprocess.run(
             [*prefix, str(bindir / "initdb"), "-D", str(data), "-U", PG_USER,
@@ -116,20 +147,26 @@ def cluster() -> Iterator[PgServer]:
             pytest.fail(f"initdb failed: {init.stderr or init.stdout}")
         options = (f"-p {port} -k {tmp} -c listen_addresses=127.0.0.1 -c fsync=off "
                    "-c full_page_writes=off -c synchronous_commit=off")
-        start = subprocess.run(
+        started = subprocess.run(
             [*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-l", str(tmp / "log"),
              "-w", "-t", "60", "-o", options, "start"],
             capture_output=True, text=True, timeout=120, check=False)
         log = (tmp / "log").read_text() if (tmp / "log").exists() else ""
-        if start.returncode != 0:
-            pytest.fail(f"pg_ctl start failed: {start.stderr or start.stdout}\n{log}")
-        started = True
-        yield PgServer(port, password)
-    finally:
-        if started:
-            subprocess.run([*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate",
-                            "-w", "stop"], capture_output=True, timeout=60, check=False)
+        if started.returncode != 0:
+            pytest.fail(f"pg_ctl start failed: {started.stderr or started.stdout}\n{log}")
+    except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return Running(PgServer(port, password), str(bindir), str(tmp), tuple(prefix))
+
+
+def stop(running: Running) -> None:
+    """Stop a cluster of :func:`start` and remove its files."""
+    data = Path(running.folder) / "data"
+    subprocess.run([*running.prefix, str(Path(running.bindir) / "pg_ctl"), "-D", str(data),
+                    "-m", "immediate", "-w", "stop"], capture_output=True, timeout=60,
+                   check=False)
+    shutil.rmtree(running.folder, ignore_errors=True)
 
 
 def hospital_databases(pg_server: PgServer) -> tuple[str, str]:

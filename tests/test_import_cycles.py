@@ -10,6 +10,7 @@ is its own node) and counts the imports that run when a module is imported.
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
@@ -27,24 +28,21 @@ def _module_of(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _type_only(tree: ast.Module) -> set[int]:
-    """The ids of the import nodes under ``if TYPE_CHECKING:``: annotations only, never run."""
-    out: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) \
-                and node.test.id == "TYPE_CHECKING":
-            out |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
-    return out
-
-
-def _in_functions(tree: ast.Module) -> set[int]:
-    """The ids of the nodes inside a function body: they run when the function does, not when
-    the module is imported."""
-    out: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
-            out |= {id(n) for n in ast.walk(node) if n is not node}
-    return out
+def _imports(tree: ast.AST) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
+    """Each import node of ``tree`` and whether it lies inside a function (it runs when the
+    function does, not when the module is imported); not the imports under ``if
+    TYPE_CHECKING:`` (annotations only, never run).  One walk of the tree."""
+    stack: list[tuple[ast.AST, bool]] = [(tree, False)]
+    while stack:
+        node, in_function = stack.pop()
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node, in_function
+        inner = in_function or isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef
+                                          | ast.Lambda)
+        type_only = isinstance(node, ast.If) and isinstance(node.test, ast.Name) \
+            and node.test.id == "TYPE_CHECKING"
+        stack.extend((child, inner) for child in ast.iter_child_nodes(node)
+                     if not (type_only and child in node.body))
 
 
 def import_graph(*, module_level: bool = False) -> dict[str, set[str]]:
@@ -52,34 +50,34 @@ def import_graph(*, module_level: bool = False) -> dict[str, set[str]]:
     body, functions included; not the imports under ``if TYPE_CHECKING:``); with
     ``module_level``, only the imports that run when the module is imported.
 
-    The source is parsed once per test process (:func:`_import_graph`); each call returns
-    a fresh copy, which the caller may change."""
-    return {name: set(edges) for name, edges in _import_graph(module_level).items()}
+    The source is parsed once per test process (:func:`_edges`); each call returns a
+    fresh graph, which the caller may change."""
+    return {name: {target for target, in_function in edges
+                   if not (module_level and in_function)}
+            for name, edges in _edges().items()}
 
 
 @cache
-def _import_graph(module_level: bool) -> dict[str, set[str]]:
+def _edges() -> dict[str, set[tuple[str, bool]]]:
+    """Each module of cqsens: the cqsens modules it imports, each with whether the import
+    lies inside a function."""
     modules = {_module_of(p): p for p in PACKAGE.rglob("*.py")}
-    graph: dict[str, set[str]] = {}
+    graph: dict[str, set[tuple[str, bool]]] = {}
     for name, path in modules.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        edges: set[str] = set()
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        typing_only = _type_only(tree) | (_in_functions(tree) if module_level else set())
-        for node in ast.walk(tree):
-            if id(node) in typing_only:
-                continue
+        edges: set[tuple[str, bool]] = set()
+        for node, in_function in _imports(ast.parse(path.read_text(encoding="utf-8"))):
             targets: list[str] = []
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
+            else:
                 base = node.module or ""
                 if node.level:
                     base = ".".join([*package.split(".")[:len(package.split(".")) - node.level + 1],
                                      *([base] if base else [])])
                 targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base
                            for a in node.names]
-            edges.update(t for t in targets if t in modules and t != name)
+            edges.update((t, in_function) for t in targets if t in modules and t != name)
         graph[name] = edges
     return graph
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import cqsens
+import cqsens.batch
+from cqsens.batch import BatchResult
 from cqsens.cli import cli
 from cqsens.report.common import split_reason
 
@@ -80,10 +83,27 @@ def _report(tmp_path: Path, source: Path, suffix: str) -> str:
 
 @pytest.fixture(scope="module")
 def hospital(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """``cqsens report examples/hospital`` as JSON, HTML and Markdown."""
+    """``cqsens report examples/hospital`` as JSON, HTML and Markdown: the folder is
+    analysed by the first command, the other two render that same analysis (the three
+    commands ask for the same inputs and settings)."""
     tmp = tmp_path_factory.mktemp("hospital")
-    return {"json": json.loads(_report(tmp, HOSPITAL, ".json")),
-            "html": _report(tmp, HOSPITAL, ".html"), "md": _report(tmp, HOSPITAL, ".md")}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cqsens.batch, "analyze_paths", _analysed_once(cqsens.batch.analyze_paths))
+        return {"json": json.loads(_report(tmp, HOSPITAL, ".json")),
+                "html": _report(tmp, HOSPITAL, ".html"), "md": _report(tmp, HOSPITAL, ".md")}
+
+
+def _analysed_once(analyze_paths: Callable[..., BatchResult]) -> Callable[..., BatchResult]:
+    """``analyze_paths`` that analyses each (inputs, options) once and returns that result
+    again, under the later call's command line."""
+    seen: dict[str, BatchResult] = {}
+
+    def once(inputs: tuple[str, ...], *, command: str = "", **options: Any) -> BatchResult:
+        key = repr((tuple(inputs), sorted(options.items())))
+        if key not in seen:
+            seen[key] = analyze_paths(inputs, command=command, **options)
+        return replace(seen[key], command=command)
+    return once
 
 
 @pytest.fixture(scope="module")

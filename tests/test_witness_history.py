@@ -5,6 +5,10 @@ sql077 of the golden corpus (bench/golden.py) got lower 21/4 inside the corpus r
 order it met the rows of a set, and a set's order follows the hash seed (``PYTHONHASHSEED``
 3, 4 and 5 gave 21/4, 0, 1 and 2 gave 311/32) and how the set was built.  It now meets
 them in a fixed order.
+
+The searches run at a work budget of 0.05 s (``witness_time``; the default is 0.5): the
+order-dependent search of before still gave 21/4 under seed 3 and 311/32 under seed 0 at
+that budget, so both tests still fail on it, at 2.8 CPU s per analysis instead of 6.9.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ SQL077 = ("SELECT d.city, AVG(e.age), COUNT(DISTINCT e.dept) FROM emp e, dept d,
           "GROUP BY d.city")
 KWARGS: dict[str, Any] = {"schema": SCHEMA, "cds": ["proj[emp->pid]<=4"],
                           "neighbor": "substitute", "bounds": ["dept.budget=0:20"],
-                          "timeout": None}
+                          "timeout": None, "witness_time": 0.05}
 OTHERS = [  # analysed before it, in the corpus's style
     "SELECT e.dept, SUM(e.salary) FROM emp e, dept d WHERE e.dept = d.id GROUP BY e.dept",
     "SELECT d.city, COUNT(*) FROM emp e, dept d WHERE e.dept = d.id AND d.city = 'NY' "
