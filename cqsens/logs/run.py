@@ -28,7 +28,7 @@ from cqsens.errors import InputError
 from cqsens.frontend.ddl import load_schema
 from cqsens.ir.cq import AggregateQuery
 from cqsens.ir.schema import Schema
-from cqsens.logs.cache import ShapeCache
+from cqsens.logs.cache import ShapeCache, Verdict
 from cqsens.logs.fingerprint import fingerprint, record_settings
 from cqsens.logs.plan import Plan, abstract_literals
 from cqsens.logs.proofs import Proof, check, instances, own_query
@@ -124,7 +124,7 @@ class _Check:
     full: bool
     search: bool
     cache_path: str
-    seen: str | None = None  # the lower bound proven before for this very record (JSON)
+    seen: Verdict | None = None  # the verdict on this very record's lower bound, before
 
 
 @dataclass
@@ -138,7 +138,7 @@ class _Done:
     proof: Proof | None = None
     found: tuple[tuple[int | Fraction | str, ...], Witness] | None = None
     searched: bool = False
-    checked: tuple[str, str] | None = None  # (the record's literals, its lower bound) as JSON
+    checked: Verdict | None = None  # what the cache keeps of this record's lower bound
 
 
 def _literal_key(lexed: Lexed) -> str:
@@ -146,12 +146,13 @@ def _literal_key(lexed: Lexed) -> str:
     return json.dumps([lit.text for lit in lexed.literals])
 
 
-def _proven(row: Row, lexed: Lexed) -> tuple[str, str] | None:
-    """What the cache keeps of a row whose lower bound a checked witness proved."""
-    proof = row.log.proof if row.log is not None else None
-    if proof not in ("searched", "reused") or row.lower is None:
+def _verdict(row: Row, lexed: Lexed, note: str | None) -> Verdict | None:
+    """What the cache keeps of the lower bound of a record's row (``note``: the note beside
+    it): the bound a checked witness proved, or none proven; None for a row that is not
+    an analysed one."""
+    if row.status != "ok" or row.log is None:
         return None
-    return _literal_key(lexed), json.dumps(row.lower)
+    return Verdict(_literal_key(lexed), json.dumps(row.lower), note or None, row.log.proof)
 
 
 _SHAPE_IDS: dict[tuple[str, str, tuple[int, ...], tuple[str, ...]], str] = {}
@@ -259,7 +260,8 @@ def _work(task: _Task) -> _Done:
     key = shape_key(task.fingerprint, lexed, plan.abstract, plan.groups)
     row = _finish(_named(first, record), record, key, False)
     return _Done(row, shape, plan, key, template, [lit.text for lit in lexed.literals],
-                 _proof_of(analysis, lexed), searched=True, checked=_proven(row, lexed))
+                 _proof_of(analysis, lexed), searched=True,
+                 checked=_verdict(row, lexed, analysis.lower_note))
 
 
 @lru_cache(maxsize=4096)
@@ -317,19 +319,23 @@ def _serve(cache: ShapeCache, task: _Check, lexed: Lexed | None = None) -> _Done
                                             source=record.where)), record, task.key, True)
     if not opts.prove_lower:
         return _Done(row.with_lower(None, "not searched (--no-lower)", None), key=task.key)
-    if task.seen is not None:  # this very record was proven before (the log is run again)
-        return _Done(row.with_lower(json.loads(task.seen), None, "reused"), key=task.key)
+    seen = task.seen
+    if seen is not None:  # this very record was served before (the log is run again)
+        return _Done(row.with_lower(json.loads(seen.lower), seen.note, seen.proof), key=task.key)
     proof = cache.proof(task.key)
     known = _reused(proof, task, lexed, row, opts)
     if known is not None:
         return known
     if not task.search:
-        why = ("the run's --total-timeout has passed" if task.timeout is not None
-               and task.timeout <= 0 else
+        past = task.timeout is not None and task.timeout <= 0
+        why = ("the run's --total-timeout has passed" if past else
                f"its shape's {SEARCHES} fresh searches are spent"
                + (f" (its first record: {proof.note})" if proof is not None and proof.note
                   and not proof.witnesses else ""))
-        return _Done(row.with_lower(None, _NOT_CHECKED.format(why=why), None), key=task.key)
+        note = _NOT_CHECKED.format(why=why)
+        done = row.with_lower(None, note, None)
+        # past the run's total time the verdict is this run's alone: not kept
+        return _Done(done, key=task.key, checked=None if past else _verdict(done, lexed, note))
     return _search(row, task, lexed, opts)
 
 
@@ -348,7 +354,7 @@ def _reused(proof: Proof | None, task: _Check, lexed: Lexed, row: Row,
             instance = None
         if instance is not None:
             done = row.with_lower(instance.lower, None, "reused")
-            return _Done(done, key=task.key, checked=_proven(done, lexed))
+            return _Done(done, key=task.key, checked=_verdict(done, lexed, None))
     return None
 
 
@@ -366,7 +372,8 @@ def _search(row: Row, task: _Check, lexed: Lexed, opts: Settings) -> _Done:
                      found=found, searched=True)
     note = (fresh.analysis or {}).get("lower_note")
     done = row.with_lower(fresh.lower, note, fresh.log.proof if fresh.log else None)
-    return _Done(done, key=task.key, found=found, searched=True, checked=_proven(done, lexed))
+    return _Done(done, key=task.key, found=found, searched=True,
+                 checked=_verdict(done, lexed, note))
 
 
 _READERS: dict[str, ShapeCache] = {}
@@ -401,6 +408,9 @@ class _LogRun:
         self.waiting: dict[str, list[Slot[Row]]] = {}
         self.fingerprints: dict[tuple[str | None, str | None], str] = {}
         self.searches: dict[str, int] = {}  # fresh witness searches per key
+        # records whose text (key and literals) is being checked in a worker: the later
+        # ones wait for its verdict, so that one text gets one verdict in a run
+        self.proving: dict[tuple[str, str], list[tuple[Slot[Row], Lexed]]] = {}
 
     def _fingerprint(self, record: Record) -> str:
         fp_key = (record.dialect, record.schema)
@@ -453,22 +463,37 @@ class _LogRun:
         assert cache is not None
         search = self.searches.get(key, 0) < SEARCHES and (seconds is None or seconds > 0)
         lower = self.options.prove_lower
-        seen = cache.checked(key, _literal_key(lexed)) if lower else None
+        text = _literal_key(lexed)
+        mark = (key, text)
+        if mark in self.proving:
+            self.proving[mark].append((slot, lexed))
+            return
+        seen = cache.checked(key, text) if lower else None
         task = _Check(slot.item, self.options, seconds, fp, key, plan, self.full, search,
                       cache.path, seen)
         proof = cache.proof(key) if lower else None
         light = proof is None or not (proof.witnesses or search) or seen is not None
         if self.in_workers and not light:
-            self.stream.submit(slot, self.settled, _check_in_worker, task)
+            self.proving[mark] = []
+            self.stream.submit(slot, partial(self.proved, mark, fp, plan), _check_in_worker,
+                               task)
             return
         self.settled(slot, _serve(cache, task, lexed))
+
+    def proved(self, mark: tuple[str, str], fp: str, plan: Plan, slot: Slot[Row],
+               done: _Done) -> None:
+        """A record checked in a worker is done: serve the records of the same text that
+        waited for it (its verdict, now stored, is theirs)."""
+        self.settled(slot, done)
+        for other, lexed in self.proving.pop(mark, []):
+            self.serve(other, fp, mark[0], plan, self.clock.budget(), lexed)
 
     def settled(self, slot: Slot[Row], done: _Done) -> None:
         """A record's row is known: keep what it proved."""
         self.stream.fill(slot, done.row)
         cache = self.cache
         if cache is not None and done.key and done.checked is not None:
-            cache.store_checked(done.key, *done.checked)
+            cache.store_checked(done.key, done.checked)
         if cache is None or not done.key or not done.searched:
             return
         self.searches[done.key] = self.searches.get(done.key, 0) + 1
@@ -490,7 +515,7 @@ class _LogRun:
             cache.store(done.shape, done.plan, done.key, done.template.row, done.literals,
                         done.proof)
             if done.checked is not None:
-                cache.store_checked(done.key, *done.checked)
+                cache.store_checked(done.key, done.checked)
             self.searches[done.key] = 0
             if self.in_workers:
                 cache.commit()  # the workers read the file: the key must be there first
