@@ -30,10 +30,11 @@ from cqsens.ir.cq import AggregateQuery
 from cqsens.ir.schema import Schema
 from cqsens.logs.cache import ShapeCache, Verdict
 from cqsens.logs.fingerprint import fingerprint, record_settings
+from cqsens.logs.lines import Line, LineTemplate, compile_line, line_of, render_line
 from cqsens.logs.plan import Plan, abstract_literals
 from cqsens.logs.proofs import Proof, check, instances, own_query
 from cqsens.logs.records import Record
-from cqsens.logs.shape import Lexed, lex, literal_value, shape_key
+from cqsens.logs.shape import Lexed, lex, literal_value, record_key, shape_key
 from cqsens.logs.template import (
     SOURCE,
     Compiled,
@@ -52,7 +53,7 @@ from cqsens.witness.model import Witness
 from cqsens.witness.schema_checks import column_checks
 from cqsens.witness.search import first_proof
 
-__all__ = ["analyse_log", "fingerprint"]
+__all__ = ["analyse_log", "fingerprint", "log_lines"]
 
 
 @lru_cache(maxsize=64)
@@ -269,6 +270,11 @@ def _compiled(template: str, compact: bool) -> Compiled:
     return compile_template(template, compact=compact)
 
 
+@lru_cache(maxsize=4096)
+def _line_template(template: str) -> LineTemplate | None:
+    return compile_line(template)
+
+
 _NOT_CHECKED = ("not proven for this record: its shape's witness did not carry over to its "
                 "constants and {why}")
 
@@ -387,6 +393,8 @@ def _check_in_worker(task: _Check) -> _Done:
     return _serve(cache, task)
 
 
+_Slot = Slot[Row | Line]
+
 #: Fresh witness searches a key's later records may take when its witnesses do not carry
 #: over to their constants (a search costs up to --witness-time; a check, milliseconds);
 #: past them, such a record reports no lower bound.
@@ -398,19 +406,21 @@ class _LogRun:
     analysed and the records waiting for them, the fresh searches per key."""
 
     def __init__(self, options: Settings, cache: ShapeCache | None, clock: Clock,
-                 stream: Ordered[Row], *, in_workers: bool, full: bool) -> None:
+                 stream: Ordered[Row | Line], *, in_workers: bool, full: bool,
+                 lines: bool = False) -> None:
         self.options = options
         self.cache = cache
         self.clock = clock
         self.stream = stream
         self.in_workers = in_workers
         self.full = full
-        self.waiting: dict[str, list[Slot[Row]]] = {}
+        self.lines = lines  # a hit whose lower bound is decided becomes its JSON line here
+        self.waiting: dict[str, list[_Slot]] = {}
         self.fingerprints: dict[tuple[str | None, str | None], str] = {}
         self.searches: dict[str, int] = {}  # fresh witness searches per key
         # records whose text (key and literals) is being checked in a worker: the later
         # ones wait for its verdict, so that one text gets one verdict in a run
-        self.proving: dict[tuple[str, str], list[tuple[Slot[Row], Lexed]]] = {}
+        self.proving: dict[tuple[str, str], list[tuple[_Slot, Lexed]]] = {}
 
     def _fingerprint(self, record: Record) -> str:
         fp_key = (record.dialect, record.schema)
@@ -419,7 +429,7 @@ class _LogRun:
             fp = self.fingerprints[fp_key] = fingerprint(self.options, record)
         return fp
 
-    def start(self, slot: Slot[Row]) -> None:
+    def start(self, slot: _Slot) -> None:
         """Fill the slot of a record, or submit its analysis or check."""
         record: Record = slot.item
         if record.error is not None:
@@ -442,7 +452,7 @@ class _LogRun:
             return
         plan = cache.plan(shape)
         if plan is not None:
-            key = shape_key(fp, lexed, plan.abstract, plan.groups)
+            key = record_key(fp, lexed, plan.abstract, plan.groups)
             if cache.result(key) is not None:
                 cache.hits += 1
                 self.serve(slot, fp, key, plan, seconds, lexed)
@@ -455,7 +465,7 @@ class _LogRun:
         self.stream.submit(slot, partial(self.shaped, shape), _work,
                            _Task(record, self.options, seconds, fp, plan, True))
 
-    def serve(self, slot: Slot[Row], fp: str, key: str, plan: Plan, seconds: float | None,
+    def serve(self, slot: _Slot, fp: str, key: str, plan: Plan, seconds: float | None,
               lexed: Lexed) -> None:
         """The row of a record whose key is stored: here, or in a worker when its witness
         must be checked or searched."""
@@ -469,6 +479,11 @@ class _LogRun:
             self.proving[mark].append((slot, lexed))
             return
         seen = cache.checked(key, text) if lower else None
+        if self.lines and (seen is not None or not lower):
+            line = self.line(slot.item, key, lexed, seen)
+            if line is not None:
+                self.stream.fill(slot, line)
+                return
         task = _Check(slot.item, self.options, seconds, fp, key, plan, self.full, search,
                       cache.path, seen)
         proof = cache.proof(key) if lower else None
@@ -480,7 +495,21 @@ class _LogRun:
             return
         self.settled(slot, _serve(cache, task, lexed))
 
-    def proved(self, mark: tuple[str, str], fp: str, plan: Plan, slot: Slot[Row],
+    def line(self, record: Record, key: str, lexed: Lexed, seen: Verdict | None
+             ) -> Line | None:
+        """The JSON line of a hit whose lower bound is decided: the verdict kept for its
+        text, or none (``--no-lower``); None when its template cannot make it."""
+        cache = self.cache
+        assert cache is not None
+        got = cache.result(key)
+        template = None if got is None else _line_template(got.row)
+        if template is None:
+            return None
+        lower, proof = (None, None) if seen is None else (json.loads(seen.lower), seen.proof)
+        return render_line(template, lexed, ident=record.id, where=record.where, sql=record.sql,
+                           lower=lower, proof=proof, key=key)
+
+    def proved(self, mark: tuple[str, str], fp: str, plan: Plan, slot: _Slot,
                done: _Done) -> None:
         """A record checked in a worker is done: serve the records of the same text that
         waited for it (its verdict, now stored, is theirs)."""
@@ -488,7 +517,7 @@ class _LogRun:
         for other, lexed in self.proving.pop(mark, []):
             self.serve(other, fp, mark[0], plan, self.clock.budget(), lexed)
 
-    def settled(self, slot: Slot[Row], done: _Done) -> None:
+    def settled(self, slot: _Slot, done: _Done) -> None:
         """A record's row is known: keep what it proved."""
         self.stream.fill(slot, done.row)
         cache = self.cache
@@ -505,7 +534,7 @@ class _LogRun:
                 if self.in_workers:
                     cache.commit()
 
-    def shaped(self, shape: str, slot: Slot[Row], done: _Done) -> None:
+    def shaped(self, shape: str, slot: _Slot, done: _Done) -> None:
         """A new shape's first record is analysed: store its template, start the records
         that waited for it."""
         self.stream.fill(slot, done.row)
@@ -573,15 +602,42 @@ def analyse_log(
         (``"searched"``: the lower bound was found for this record; ``"reused"``: a
         witness of its key, instantiated for it and checked; null: no lower bound).
     """
-    options = Settings.from_mapping(keywords, base=settings)
-    stream: Ordered[Row] = Ordered(executor(jobs), window or 64 * max(jobs, 1))
+    for row in _run(records, jobs, timeout, total_timeout, cache, window, full, False,
+                    Settings.from_mapping(keywords, base=settings)):
+        assert isinstance(row, Row)
+        yield row.to_dict()
+
+
+def log_lines(
+    records: Iterable[Record],
+    *,
+    jobs: int = 1,
+    timeout: float | None = 10.0,
+    total_timeout: float | None = None,
+    cache: ShapeCache | None = None,
+    window: int | None = None,
+    settings: Settings | None = None,
+) -> Iterator[Line]:
+    """:func:`analyse_log` (with ``full=False``) as the JSON Lines rows of ``cqsens report
+    LOG -o out.jsonl``, in input order; a hit whose lower bound is decided is written
+    straight from its key's template (:mod:`cqsens.logs.lines`)."""
+    options = settings or Settings()
+    for row in _run(records, jobs, timeout, total_timeout, cache, window, False, True, options):
+        yield row if isinstance(row, Line) else line_of(row)
+
+
+def _run(records: Iterable[Record], jobs: int, timeout: float | None,
+         total_timeout: float | None, cache: ShapeCache | None, window: int | None,
+         full: bool, lines: bool, options: Settings) -> Iterator[Row | Line]:
+    stream: Ordered[Row | Line] = Ordered(executor(jobs), window or 64 * max(jobs, 1))
     run = _LogRun(options, cache, Clock.started(timeout, total_timeout), stream,
-                  in_workers=jobs > 1 and cache is not None and cache.shared, full=full)
+                  in_workers=jobs > 1 and cache is not None and cache.shared, full=full,
+                  lines=lines)
     try:
         for record in records:
             run.start(stream.add(record))
-            yield from (row.to_dict() for row in stream.throttle())
-        yield from (row.to_dict() for row in stream.drain())
+            yield from stream.throttle()
+        yield from stream.drain()
     finally:
         stream.close()
         if cache is not None:
