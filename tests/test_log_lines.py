@@ -125,6 +125,9 @@ def test_lines_written_from_templates_equal_the_rows_made_the_long_way(
                                                   settings=_settings(lower))]
     fast = [line.text for line in log_lines(records, cache=cache, settings=_settings(lower))]
     assert fast == slow
+    # in workers, in batches (the decided hits written there, the others here)
+    assert [line.text for line in log_lines(records + records[:5], jobs=2, cache=cache,
+                                            settings=_settings(lower))] == slow + slow[:5]
     assert [_uncached(t) for t in fast] == [_uncached(t) for t in first]
     rows = [json.loads(t) for t in fast]
     assert all(r["cached"] for r in rows) and {r["status"] for r in rows} == {"ok"}

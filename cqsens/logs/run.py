@@ -385,12 +385,81 @@ def _search(row: Row, task: _Check, lexed: Lexed, opts: Settings) -> _Done:
 _READERS: dict[str, ShapeCache] = {}
 
 
+def _reader(path: str) -> ShapeCache:
+    """The cache file, opened once per worker process for reading."""
+    cache = _READERS.get(path)
+    if cache is None:
+        cache = _READERS[path] = ShapeCache(path, readonly=True)
+    return cache
+
+
 def _check_in_worker(task: _Check) -> _Done:
     """:func:`_serve` in a worker process, reading the cache file (opened once)."""
-    cache = _READERS.get(task.cache_path)
-    if cache is None:
-        cache = _READERS[task.cache_path] = ShapeCache(task.cache_path, readonly=True)
-    return _serve(cache, task)
+    return _serve(_reader(task.cache_path), task)
+
+
+@dataclass(frozen=True, slots=True)
+class _Hits:
+    """Records for a worker to write as the JSON lines of decided hits (see
+    :func:`_hit_lines`)."""
+
+    records: tuple[Record, ...]
+    settings: Settings
+    cache_path: str
+
+
+_FINGERPRINTS: dict[tuple[str | None, str | None], str] = {}
+
+
+def _hit_lines(task: _Hits) -> list[Line | None]:
+    """In a worker: the JSON line of each record that is a hit whose lower bound is decided
+    in the cache file as committed (its verdict kept, or ``--no-lower``); None for any other
+    record, which the run then serves itself (:meth:`_LogRun.start`)."""
+    cache = _reader(task.cache_path)
+    lines: list[Line | None] = []
+    for record in task.records:
+        try:
+            lines.append(_hit_line(cache, task.settings, record))
+        except Exception:  # noqa: BLE001 - the run serves it the long way, errors included
+            lines.append(None)
+    return lines
+
+
+def _hit_line(cache: ShapeCache, options: Settings, record: Record) -> Line | None:
+    if record.error is not None:
+        return None
+    slot = (record.dialect, record.schema)
+    fp = _FINGERPRINTS.get(slot)
+    if fp is None:
+        fp = _FINGERPRINTS[slot] = fingerprint(options, record)
+    lexed = lex(record.sql)
+    plan = cache.plan(_shape_id(fp, lexed))
+    if plan is None:
+        return None
+    key = record_key(fp, lexed, plan.abstract, plan.groups)
+    got = cache.result(key)
+    if got is None:
+        return None
+    seen = cache.checked(key, _literal_key(lexed)) if options.prove_lower else None
+    if options.prove_lower and seen is None:
+        return None
+    return _decided(got.row, record, key, lexed, seen)
+
+
+def _decided(row: str, record: Record, key: str, lexed: Lexed, seen: Verdict | None
+             ) -> Line | None:
+    """The JSON line of a hit whose lower bound is decided: the verdict kept for its text,
+    or none (``--no-lower``); None when its template cannot make it."""
+    template = _line_template(row)
+    if template is None:
+        return None
+    lower, proof = (None, None) if seen is None else (json.loads(seen.lower), seen.proof)
+    return render_line(template, lexed, ident=record.id, where=record.where, sql=record.sql,
+                       lower=lower, proof=proof, key=key)
+
+
+#: Records per task of decided hits sent to a worker (:func:`_hit_lines`).
+HITS_BATCH = 32
 
 
 _Slot = Slot[Row | Line]
@@ -415,6 +484,11 @@ class _LogRun:
         self.in_workers = in_workers
         self.full = full
         self.lines = lines  # a hit whose lower bound is decided becomes its JSON line here
+        # JSON lines with workers: records go to the workers in batches first, and come
+        # back written when they are decided hits (a log run again: nearly all of them)
+        self.batching = lines and in_workers
+        self.batch: list[_Slot] = []
+        self.direct = 0
         self.waiting: dict[str, list[_Slot]] = {}
         self.fingerprints: dict[tuple[str | None, str | None], str] = {}
         self.searches: dict[str, int] = {}  # fresh witness searches per key
@@ -497,17 +571,51 @@ class _LogRun:
 
     def line(self, record: Record, key: str, lexed: Lexed, seen: Verdict | None
              ) -> Line | None:
-        """The JSON line of a hit whose lower bound is decided: the verdict kept for its
-        text, or none (``--no-lower``); None when its template cannot make it."""
+        """:func:`_decided` for a hit of this run's cache."""
         cache = self.cache
         assert cache is not None
         got = cache.result(key)
-        template = None if got is None else _line_template(got.row)
-        if template is None:
-            return None
-        lower, proof = (None, None) if seen is None else (json.loads(seen.lower), seen.proof)
-        return render_line(template, lexed, ident=record.id, where=record.where, sql=record.sql,
-                           lower=lower, proof=proof, key=key)
+        return None if got is None else _decided(got.row, record, key, lexed, seen)
+
+    def add(self, slot: _Slot) -> None:
+        """A record of the log: batched for a worker to write if it is a decided hit
+        (JSON lines, workers and a file cache), else started here."""
+        if not self.batching:
+            self.start(slot)
+            return
+        if self.direct > 0:  # the last batches were mostly not decided hits
+            self.direct -= 1
+            self.start(slot)
+            return
+        self.batch.append(slot)
+        if len(self.batch) >= HITS_BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        """Send the batched records to a worker."""
+        if not self.batch:
+            return
+        slots, self.batch = self.batch, []
+        cache = self.cache
+        assert cache is not None
+        cache.commit()  # what this process stored, for the workers to read
+        task = _Hits(tuple(slot.item for slot in slots), self.options, cache.path)
+        self.stream.submit(slots[0], partial(self.batched, slots), _hit_lines, task)
+
+    def batched(self, slots: list[_Slot], _first: _Slot, lines: list[Line | None]) -> None:
+        """A worker wrote the lines of the decided hits among ``slots``: start the others."""
+        cache = self.cache
+        assert cache is not None
+        left = 0
+        for slot, line in zip(slots, lines, strict=True):
+            if line is None:
+                left += 1
+                self.start(slot)
+            else:
+                cache.hits += 1
+                self.stream.fill(slot, line)
+        if 2 * left > len(slots):  # mostly new: the next records go the long way at once
+            self.direct = 8 * HITS_BATCH
 
     def proved(self, mark: tuple[str, str], fp: str, plan: Plan, slot: _Slot,
                done: _Done) -> None:
@@ -635,8 +743,9 @@ def _run(records: Iterable[Record], jobs: int, timeout: float | None,
                   lines=lines)
     try:
         for record in records:
-            run.start(stream.add(record))
+            run.add(stream.add(record))
             yield from stream.throttle()
+        run.flush()
         yield from stream.drain()
     finally:
         stream.close()
