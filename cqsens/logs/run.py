@@ -408,7 +408,7 @@ class _Hits:
     cache_path: str
 
 
-_FINGERPRINTS: dict[tuple[str | None, str | None], str] = {}
+_FINGERPRINTS: dict[tuple[Settings, str | None, str | None], str] = {}
 
 
 def _hit_lines(task: _Hits) -> list[Line | None]:
@@ -428,7 +428,7 @@ def _hit_lines(task: _Hits) -> list[Line | None]:
 def _hit_line(cache: ShapeCache, options: Settings, record: Record) -> Line | None:
     if record.error is not None:
         return None
-    slot = (record.dialect, record.schema)
+    slot = (options, record.dialect, record.schema)
     fp = _FINGERPRINTS.get(slot)
     if fp is None:
         fp = _FINGERPRINTS[slot] = fingerprint(options, record)
