@@ -122,13 +122,15 @@ def render_line(template: LineTemplate, lexed: Lexed, *, ident: str, where: str,
     slots = {"id": ident, "file": where, "query": sql, "lower": shown, "proof": proof,
              "shape": key[:16]}
     out = [template.texts[0]]
+    shown_marks: dict[tuple[int, int], str] = {}
     for mark, text in zip(template.marks, template.texts[1:], strict=True):
         if isinstance(mark, str):
             out.append(("true" if tight else "false") if mark == "tight" else _dumps(slots[mark]))
-        elif mark[0] < 0:
-            out.append(_dumps(where)[1:-1])
         else:
-            value = literal_value(lexed.literals[mark[0]])
-            out.append(_dumps(render_literal(value, mark[1]))[1:-1])
+            piece = shown_marks.get(mark)
+            if piece is None:
+                piece = shown_marks[mark] = _dumps(where if mark[0] < 0 else render_literal(
+                    literal_value(lexed.literals[mark[0]]), mark[1]))[1:-1]
+            out.append(piece)
         out.append(text)
     return Line("".join(out), template.status, template.upper, tight, proof, None)

@@ -93,8 +93,11 @@ def _renders(value: int | Fraction | str) -> tuple[str, ...]:
 
 
 def render_literal(value: int | Fraction | str, style: int) -> str:
-    """A constant rendered in the style of a marker ``⟦i.style⟧`` (see :func:`_renders`)."""
-    return _renders(value)[style]
+    """A constant rendered in the style of a marker ``⟦i.style⟧``: ``_renders(value)[style]``,
+    without the other two."""
+    if style == 0:
+        return format_term(Const(value if not isinstance(value, Fraction) else float(value)))
+    return sql_text(value) if style == 1 else str(value)
 
 
 def _renamed(sql: str, lexed: Lexed, abstract: frozenset[int], fingerprint: str,
