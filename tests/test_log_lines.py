@@ -144,3 +144,15 @@ def _settings(lower: bool) -> object:
 
 def _uncached(text: str) -> str:
     return text.replace('"cached": true', '"cached": false')
+
+
+def test_remembered_keys_and_skeletons_stay_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(shapes, "DIGESTS", 50)
+    monkeypatch.setattr(shapes, "KEYS", 8)
+    monkeypatch.setattr(shapes, "SKELETONS", 8)
+    for i in range(400):  # pinned texts: a new remembered key for each value
+        sql = f"SELECT SUM(p{i % 20}.age) FROM Pat p{i % 20} WHERE p{i % 20}.age > {i}"
+        lexed = lex(sql)
+        assert record_key("fp", lexed, frozenset()) == shape_key("fp", lexed, frozenset())
+        assert sum(len(r.digests) for r in shapes._RECIPES.values()) <= 50
+        assert len(shapes._RECIPES) <= 8 and len(shapes._SKELETONS) <= 8

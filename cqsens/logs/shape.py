@@ -315,8 +315,10 @@ class _Recipe:
 
 
 _RECIPES: dict[tuple[object, ...], _Recipe] = {}
-#: Keys remembered per recipe (and recipes) at most; a full table is emptied.
+#: Recipes, and keys remembered over all recipes, at most: past either, all are forgotten.
 KEYS = 4096
+DIGESTS = 65536
+_DIGESTS = [0]  # keys remembered now, over all recipes
 
 
 def _recipe(lexed: Lexed, abstract: frozenset[int],
@@ -331,7 +333,7 @@ def _recipe(lexed: Lexed, abstract: frozenset[int],
         found = _Recipe(parts, tuple(i for i in sorted(abstract) if kinds[i] == "string"),
                         tuple(i for i in range(len(kinds)) if i not in abstract), {})
         if len(_RECIPES) >= KEYS:
-            _RECIPES.clear()
+            _forget()
         _RECIPES[slot] = found
     return found
 
@@ -360,10 +362,19 @@ def record_key(fingerprint: str, lexed: Lexed, abstract: frozenset[int],
     digest = recipe.digests.get(memo)
     if digest is None:
         digest = shape_key(fingerprint, lexed, abstract, groups)
-        if len(recipe.digests) >= KEYS:
-            recipe.digests.clear()
+        if _DIGESTS[0] >= DIGESTS:
+            _forget()
         recipe.digests[memo] = digest
+        _DIGESTS[0] += 1
     return digest
+
+
+def _forget() -> None:
+    """Forget every recipe and remembered key (memory stays bounded whatever the log)."""
+    for recipe in _RECIPES.values():
+        recipe.digests.clear()
+    _RECIPES.clear()
+    _DIGESTS[0] = 0
 
 
 def _normal(value: int | Fraction | str) -> str:
