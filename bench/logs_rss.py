@@ -13,6 +13,8 @@ The numbers of a run are pasted into bench/results/logs.md by hand.
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -57,7 +59,7 @@ def main() -> None:
         [sys.executable, "-m", "cqsens", "report", str(log), "--schema", str(bench_logs.SCHEMA),
          "-o", str(folder / "out.jsonl"), "--cache", str(folder / "cache.sqlite"),
          "--jobs", "2", *([] if args.lower else ["--no-lower"])], stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True)
+        stderr=subprocess.STDOUT, text=True, start_new_session=True)  # its group: see below
     print("| seconds | RSS of the process tree (MB) | largest process (MB) | rows written |")
     print("|---:|---:|---:|---:|")
     while proc.poll() is None:
@@ -67,7 +69,7 @@ def main() -> None:
             print(f"| {time.monotonic() - start:.0f} | {total} | {largest} | "
                   f"{written(folder)} |", flush=True)
             if args.seconds is not None and time.monotonic() - start > args.seconds:
-                proc.terminate()
+                os.killpg(proc.pid, signal.SIGTERM)  # the command and its worker processes
                 proc.wait()
                 print(f"\nstopped after {time.monotonic() - start:.0f} s: "
                       f"{written(folder)} of {records} rows written")
