@@ -5,7 +5,9 @@
 
 Each run is `cqsens report LOG -o out.jsonl --cache FILE --jobs J` (lower bounds on unless
 --no-lower), timed, with the peak RSS
-of the process and its workers (resource.getrusage of the children).  Results go to
+of the process and its workers (resource.getrusage of the children).  The warm run's rows
+are compared with the first run's: they must be identical but for "cached" (a shape's
+first record is analysed the first time).  Results go to
 bench/results/logs.md (the "## Notes" part of that file is kept).
 """
 
@@ -93,7 +95,7 @@ def section(records: int, n_shapes: int, jobs: int, ranges: bool, lower: bool) -
     """Two runs (empty cache, warm cache) on a generated log: a Markdown table."""
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        log, out, cache = folder / "log.jsonl", folder / "out.jsonl", folder / "c.sqlite"
+        log, cache = folder / "log.jsonl", folder / "c.sqlite"
         write_log(log, records, n_shapes, ranges=ranges)
         what = ("range and equality constants" if ranges else "equality constants") + \
             (", lower bounds on" if lower else ", --no-lower")
@@ -101,14 +103,29 @@ def section(records: int, n_shapes: int, jobs: int, ranges: bool, lower: bool) -
                  "| run | seconds | CPU seconds (all processes) | µs/record "
                  "| peak RSS (MB, largest process) | load average before (2 cores) | output |",
                  "|---|---:|---:|---:|---:|---:|---|"]
+        outs = []
         for name in ("first (empty cache)", "second (warm cache)"):
             load = os.getloadavg()[0]
+            out = folder / f"out{len(outs)}.jsonl"
+            outs.append(out)
             seconds, cpu, rss, said = run(log, out, cache, jobs, lower)
             said = said.replace(str(out), "out.jsonl")
             lines.append(f"| {name} | {seconds:.1f} | {cpu:.1f} | {seconds / records * 1e6:.0f} | "
                          f"{rss:.0f} | {load:.2f} | {said} |")
             print(lines[-1], flush=True)
+        lines.append(f"\nWarm rows that differ from the first run's but for \"cached\": "
+                     f"{differing(*outs)} of {records}.")
     return [*lines, ""]
+
+
+def differing(first: Path, second: Path) -> int:
+    """Rows of ``second`` that differ from ``first``'s (``cached`` left out)."""
+    def rows(path: Path) -> list[dict[str, object]]:
+        with open(path, encoding="utf-8") as handle:
+            return [{k: v for k, v in json.loads(line).items() if k != "cached"}
+                    for line in handle]
+    a, b = rows(first), rows(second)
+    return sum(x != y for x, y in zip(a, b, strict=True))
 
 
 def main() -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -16,8 +15,6 @@ from cqsens.cli.output import write_output
 from cqsens.cli.rendering import render_batch
 from cqsens.errors import InputError
 from cqsens.files import write_atomically, write_text_atomically
-from cqsens.report.common import json_default
-from cqsens.schemas import versioned
 from cqsens.settings import Settings
 
 if TYPE_CHECKING:
@@ -42,7 +39,7 @@ def run_log(inputs: tuple[str, ...], *, target: Path, chosen: str, jobs: int, ti
             total_timeout: float | None = None) -> None:
     """Analyse query logs (and query files) and write the report; exits."""
     from cqsens.batch import summarise
-    from cqsens.logs.run import analyse_log
+    from cqsens.logs.run import analyse_log, log_lines
 
     try:
         cache, scratch = _open_cache(cache_file, share, jobs)
@@ -64,23 +61,33 @@ def run_log(inputs: tuple[str, ...], *, target: Path, chosen: str, jobs: int, ti
         if row["status"] != "ok":
             click.echo(f"  {row['status']}: {row['error']}", err=True)
 
-    rows = analyse_log(_records(inputs, query_column), jobs=jobs, timeout=timeout,
-                       total_timeout=total_timeout, cache=cache, full=chosen != "jsonl",
-                       settings=settings)
+    records = _records(inputs, query_column)
     try:
         if chosen == "jsonl":
+            lines = log_lines(records, jobs=jobs, timeout=timeout, total_timeout=total_timeout,
+                              cache=cache, settings=settings)
+
             def write(temporary: Path) -> None:
                 with open(temporary, "w", encoding="utf-8") as handle:
-                    for row in rows:
+                    batch: list[str] = []
+                    for line in lines:
+                        row = {"status": line.status, "upper": line.upper,
+                               "tight": line.tight, "proof": line.proof, "error": line.error}
                         note(row)
-                        tally.append({k: row[k] for k in ("status", "upper", "tight")})
+                        tally.append(row)
                         if len(tally) > 10_000:  # summarise in bounded memory
                             _fold(tally)
-                        handle.write(json.dumps(versioned(compact(row)), ensure_ascii=False,
-                                       default=json_default) + "\n")
+                        batch.append(line.text)
+                        if len(batch) >= 256:
+                            handle.write("\n".join(batch) + "\n")
+                            batch.clear()
+                    if batch:
+                        handle.write("\n".join(batch) + "\n")
 
             write_output(output, lambda: write_atomically(target, write))
         else:
+            rows = analyse_log(records, jobs=jobs, timeout=timeout, total_timeout=total_timeout,
+                               cache=cache, settings=settings)
             for row in rows:
                 note(row)
                 tally.append({k: row[k] for k in ("status", "upper", "tight")})

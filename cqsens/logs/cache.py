@@ -8,8 +8,10 @@ record (:mod:`cqsens.logs.template`) and that record's literals; ``proofs``
 maps a key to what its records proved about the lower bound: the shape's
 parsed query and witnesses, each with its record's literal values
 (:mod:`cqsens.logs.proofs`); ``checked`` maps a key and one record's literals (as
-written) to the lower bound a witness proved for exactly that record, so that a
-record seen before (a log run again) is served without checking its witness again.
+written) to the verdict on exactly that record's lower bound (:class:`Verdict`: the
+lower bound a checked witness proved and where it came from, or none proven, with its
+note), so that a record seen before (a log run again) is served the same row without
+checking its witness again.
 The fingerprint holds cqsens's version, so a new
 version never reads an old result.
 
@@ -35,17 +37,18 @@ from cqsens.logs.proofs import Proof, pack, unpack
 
 _T = TypeVar("_T")
 
-__all__ = ["FORMAT", "Result", "ShapeCache"]
+__all__ = ["FORMAT", "Result", "ShapeCache", "Verdict"]
 
 #: The layout of the file (SQLite's user_version); a file of another layout is emptied.
-FORMAT = 3
+FORMAT = 4
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS plans (shape TEXT PRIMARY KEY, plan TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, row TEXT NOT NULL,
                                     literals TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS proofs (key TEXT PRIMARY KEY, proof BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS checked (key TEXT NOT NULL, literals TEXT NOT NULL,
-                                    lower TEXT NOT NULL, PRIMARY KEY (key, literals));
+                                    lower TEXT NOT NULL, note TEXT, proof TEXT,
+                                    PRIMARY KEY (key, literals));
 """
 _TABLES = ("plans", "results", "proofs", "checked")
 _COMMIT_EVERY = 500
@@ -61,6 +64,19 @@ class Result:
 
     row: str
     literals: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What one record's row said about its lower bound: ``lower`` (its JSON text,
+    ``null`` when none was proven), the note beside it, and ``proof`` (``"searched"``,
+    ``"reused"`` or None), for the record whose literals, as written, are ``literals``
+    (a JSON list)."""
+
+    literals: str
+    lower: str
+    note: str | None
+    proof: str | None
 
 
 def _plan_json(plan: Plan) -> str:
@@ -169,17 +185,17 @@ class ShapeCache:
         return self._cached(self._proofs, key, "SELECT proof FROM proofs WHERE key = ?",
                             lambda got: unpack(bytes(got[0]), self.path))
 
-    def checked(self, key: str, literals: str) -> str | None:
-        """The lower bound (its JSON text) proven for the record of ``key`` whose
-        literals, as written, are ``literals`` (a JSON list), if one was stored."""
-        got = self._read("SELECT lower FROM checked WHERE key = ? AND literals = ?",
+    def checked(self, key: str, literals: str) -> Verdict | None:
+        """The verdict on the lower bound of the record of ``key`` whose literals, as
+        written, are ``literals`` (a JSON list), if one was stored."""
+        got = self._read("SELECT lower, note, proof FROM checked WHERE key = ? AND literals = ?",
                          key, literals)
-        return None if got is None else str(got[0])
+        return None if got is None else Verdict(literals, str(got[0]), got[1], got[2])
 
-    def store_checked(self, key: str, literals: str, lower: str) -> None:
-        """Remember the lower bound proven for one record (see :meth:`checked`)."""
-        self._db.execute("INSERT OR REPLACE INTO checked VALUES (?, ?, ?)",
-                         (key, literals, lower))
+    def store_checked(self, key: str, verdict: Verdict) -> None:
+        """Remember the verdict on one record's lower bound (see :meth:`checked`)."""
+        self._db.execute("INSERT OR REPLACE INTO checked VALUES (?, ?, ?, ?, ?)",
+                         (key, verdict.literals, verdict.lower, verdict.note, verdict.proof))
         self._written()
 
     def store(self, shape: str, plan: Plan, key: str, row: str, literals: list[str],

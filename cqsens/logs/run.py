@@ -28,12 +28,13 @@ from cqsens.errors import InputError
 from cqsens.frontend.ddl import load_schema
 from cqsens.ir.cq import AggregateQuery
 from cqsens.ir.schema import Schema
-from cqsens.logs.cache import ShapeCache
+from cqsens.logs.cache import ShapeCache, Verdict
 from cqsens.logs.fingerprint import fingerprint, record_settings
+from cqsens.logs.lines import Line, LineTemplate, compile_line, line_of, render_line
 from cqsens.logs.plan import Plan, abstract_literals
 from cqsens.logs.proofs import Proof, check, instances, own_query
 from cqsens.logs.records import Record
-from cqsens.logs.shape import Lexed, lex, literal_value, shape_key
+from cqsens.logs.shape import Lexed, lex, literal_value, record_key, shape_key
 from cqsens.logs.template import (
     SOURCE,
     Compiled,
@@ -52,7 +53,7 @@ from cqsens.witness.model import Witness
 from cqsens.witness.schema_checks import column_checks
 from cqsens.witness.search import first_proof
 
-__all__ = ["analyse_log", "fingerprint"]
+__all__ = ["analyse_log", "fingerprint", "log_lines"]
 
 
 @lru_cache(maxsize=64)
@@ -124,7 +125,7 @@ class _Check:
     full: bool
     search: bool
     cache_path: str
-    seen: str | None = None  # the lower bound proven before for this very record (JSON)
+    seen: Verdict | None = None  # the verdict on this very record's lower bound, before
 
 
 @dataclass
@@ -138,7 +139,7 @@ class _Done:
     proof: Proof | None = None
     found: tuple[tuple[int | Fraction | str, ...], Witness] | None = None
     searched: bool = False
-    checked: tuple[str, str] | None = None  # (the record's literals, its lower bound) as JSON
+    checked: Verdict | None = None  # what the cache keeps of this record's lower bound
 
 
 def _literal_key(lexed: Lexed) -> str:
@@ -146,12 +147,13 @@ def _literal_key(lexed: Lexed) -> str:
     return json.dumps([lit.text for lit in lexed.literals])
 
 
-def _proven(row: Row, lexed: Lexed) -> tuple[str, str] | None:
-    """What the cache keeps of a row whose lower bound a checked witness proved."""
-    proof = row.log.proof if row.log is not None else None
-    if proof not in ("searched", "reused") or row.lower is None:
+def _verdict(row: Row, lexed: Lexed, note: str | None) -> Verdict | None:
+    """What the cache keeps of the lower bound of a record's row (``note``: the note beside
+    it): the bound a checked witness proved, or none proven; None for a row that is not
+    an analysed one."""
+    if row.status != "ok" or row.log is None:
         return None
-    return _literal_key(lexed), json.dumps(row.lower)
+    return Verdict(_literal_key(lexed), json.dumps(row.lower), note or None, row.log.proof)
 
 
 _SHAPE_IDS: dict[tuple[str, str, tuple[int, ...], tuple[str, ...]], str] = {}
@@ -259,12 +261,18 @@ def _work(task: _Task) -> _Done:
     key = shape_key(task.fingerprint, lexed, plan.abstract, plan.groups)
     row = _finish(_named(first, record), record, key, False)
     return _Done(row, shape, plan, key, template, [lit.text for lit in lexed.literals],
-                 _proof_of(analysis, lexed), searched=True, checked=_proven(row, lexed))
+                 _proof_of(analysis, lexed), searched=True,
+                 checked=_verdict(row, lexed, analysis.lower_note))
 
 
 @lru_cache(maxsize=4096)
 def _compiled(template: str, compact: bool) -> Compiled:
     return compile_template(template, compact=compact)
+
+
+@lru_cache(maxsize=4096)
+def _line_template(template: str) -> LineTemplate | None:
+    return compile_line(template)
 
 
 _NOT_CHECKED = ("not proven for this record: its shape's witness did not carry over to its "
@@ -317,19 +325,23 @@ def _serve(cache: ShapeCache, task: _Check, lexed: Lexed | None = None) -> _Done
                                             source=record.where)), record, task.key, True)
     if not opts.prove_lower:
         return _Done(row.with_lower(None, "not searched (--no-lower)", None), key=task.key)
-    if task.seen is not None:  # this very record was proven before (the log is run again)
-        return _Done(row.with_lower(json.loads(task.seen), None, "reused"), key=task.key)
+    seen = task.seen
+    if seen is not None:  # this very record was served before (the log is run again)
+        return _Done(row.with_lower(json.loads(seen.lower), seen.note, seen.proof), key=task.key)
     proof = cache.proof(task.key)
     known = _reused(proof, task, lexed, row, opts)
     if known is not None:
         return known
     if not task.search:
-        why = ("the run's --total-timeout has passed" if task.timeout is not None
-               and task.timeout <= 0 else
+        past = task.timeout is not None and task.timeout <= 0
+        why = ("the run's --total-timeout has passed" if past else
                f"its shape's {SEARCHES} fresh searches are spent"
                + (f" (its first record: {proof.note})" if proof is not None and proof.note
                   and not proof.witnesses else ""))
-        return _Done(row.with_lower(None, _NOT_CHECKED.format(why=why), None), key=task.key)
+        note = _NOT_CHECKED.format(why=why)
+        done = row.with_lower(None, note, None)
+        # past the run's total time the verdict is this run's alone: not kept
+        return _Done(done, key=task.key, checked=None if past else _verdict(done, lexed, note))
     return _search(row, task, lexed, opts)
 
 
@@ -348,7 +360,7 @@ def _reused(proof: Proof | None, task: _Check, lexed: Lexed, row: Row,
             instance = None
         if instance is not None:
             done = row.with_lower(instance.lower, None, "reused")
-            return _Done(done, key=task.key, checked=_proven(done, lexed))
+            return _Done(done, key=task.key, checked=_verdict(done, lexed, None))
     return None
 
 
@@ -366,19 +378,100 @@ def _search(row: Row, task: _Check, lexed: Lexed, opts: Settings) -> _Done:
                      found=found, searched=True)
     note = (fresh.analysis or {}).get("lower_note")
     done = row.with_lower(fresh.lower, note, fresh.log.proof if fresh.log else None)
-    return _Done(done, key=task.key, found=found, searched=True, checked=_proven(done, lexed))
+    return _Done(done, key=task.key, found=found, searched=True,
+                 checked=_verdict(done, lexed, note))
 
 
 _READERS: dict[str, ShapeCache] = {}
 
 
+def _reader(path: str) -> ShapeCache:
+    """The cache file, opened once per worker process for reading."""
+    cache = _READERS.get(path)
+    if cache is None:
+        cache = _READERS[path] = ShapeCache(path, readonly=True)
+    return cache
+
+
 def _check_in_worker(task: _Check) -> _Done:
     """:func:`_serve` in a worker process, reading the cache file (opened once)."""
-    cache = _READERS.get(task.cache_path)
-    if cache is None:
-        cache = _READERS[task.cache_path] = ShapeCache(task.cache_path, readonly=True)
-    return _serve(cache, task)
+    return _serve(_reader(task.cache_path), task)
 
+
+#: A record as plain values (id, where, sql, dialect, schema, error) and a line as plain
+#: values (text, status, upper, tight, proof, error): what goes to and from a worker in
+#: batches (plain tuples pickle about ten times faster than frozen dataclasses).
+_PlainRecord = tuple[str, str, str, str | None, str | None, str | None]
+_PlainLine = tuple[str, str, Any, bool, str | None, str | None]
+
+
+@dataclass(frozen=True, slots=True)
+class _Hits:
+    """Records for a worker to write as the JSON lines of decided hits (see
+    :func:`_hit_lines`)."""
+
+    records: tuple[_PlainRecord, ...]
+    settings: Settings
+    cache_path: str
+
+
+_FINGERPRINTS: dict[tuple[Settings, str | None, str | None], str] = {}
+
+
+def _hit_lines(task: _Hits) -> list[_PlainLine | None]:
+    """In a worker: the JSON line of each record that is a hit whose lower bound is decided
+    in the cache file as committed (its verdict kept, or ``--no-lower``); None for any other
+    record, which the run then serves itself (:meth:`_LogRun.start`)."""
+    cache = _reader(task.cache_path)
+    lines: list[_PlainLine | None] = []
+    for plain in task.records:
+        try:
+            line = _hit_line(cache, task.settings, Record(*plain))
+        except Exception:  # noqa: BLE001 - the run serves it the long way, errors included
+            line = None
+        lines.append(None if line is None else (line.text, line.status, line.upper,
+                                                line.tight, line.proof, line.error))
+    return lines
+
+
+def _hit_line(cache: ShapeCache, options: Settings, record: Record) -> Line | None:
+    if record.error is not None:
+        return None
+    slot = (options, record.dialect, record.schema)
+    fp = _FINGERPRINTS.get(slot)
+    if fp is None:
+        fp = _FINGERPRINTS[slot] = fingerprint(options, record)
+    lexed = lex(record.sql)
+    plan = cache.plan(_shape_id(fp, lexed))
+    if plan is None:
+        return None
+    key = record_key(fp, lexed, plan.abstract, plan.groups)
+    got = cache.result(key)
+    if got is None:
+        return None
+    seen = cache.checked(key, _literal_key(lexed)) if options.prove_lower else None
+    if options.prove_lower and seen is None:
+        return None
+    return _decided(got.row, record, key, lexed, seen)
+
+
+def _decided(row: str, record: Record, key: str, lexed: Lexed, seen: Verdict | None
+             ) -> Line | None:
+    """The JSON line of a hit whose lower bound is decided: the verdict kept for its text,
+    or none (``--no-lower``); None when its template cannot make it."""
+    template = _line_template(row)
+    if template is None:
+        return None
+    lower, proof = (None, None) if seen is None else (json.loads(seen.lower), seen.proof)
+    return render_line(template, lexed, ident=record.id, where=record.where, sql=record.sql,
+                       lower=lower, proof=proof, key=key)
+
+
+#: Records per task of decided hits sent to a worker (:func:`_hit_lines`).
+HITS_BATCH = 32
+
+
+_Slot = Slot[Row | Line]
 
 #: Fresh witness searches a key's later records may take when its witnesses do not carry
 #: over to their constants (a search costs up to --witness-time; a check, milliseconds);
@@ -391,16 +484,26 @@ class _LogRun:
     analysed and the records waiting for them, the fresh searches per key."""
 
     def __init__(self, options: Settings, cache: ShapeCache | None, clock: Clock,
-                 stream: Ordered[Row], *, in_workers: bool, full: bool) -> None:
+                 stream: Ordered[Row | Line], *, in_workers: bool, full: bool,
+                 lines: bool = False) -> None:
         self.options = options
         self.cache = cache
         self.clock = clock
         self.stream = stream
         self.in_workers = in_workers
         self.full = full
-        self.waiting: dict[str, list[Slot[Row]]] = {}
+        self.lines = lines  # a hit whose lower bound is decided becomes its JSON line here
+        # JSON lines with workers: records go to the workers in batches first, and come
+        # back written when they are decided hits (a log run again: nearly all of them)
+        self.batching = lines and in_workers
+        self.batch: list[_Slot] = []
+        self.direct = 0
+        self.waiting: dict[str, list[_Slot]] = {}
         self.fingerprints: dict[tuple[str | None, str | None], str] = {}
         self.searches: dict[str, int] = {}  # fresh witness searches per key
+        # records whose text (key and literals) is being checked in a worker: the later
+        # ones wait for its verdict, so that one text gets one verdict in a run
+        self.proving: dict[tuple[str, str], list[tuple[_Slot, Lexed]]] = {}
 
     def _fingerprint(self, record: Record) -> str:
         fp_key = (record.dialect, record.schema)
@@ -409,7 +512,7 @@ class _LogRun:
             fp = self.fingerprints[fp_key] = fingerprint(self.options, record)
         return fp
 
-    def start(self, slot: Slot[Row]) -> None:
+    def start(self, slot: _Slot) -> None:
         """Fill the slot of a record, or submit its analysis or check."""
         record: Record = slot.item
         if record.error is not None:
@@ -432,7 +535,7 @@ class _LogRun:
             return
         plan = cache.plan(shape)
         if plan is not None:
-            key = shape_key(fp, lexed, plan.abstract, plan.groups)
+            key = record_key(fp, lexed, plan.abstract, plan.groups)
             if cache.result(key) is not None:
                 cache.hits += 1
                 self.serve(slot, fp, key, plan, seconds, lexed)
@@ -445,7 +548,7 @@ class _LogRun:
         self.stream.submit(slot, partial(self.shaped, shape), _work,
                            _Task(record, self.options, seconds, fp, plan, True))
 
-    def serve(self, slot: Slot[Row], fp: str, key: str, plan: Plan, seconds: float | None,
+    def serve(self, slot: _Slot, fp: str, key: str, plan: Plan, seconds: float | None,
               lexed: Lexed) -> None:
         """The row of a record whose key is stored: here, or in a worker when its witness
         must be checked or searched."""
@@ -453,22 +556,92 @@ class _LogRun:
         assert cache is not None
         search = self.searches.get(key, 0) < SEARCHES and (seconds is None or seconds > 0)
         lower = self.options.prove_lower
-        seen = cache.checked(key, _literal_key(lexed)) if lower else None
+        text = _literal_key(lexed)
+        mark = (key, text)
+        if mark in self.proving:
+            self.proving[mark].append((slot, lexed))
+            return
+        seen = cache.checked(key, text) if lower else None
+        if self.lines and (seen is not None or not lower):
+            line = self.line(slot.item, key, lexed, seen)
+            if line is not None:
+                self.stream.fill(slot, line)
+                return
         task = _Check(slot.item, self.options, seconds, fp, key, plan, self.full, search,
                       cache.path, seen)
         proof = cache.proof(key) if lower else None
         light = proof is None or not (proof.witnesses or search) or seen is not None
         if self.in_workers and not light:
-            self.stream.submit(slot, self.settled, _check_in_worker, task)
+            self.proving[mark] = []
+            self.stream.submit(slot, partial(self.proved, mark, fp, plan), _check_in_worker,
+                               task)
             return
         self.settled(slot, _serve(cache, task, lexed))
 
-    def settled(self, slot: Slot[Row], done: _Done) -> None:
+    def line(self, record: Record, key: str, lexed: Lexed, seen: Verdict | None
+             ) -> Line | None:
+        """:func:`_decided` for a hit of this run's cache."""
+        cache = self.cache
+        assert cache is not None
+        got = cache.result(key)
+        return None if got is None else _decided(got.row, record, key, lexed, seen)
+
+    def add(self, slot: _Slot) -> None:
+        """A record of the log: batched for a worker to write if it is a decided hit
+        (JSON lines, workers and a file cache), else started here."""
+        if not self.batching:
+            self.start(slot)
+            return
+        if self.direct > 0:  # the last batches were mostly not decided hits
+            self.direct -= 1
+            self.start(slot)
+            return
+        self.batch.append(slot)
+        if len(self.batch) >= HITS_BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        """Send the batched records to a worker."""
+        if not self.batch:
+            return
+        slots, self.batch = self.batch, []
+        cache = self.cache
+        assert cache is not None
+        cache.commit()  # what this process stored, for the workers to read
+        task = _Hits(tuple((r.id, r.where, r.sql, r.dialect, r.schema, r.error)
+                           for r in (slot.item for slot in slots)), self.options, cache.path)
+        self.stream.submit(slots[0], partial(self.batched, slots), _hit_lines, task)
+
+    def batched(self, slots: list[_Slot], _first: _Slot, lines: list[_PlainLine | None]
+                ) -> None:
+        """A worker wrote the lines of the decided hits among ``slots``: start the others."""
+        cache = self.cache
+        assert cache is not None
+        left = 0
+        for slot, line in zip(slots, lines, strict=True):
+            if line is None:
+                left += 1
+                self.start(slot)
+            else:
+                cache.hits += 1
+                self.stream.fill(slot, Line(*line))
+        if 2 * left > len(slots):  # mostly new: the next records go the long way at once
+            self.direct = 8 * HITS_BATCH
+
+    def proved(self, mark: tuple[str, str], fp: str, plan: Plan, slot: _Slot,
+               done: _Done) -> None:
+        """A record checked in a worker is done: serve the records of the same text that
+        waited for it (its verdict, now stored, is theirs)."""
+        self.settled(slot, done)
+        for other, lexed in self.proving.pop(mark, []):
+            self.serve(other, fp, mark[0], plan, self.clock.budget(), lexed)
+
+    def settled(self, slot: _Slot, done: _Done) -> None:
         """A record's row is known: keep what it proved."""
         self.stream.fill(slot, done.row)
         cache = self.cache
         if cache is not None and done.key and done.checked is not None:
-            cache.store_checked(done.key, *done.checked)
+            cache.store_checked(done.key, done.checked)
         if cache is None or not done.key or not done.searched:
             return
         self.searches[done.key] = self.searches.get(done.key, 0) + 1
@@ -480,7 +653,7 @@ class _LogRun:
                 if self.in_workers:
                     cache.commit()
 
-    def shaped(self, shape: str, slot: Slot[Row], done: _Done) -> None:
+    def shaped(self, shape: str, slot: _Slot, done: _Done) -> None:
         """A new shape's first record is analysed: store its template, start the records
         that waited for it."""
         self.stream.fill(slot, done.row)
@@ -490,7 +663,7 @@ class _LogRun:
             cache.store(done.shape, done.plan, done.key, done.template.row, done.literals,
                         done.proof)
             if done.checked is not None:
-                cache.store_checked(done.key, *done.checked)
+                cache.store_checked(done.key, done.checked)
             self.searches[done.key] = 0
             if self.in_workers:
                 cache.commit()  # the workers read the file: the key must be there first
@@ -548,15 +721,43 @@ def analyse_log(
         (``"searched"``: the lower bound was found for this record; ``"reused"``: a
         witness of its key, instantiated for it and checked; null: no lower bound).
     """
-    options = Settings.from_mapping(keywords, base=settings)
-    stream: Ordered[Row] = Ordered(executor(jobs), window or 64 * max(jobs, 1))
+    for row in _run(records, jobs, timeout, total_timeout, cache, window, full, False,
+                    Settings.from_mapping(keywords, base=settings)):
+        assert isinstance(row, Row)
+        yield row.to_dict()
+
+
+def log_lines(
+    records: Iterable[Record],
+    *,
+    jobs: int = 1,
+    timeout: float | None = 10.0,
+    total_timeout: float | None = None,
+    cache: ShapeCache | None = None,
+    window: int | None = None,
+    settings: Settings | None = None,
+) -> Iterator[Line]:
+    """:func:`analyse_log` (with ``full=False``) as the JSON Lines rows of ``cqsens report
+    LOG -o out.jsonl``, in input order; a hit whose lower bound is decided is written
+    straight from its key's template (:mod:`cqsens.logs.lines`)."""
+    options = settings or Settings()
+    for row in _run(records, jobs, timeout, total_timeout, cache, window, False, True, options):
+        yield row if isinstance(row, Line) else line_of(row)
+
+
+def _run(records: Iterable[Record], jobs: int, timeout: float | None,
+         total_timeout: float | None, cache: ShapeCache | None, window: int | None,
+         full: bool, lines: bool, options: Settings) -> Iterator[Row | Line]:
+    stream: Ordered[Row | Line] = Ordered(executor(jobs), window or 64 * max(jobs, 1))
     run = _LogRun(options, cache, Clock.started(timeout, total_timeout), stream,
-                  in_workers=jobs > 1 and cache is not None and cache.shared, full=full)
+                  in_workers=jobs > 1 and cache is not None and cache.shared, full=full,
+                  lines=lines)
     try:
         for record in records:
-            run.start(stream.add(record))
-            yield from (row.to_dict() for row in stream.throttle())
-        yield from (row.to_dict() for row in stream.drain())
+            run.add(stream.add(record))
+            yield from stream.throttle()
+        run.flush()
+        yield from stream.drain()
     finally:
         stream.close()
         if cache is not None:

@@ -39,7 +39,8 @@ from fractions import Fraction
 
 from cqsens.ir.cq import Const, format_term
 
-__all__ = ["Lexed", "Literal", "lex", "literal_value", "shape_key", "substitute_literals"]
+__all__ = ["Lexed", "Literal", "lex", "lex_tokens", "literal_value", "record_key", "shape_key",
+           "substitute_literals"]
 
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 # one token per match (or the end), after the white space and comments before it, skipped
@@ -52,6 +53,20 @@ _TOKEN = re.compile(
       | (?P<ident>[^\W\d][\w$]*)
       | (?P<op><=|>=|<>|!=|\|\||::|[^\s])
       | (?P<end>\Z) )
+    """,
+    re.VERBOSE | re.DOTALL,
+)
+# the literals only, for a text whose skeleton was lexed before (:func:`lex`): identifiers,
+# white space and other characters are skipped in runs (possessive: never backtracked
+# into); each match ends at a literal, a quoted identifier, a comment, one other character
+# (a '.', a digit or a quote that starts no literal) or the end
+_LITERALS = re.compile(
+    r"""(?:[^\W\d][\w$]*+|[^\w'"`\[\-/.]++|-(?!-)|/(?!\*)|\.(?!\d))*+
+      (?: (?P<string>'(?:[^']|'')*')
+      | (?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?(?![\w$]))
+      | "(?:[^"]|"")*" | `[^`]*` | \[[^\]]*\]
+      | --[^\n]* | /\*.*?\*/
+      | . | \Z )
     """,
     re.VERBOSE | re.DOTALL,
 )
@@ -79,8 +94,19 @@ class Lexed:
     literals: tuple[Literal, ...]
 
 
+#: Skeletons lexed before (see :func:`lex`) at most; the table is emptied when full.
+SKELETONS = 16384
+_SKELETONS: dict[tuple[str, ...], tuple[str, tuple[int, ...]] | None] = {}
+
+
 def lex(sql: str) -> Lexed:
     """Split SQL into its template (literals as ``?``) and its literals.
+
+    The text between the literals (its *skeleton*) decides the template and which
+    number literals take the ``-`` before them as a sign: a text whose skeleton was
+    lexed before only has its literals found (:data:`_LITERALS`), the rest is
+    remembered.  A skeleton is remembered only when its full lexing found the same
+    literals (``tests/test_log_lines.py`` compares the two on random texts).
 
     >>> x = lex("SELECT COUNT(*) FROM t WHERE a = 7 AND b > -2.5 -- note\\n AND c = 'it''s'")
     >>> x.template
@@ -88,6 +114,52 @@ def lex(sql: str) -> Lexed:
     >>> [(lit.kind, lit.text) for lit in x.literals]
     [('number', '7'), ('number', '-2.5'), ('string', "'it''s'")]
     """
+    spans = [(m.lastgroup, m.start(m.lastindex), m.end()) for m in _LITERALS.finditer(sql)
+             if m.lastindex]
+    parts: list[str] = []
+    at = 0
+    for kind, start, end in spans:
+        parts.append(sql[at:start])
+        parts.append(kind)  # type: ignore[arg-type]
+        at = end
+    parts.append(sql[at:])
+    skeleton = tuple(parts)
+    known = _SKELETONS.get(skeleton)
+    if known is None:
+        full = lex_tokens(sql)
+        if skeleton not in _SKELETONS:
+            if len(_SKELETONS) >= SKELETONS:
+                _SKELETONS.clear()
+            _SKELETONS[skeleton] = _signs(full, spans)
+        return full
+    template, signs = known
+    literals = []
+    for (kind, start, end), sign in zip(spans, signs, strict=True):
+        text = sql[start:end]
+        literals.append(Literal(kind, "-" + text, start - sign, end) if sign  # type: ignore[arg-type]
+                        else Literal(kind, text, start, end))  # type: ignore[arg-type]
+    return Lexed(template, tuple(literals))
+
+
+def _signs(full: Lexed, spans: list[tuple[str | None, int, int]]
+           ) -> tuple[str, tuple[int, ...]] | None:
+    """The template of a skeleton and, per literal, how far before it its sign is (0: none),
+    when the full lexing found the literals ``spans`` found; None when not."""
+    if len(full.literals) != len(spans):
+        return None
+    signs: list[int] = []
+    for lit, (kind, start, end) in zip(full.literals, spans, strict=True):
+        if lit.kind != kind or lit.end != end or lit.start > start:
+            return None
+        sign = start - lit.start
+        if sign and (kind != "number" or lit.text[:1] != "-"):
+            return None
+        signs.append(sign)
+    return full.template, tuple(signs)
+
+
+def lex_tokens(sql: str) -> Lexed:
+    """:func:`lex`, token by token (what it remembers per skeleton comes from here)."""
     tokens: list[str] = []
     literals: list[Literal] = []
     previous = "("
@@ -227,3 +299,85 @@ def substitute_literals(sql: str, lexed: Lexed, new: dict[int, str]) -> str:
             at = lit.end
     out.append(sql[at:])
     return "".join(out)
+
+
+@dataclass(frozen=True, slots=True)
+class _Recipe:
+    """What :func:`shape_key` reads of a record beyond its template, for one (template,
+    kinds, plan): per group its numbers, its texts and all its literals (by index); the
+    abstract texts (whose ISO-date form counts) and the pinned literals (whose text
+    counts)."""
+
+    groups: tuple[tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]], ...]
+    abstract_texts: tuple[int, ...]
+    pinned: tuple[int, ...]
+    digests: dict[tuple[object, ...], str]
+
+
+_RECIPES: dict[tuple[object, ...], _Recipe] = {}
+#: Recipes, and keys remembered over all recipes, at most: past either, all are forgotten.
+KEYS = 4096
+DIGESTS = 65536
+_DIGESTS = [0]  # keys remembered now, over all recipes
+
+
+def _recipe(lexed: Lexed, abstract: frozenset[int],
+            groups: Sequence[Sequence[int]] | None) -> _Recipe:
+    kinds = tuple(lit.kind for lit in lexed.literals)
+    every = [tuple(range(len(kinds)))] if groups is None else [tuple(g) for g in groups]
+    slot = (lexed.template, kinds, abstract, tuple(every))
+    found = _RECIPES.get(slot)
+    if found is None:
+        parts = tuple((tuple(i for i in g if kinds[i] == "number"),
+                       tuple(i for i in g if kinds[i] == "string"), g) for g in every)
+        found = _Recipe(parts, tuple(i for i in sorted(abstract) if kinds[i] == "string"),
+                        tuple(i for i in range(len(kinds)) if i not in abstract), {})
+        if len(_RECIPES) >= KEYS:
+            _forget()
+        _RECIPES[slot] = found
+    return found
+
+
+def record_key(fingerprint: str, lexed: Lexed, abstract: frozenset[int],
+               groups: Sequence[Sequence[int]] | None = None) -> str:
+    """:func:`shape_key` (without ``presentation``), remembered per the relations among
+    the literals it reads: a record whose literals relate as an earlier record's did
+    (ranks and classes within each group, ISO dates, pinned texts) gets its key without
+    a new digest."""
+    recipe = _recipe(lexed, abstract, groups)
+    literals = lexed.literals
+    values = [literal_value(lit) for lit in literals]
+    relations: list[object] = [fingerprint]
+    for numbers, texts, members in recipe.groups:
+        for part in (numbers, texts):
+            relations.append(tuple(_dense_ranks([values[i] for i in part])) if len(part) > 1
+                             else len(part))
+        if len(members) > 1:
+            relations.append(tuple(_classes([_normal(values[i]) for i in members])))
+    for i in recipe.abstract_texts:
+        relations.append(bool(_ISO_DATE.fullmatch(values[i])))  # type: ignore[arg-type]
+    for i in recipe.pinned:
+        relations.append(literals[i].text)
+    memo = tuple(relations)
+    digest = recipe.digests.get(memo)
+    if digest is None:
+        digest = shape_key(fingerprint, lexed, abstract, groups)
+        if _DIGESTS[0] >= DIGESTS:
+            _forget()
+        recipe.digests[memo] = digest
+        _DIGESTS[0] += 1
+    return digest
+
+
+def _forget() -> None:
+    """Forget every recipe and remembered key (memory stays bounded whatever the log)."""
+    for recipe in _RECIPES.values():
+        recipe.digests.clear()
+    _RECIPES.clear()
+    _DIGESTS[0] = 0
+
+
+def _normal(value: int | Fraction | str) -> str:
+    """A literal's class as :func:`shape_key` reads it (``Const.definitely_differs``)."""
+    plain = float(value) if isinstance(value, Fraction) else value
+    return _number_form(str(plain).strip().lower())

@@ -28,7 +28,7 @@ from cqsens.logs.plan import Plan
 from cqsens.logs.shape import Lexed, lex, literal_value, shape_key, substitute_literals
 
 __all__ = ["SOURCE", "Compiled", "Template", "compile_template", "derive_template", "instantiate",
-           "sql_text", "without_lower"]
+           "render_literal", "sql_text", "without_lower"]
 
 #: Stands for the record's name in a stored row.
 SOURCE = "⟦source⟧"
@@ -90,6 +90,14 @@ def _renders(value: int | Fraction | str) -> tuple[str, ...]:
     """The ways cqsens shows a constant: as a CQ term, as a SQL literal, as it is."""
     const = Const(value if not isinstance(value, Fraction) else float(value))
     return (format_term(const), sql_text(value), str(value))
+
+
+def render_literal(value: int | Fraction | str, style: int) -> str:
+    """A constant rendered in the style of a marker ``⟦i.style⟧``: ``_renders(value)[style]``,
+    without the other two."""
+    if style == 0:
+        return format_term(Const(value if not isinstance(value, Fraction) else float(value)))
+    return sql_text(value) if style == 1 else str(value)
 
 
 def _renamed(sql: str, lexed: Lexed, abstract: frozenset[int], fingerprint: str,
@@ -247,7 +255,7 @@ def instantiate(template: str | Compiled, lexed: Lexed, *, source: str) -> dict[
                 piece = json.dumps(source, ensure_ascii=False)[1:-1]
             else:
                 value = literal_value(lexed.literals[mark[0]])
-                piece = json.dumps(_renders(value)[mark[1]], ensure_ascii=False)[1:-1]
+                piece = json.dumps(render_literal(value, mark[1]), ensure_ascii=False)[1:-1]
             shown[mark] = piece
         out.append(piece)
         out.append(text)
