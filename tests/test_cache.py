@@ -198,7 +198,7 @@ def test_like_meeting_a_constant_and_value_ranges_stay_keyed() -> None:
 
 
 def _captured(monkeypatch: pytest.MonkeyPatch) -> dict[str, Witness]:
-    import cqsens.logs.run as run
+    import cqsens.logs.serve as run
 
     seen: dict[str, Witness] = {}
     original = run._reuse
@@ -275,7 +275,7 @@ def test_witnesses_reused_in_workers_from_a_wal_file_and_merged(tmp_path: Path) 
 
 def test_a_record_run_again_is_served_its_proven_lower_bound_without_a_new_check(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import cqsens.logs.run as run
+    import cqsens.logs.serve as run
 
     text = RANGE_SHAPES[0][1]
     sqls = [_sql(text, (a, age, 0, "F", date(2020, 1, 1), 1))

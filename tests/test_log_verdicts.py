@@ -40,7 +40,7 @@ def _rows(path: Path) -> list[dict[str, object]]:
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_a_warm_run_gives_the_first_runs_rows_without_a_check_or_a_search(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: int) -> None:
-    import cqsens.logs.run as run
+    import cqsens.logs.serve as run
 
     log, cache = tmp_path / "log.jsonl", tmp_path / "shapes.sqlite"
     _log(log)
