@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from cqsens.ir.cq import CQ, Atom, Term, Var
@@ -34,40 +34,63 @@ class Suggestion:
 
 
 class _Reach:
-    """Reachability over the steps a set of dependencies makes finite."""
+    """Reachability over the steps a set of dependencies makes finite.
+
+    The terms are numbered and a set of terms is an int with one bit per term, so that
+    the many checks of :func:`suggest` (thousands of candidate sets on a wide query)
+    each build the graph and walk it in a few integer operations per step."""
 
     def __init__(self, cq: CQ, public: frozenset[str] = frozenset(),
                  skip: frozenset[Atom] = frozenset()) -> None:
-        self.atoms = [a for a in cq.relation_atoms() if a not in skip]
-        self.public = public
-        self.free = set(cq.free)
-        self.constants = list(cq.constants())
-        self.steps: dict[tuple[str, int, int], list[tuple[Term, Term]]] = {}
-        for atom in self.atoms:
+        atoms = [a for a in cq.relation_atoms() if a not in skip]
+        constants = list(cq.constants())
+        index: dict[Term, int] = {}
+        for term in (*(t for a in atoms for t in a.terms), *constants, *cq.free):
+            index.setdefault(term, len(index))
+        free = _bits(index, cq.free)
+        seeds = _bits(index, constants)
+        # the atoms that must reach every free variable, each with the terms it starts from
+        self.starts = [_bits(index, atom.terms) | seeds for atom in atoms
+                       if free & ~_bits(index, atom.terms) and atom.relation not in public]
+        self.free = free
+        self.steps: dict[tuple[str, int, int], list[tuple[int, int]]] = {}
+        for atom in atoms:
             for i, a in enumerate(atom.terms):
                 for j, b in enumerate(atom.terms):
                     if i != j and a != b:
-                        self.steps.setdefault((atom.relation, i, j), []).append((a, b))
+                        self.steps.setdefault((atom.relation, i, j), []).append(
+                            (index[a], 1 << index[b]))
+        self.size = len(index)
 
     def bounded(self, deps: Sequence[tuple[str, int, int]]) -> bool:
-        edges: dict[Term, set[Term]] = {}
+        """Every atom reaches every free variable along the steps of ``deps``."""
+        edges = [0] * self.size
+        steps = self.steps
         for key in deps:
-            for a, b in self.steps.get(key, ()):
-                edges.setdefault(a, set()).add(b)
-        for atom in self.atoms:
-            if self.free <= set(atom.terms) or atom.relation in self.public:
-                continue
-            seen = set(atom.terms) | set(self.constants)
-            stack = list(seen)
-            while stack:
-                u = stack.pop()
-                for v in edges.get(u, ()):
-                    if v not in seen:
-                        seen.add(v)
-                        stack.append(v)
-            if not self.free <= seen:
+            for a, b in steps.get(key, ()):
+                edges[a] |= b
+        free = self.free
+        for start in self.starts:
+            seen = frontier = start
+            while frontier and free & ~seen:
+                reached = 0
+                while frontier:
+                    low = frontier & -frontier
+                    reached |= edges[low.bit_length() - 1]
+                    frontier ^= low
+                frontier = reached & ~seen
+                seen |= frontier
+            if free & ~seen:
                 return False
         return True
+
+
+def _bits(index: Mapping[Term, int], terms: Iterable[Term]) -> int:
+    """The set of ``terms`` as an int (bit ``index[t]`` for each)."""
+    out = 0
+    for term in terms:
+        out |= 1 << index[term]
+    return out
 
 
 def suggest(
