@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
+import math
+
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cqsens.engine.suggest import _Reach
-from cqsens.ir.cq import CQ, Atom, Term
+from cqsens.engine.suggest import _Reach, suggest
+from cqsens.ir.cq import CQ, Atom, Const, Term, Var
 from cqsens.ir.dependencies import (
     Dependency,
     MultiDependency,
@@ -16,7 +19,7 @@ from cqsens.ir.dependencies import (
     satisfies,
     violations,
 )
-from tests.strategies import cqs
+from tests.strategies import cqs, dependencies_for
 
 _VALUES = st.one_of(st.none(), st.integers(0, 2))
 _ROWS = st.lists(st.tuples(_VALUES, _VALUES, _VALUES), max_size=7)
@@ -86,3 +89,76 @@ def test_suggest_reachability_is_the_plain_walk(
         case: tuple[CQ, frozenset[str], frozenset[Atom], list[tuple[str, int, int]]]) -> None:
     cq, public, skip, deps = case
     assert _Reach(cq, public, skip).bounded(deps) is _plain_bounded(cq, public, skip, deps)
+
+
+def _plain_suggest(cq: CQ, sigma: Sigma, public: frozenset[str],
+                   skip: frozenset[Atom]) -> tuple[tuple[tuple[str, int, int], ...], ...] | str:
+    """:func:`suggest`'s choice computed with the plain walk: the smallest sets of up to
+    three candidate keys (at most four of them, 5,000 sets tried), else the greedy drop."""
+    declared = list(sigma.weights())
+
+    def bounded(deps: list[tuple[str, int, int]]) -> bool:
+        return _plain_bounded(cq, public, skip, deps)
+
+    if bounded(declared):
+        return ()
+    candidates: list[tuple[str, int, int]] = []
+    from_constant = set()
+    for atom in cq.relation_atoms():
+        for i, a in enumerate(atom.terms):
+            for j, b in enumerate(atom.terms):
+                key = (atom.relation, i, j)
+                if i != j and a != b and isinstance(b, Var) and key not in declared \
+                        and key not in candidates:
+                    candidates.append(key)
+                if not isinstance(a, Var):
+                    from_constant.add(key)
+    candidates.sort(key=lambda key: (key in from_constant, key))
+    if not bounded(declared + candidates):
+        return "disconnected"
+    checks = 0
+    for size in range(1, 4):
+        if math.comb(len(candidates), size) > 5_000:
+            break
+        found = []
+        for combo in itertools.combinations(candidates, size):
+            checks += 1
+            if checks > 5_000 or len(found) > 3:
+                break
+            if bounded(declared + list(combo)):
+                found.append(combo)
+        if found:
+            return tuple(found)
+    chosen = list(candidates)
+    for key in list(candidates):
+        trial = [c for c in chosen if c != key]
+        if bounded(declared + trial):
+            chosen = trial
+    return (tuple(chosen),)
+
+
+@given(_reach_cases(), st.data())
+def test_suggest_is_the_plain_search(
+        case: tuple[CQ, frozenset[str], frozenset[Atom], list[tuple[str, int, int]]],
+        data: st.DataObject) -> None:
+    cq, public, skip, _ = case
+    sigma = data.draw(dependencies_for(cq))
+    got = suggest(cq, sigma, public=public, skip=skip)
+    plain = _plain_suggest(cq, sigma, public, skip)
+    if plain == "disconnected":
+        assert got.disconnected and not got.dependencies
+    else:
+        assert not got.disconnected
+        options = (got.dependencies, *got.alternatives) if got.dependencies else ()
+        assert tuple(tuple((d.relation, d.i, d.j) for d in o) for o in options) == plain
+
+
+def test_suggest_greedy_drop_on_a_wide_query() -> None:
+    """A query with more candidates than 5,000 pairs: the greedy drop, as the plain one."""
+    atoms = [Atom("W", tuple(Var(f"w{n}") for n in range(40))),
+             Atom("V", (Var("w0"), Var("y"), Const(1)))]
+    cq = CQ.of([Var("y"), Var("w39")], atoms)
+    got = suggest(cq, Sigma.of())
+    plain = _plain_suggest(cq, Sigma.of(), frozenset(), frozenset())
+    assert isinstance(plain, tuple) and len(plain) == 1 and len(plain[0]) >= 2
+    assert tuple((d.relation, d.i, d.j) for d in got.dependencies) == plain[0]

@@ -64,11 +64,21 @@ class _Reach:
 
     def bounded(self, deps: Sequence[tuple[str, int, int]]) -> bool:
         """Every atom reaches every free variable along the steps of ``deps``."""
-        edges = [0] * self.size
+        return self.reaches(self.edges(deps))
+
+    def edges(self, deps: Iterable[tuple[str, int, int]],
+              base: Sequence[int] | None = None) -> list[int]:
+        """Term → the terms one step of ``deps`` leads to (a bitset each), added to a copy
+        of ``base`` when given."""
+        edges = list(base) if base is not None else [0] * self.size
         steps = self.steps
         for key in deps:
             for a, b in steps.get(key, ()):
                 edges[a] |= b
+        return edges
+
+    def reaches(self, edges: Sequence[int]) -> bool:
+        """Every atom reaches every free variable along ``edges``."""
         free = self.free
         for start in self.starts:
             seen = frontier = start
@@ -83,6 +93,41 @@ class _Reach:
             if free & ~seen:
                 return False
         return True
+
+
+class _Dropping:
+    """The graph of a set of dependencies from which keys are dropped one at a time: each
+    step counts the keys that give it, so that dropping a key changes only its own steps
+    (the graph is the one :meth:`_Reach.edges` builds from the keys kept)."""
+
+    def __init__(self, reach: _Reach, keys: Iterable[tuple[str, int, int]]) -> None:
+        self.reach = reach
+        self.count: dict[tuple[int, int], int] = {}
+        for key in keys:
+            for step in reach.steps.get(key, ()):
+                self.count[step] = self.count.get(step, 0) + 1
+        self.graph = reach.edges(())
+        for a, b in self.count:
+            self.graph[a] |= b
+
+    def bounded_without(self, key: tuple[str, int, int]) -> bool:
+        """Whether the keys kept but ``key`` still bound the query; ``key`` is dropped
+        when they do, kept when they do not."""
+        gone = []
+        for step in self.reach.steps.get(key, ()):
+            self.count[step] -= 1
+            if not self.count[step]:
+                gone.append(step)
+        graph = self.graph
+        for a, b in gone:
+            graph[a] &= ~b
+        if self.reach.reaches(graph):
+            return True
+        for step in self.reach.steps.get(key, ()):
+            self.count[step] += 1
+        for a, b in gone:
+            graph[a] |= b
+        return False
 
 
 def _bits(index: Mapping[Term, int], terms: Iterable[Term]) -> int:
@@ -137,25 +182,26 @@ def suggest(
     reach = _Reach(cq, public, skip)
     if reach.bounded(declared):
         return Suggestion(())
-    candidates: list[tuple[str, int, int]] = []
+    known = set(declared)
+    found_keys: dict[tuple[str, int, int], None] = {}
     from_constant: set[tuple[str, int, int]] = set()
     for atom in cq.relation_atoms():
         for i, a in enumerate(atom.terms):
             for j, b in enumerate(atom.terms):
                 key = (atom.relation, i, j)
-                if i != j and a != b and isinstance(b, Var) and key not in declared \
-                        and key not in candidates:
-                    candidates.append(key)
+                if i != j and a != b and isinstance(b, Var) and key not in known:
+                    found_keys[key] = None
                 if not isinstance(a, Var):
                     from_constant.add(key)
     # prefer dependencies from a variable column (a key-like rule) over those from a constant
-    candidates.sort(key=lambda key: (key in from_constant, key))
+    candidates = sorted(found_keys, key=lambda key: (key in from_constant, key))
     if not reach.bounded(declared + candidates):
         return Suggestion((), disconnected=True)
     candidates = [key for key in candidates if key[:2] not in avoid]
     if not reach.bounded(declared + candidates):
         return Suggestion(())
     checks = 0
+    base = reach.edges(declared)
     for size in range(1, max_size + 1):
         if math.comb(len(candidates), size) > max_checks:
             break  # too many sets to try them all: fall back to the greedy choice
@@ -164,13 +210,11 @@ def suggest(
             checks += 1
             if checks > max_checks or len(found) > 3:
                 break
-            if reach.bounded(declared + list(combo)):
+            if reach.reaches(reach.edges(combo, base)):
                 found.append(tuple(Dependency(r, i, j) for r, i, j in combo))
         if found:
             return Suggestion(found[0], alternatives=tuple(found[1:]))
-    chosen: list[tuple[str, int, int]] = list(candidates)
-    for key in list(candidates):  # greedy: drop what is not needed
-        trial = [c for c in chosen if c != key]
-        if reach.bounded(declared + trial):
-            chosen = trial
+    # greedy: drop what is not needed, in the candidates' order
+    dropping = _Dropping(reach, declared + candidates)
+    chosen = [key for key in candidates if not dropping.bounded_without(key)]
     return Suggestion(tuple(Dependency(r, i, j) for r, i, j in chosen))
