@@ -79,10 +79,38 @@ class _Reach:
 
     def reaches(self, edges: Sequence[int]) -> bool:
         """Every atom reaches every free variable along ``edges``."""
+        return self.walk(edges) is not None
+
+    def walk(self, edges: Sequence[int]) -> list[int] | None:
+        """The steps a breadth-first walk from every atom used to reach every free variable
+        (term → the terms it was the first to reach, a bitset each), or None when some atom
+        does not reach them all.  While those steps stay, every atom still reaches them."""
         free = self.free
+        used = [0] * self.size
         for start in self.starts:
             seen = frontier = start
             while frontier and free & ~seen:
+                reached = 0
+                while frontier:
+                    low = frontier & -frontier
+                    a = low.bit_length() - 1
+                    new = edges[a] & ~seen & ~reached
+                    if new:
+                        used[a] |= new
+                        reached |= new
+                    frontier ^= low
+                frontier = reached
+                seen |= reached
+            if free & ~seen:
+                return None
+        return used
+
+    def closures(self, edges: Sequence[int]) -> list[int]:
+        """The terms each atom reaches along ``edges`` (a bitset each, in ``starts``'s order)."""
+        out = []
+        for start in self.starts:
+            seen = frontier = start
+            while frontier:
                 reached = 0
                 while frontier:
                     low = frontier & -frontier
@@ -90,15 +118,24 @@ class _Reach:
                     frontier ^= low
                 frontier = reached & ~seen
                 seen |= frontier
-            if free & ~seen:
-                return False
-        return True
+            out.append(seen)
+        return out
+
+    def sources(self, keys: Iterable[tuple[str, int, int]]) -> int:
+        """The terms the steps of ``keys`` start from (a bitset)."""
+        out = 0
+        for key in keys:
+            for a, _ in self.steps.get(key, ()):
+                out |= 1 << a
+        return out
 
 
 class _Dropping:
     """The graph of a set of dependencies from which keys are dropped one at a time: each
     step counts the keys that give it, so that dropping a key changes only its own steps
-    (the graph is the one :meth:`_Reach.edges` builds from the keys kept)."""
+    (the graph is the one :meth:`_Reach.edges` builds from the keys kept), and the steps
+    the last walk used are kept: dropping a key none of whose steps the walk used leaves
+    every atom reaching every free variable, with no new walk."""
 
     def __init__(self, reach: _Reach, keys: Iterable[tuple[str, int, int]]) -> None:
         self.reach = reach
@@ -109,6 +146,9 @@ class _Dropping:
         self.graph = reach.edges(())
         for a, b in self.count:
             self.graph[a] |= b
+        used = reach.walk(self.graph)
+        assert used is not None, "the keys given bound the query"
+        self.used = used
 
     def bounded_without(self, key: tuple[str, int, int]) -> bool:
         """Whether the keys kept but ``key`` still bound the query; ``key`` is dropped
@@ -121,7 +161,11 @@ class _Dropping:
         graph = self.graph
         for a, b in gone:
             graph[a] &= ~b
-        if self.reach.reaches(graph):
+        if not any(self.used[a] & b for a, b in gone):
+            return True  # the walk's steps all stay
+        used = self.reach.walk(graph)
+        if used is not None:
+            self.used = used
             return True
         for step in self.reach.steps.get(key, ()):
             self.count[step] += 1
@@ -202,6 +246,9 @@ def suggest(
         return Suggestion(())
     checks = 0
     base = reach.edges(declared)
+    # an atom the declared keys leave short is helped only by a key stepping from a term
+    # it reaches: a set without one leaves it short, with no walk
+    short = [seen for seen in reach.closures(base) if reach.free & ~seen]
     for size in range(1, max_size + 1):
         if math.comb(len(candidates), size) > max_checks:
             break  # too many sets to try them all: fall back to the greedy choice
@@ -210,7 +257,8 @@ def suggest(
             checks += 1
             if checks > max_checks or len(found) > 3:
                 break
-            if reach.reaches(reach.edges(combo, base)):
+            sources = reach.sources(combo)
+            if all(seen & sources for seen in short) and reach.reaches(reach.edges(combo, base)):
                 found.append(tuple(Dependency(r, i, j) for r, i, j in combo))
         if found:
             return Suggestion(found[0], alternatives=tuple(found[1:]))
