@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import itertools
 import math
+import sqlite3
+from decimal import Decimal
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from cqsens.engine.suggest import _Reach, suggest
+from cqsens.frontend.sqlgen import predicate_sql
 from cqsens.ir.cq import CQ, Atom, Const, Term, Var
 from cqsens.ir.dependencies import (
     Dependency,
@@ -19,6 +22,20 @@ from cqsens.ir.dependencies import (
     satisfies,
     violations,
 )
+from cqsens.ir.expr import (
+    Arith,
+    Between,
+    Cast,
+    Compare,
+    Function,
+    InList,
+    Kind,
+    Like,
+    Literal,
+    Predicate,
+    Slot,
+)
+from cqsens.witness.values import Values
 from tests.strategies import cqs, dependencies_for
 
 _VALUES = st.one_of(st.none(), st.integers(0, 2))
@@ -162,3 +179,40 @@ def test_suggest_greedy_drop_on_a_wide_query() -> None:
     plain = _plain_suggest(cq, Sigma.of(), frozenset(), frozenset())
     assert isinstance(plain, tuple) and len(plain) == 1 and len(plain[0]) >= 2
     assert tuple((d.relation, d.i, d.j) for d in got.dependencies) == plain[0]
+
+
+_DATE = Literal("1995-01-01", Kind.DATE)
+_CHECKS = [
+    Compare("<", Slot(0), _DATE),
+    Compare(">=", Slot(0), Literal("1994-01-01", Kind.DATE)),
+    Compare("=", Slot(0), Literal("7", Kind.TEXT)),
+    Compare(">", Arith("+", Slot(0), Literal(1, Kind.INTEGER)), Literal(30, Kind.INTEGER)),
+    Between(Slot(0), Literal(-3, Kind.INTEGER), Literal(Decimal("2.5"), Kind.DECIMAL)),
+    InList(Slot(0), (Literal(1, Kind.INTEGER), Literal("1", Kind.TEXT), _DATE)),
+    Like(Slot(0), Literal("A%", Kind.TEXT)),
+    Like(Slot(0), Literal("a_c", Kind.TEXT), case_insensitive=True),
+    Compare("<", Function("length", (Slot(0),)), Literal(3, Kind.INTEGER)),
+    Compare("=", Cast(Slot(0), "INTEGER"), Literal(12, Kind.INTEGER)),
+    Compare("<>", Slot(0), Slot(0)),
+]
+
+
+@given(st.sampled_from(_CHECKS),
+       st.one_of(st.integers(-(2**64), 2**64), st.sampled_from([2**63 - 1, -(2**63) + 1]),
+                 st.text(max_size=6), st.sampled_from(["it's", "1995-01-01", "Abc", "a\\b", "12"])))
+def test_a_bound_value_is_the_literal_that_spells_it(check: Predicate, value: int | str) -> None:
+    """SQLite decides a check alike on the value bound as a parameter of the check's SQL
+    written once and on the value written as a literal in it."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        try:
+            literal = conn.execute("SELECT " + predicate_sql(check, [value])).fetchone()
+        except (sqlite3.Error, OverflowError) as err:
+            literal = type(err)
+        try:
+            bound = Values(CQ((), frozenset()), conn)._in_sqlite(check, value).fetchone()
+        except (sqlite3.Error, OverflowError) as err:
+            bound = type(err)
+    finally:
+        conn.close()
+    assert bound == literal
