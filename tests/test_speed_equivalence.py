@@ -6,11 +6,14 @@ import itertools
 import math
 import sqlite3
 from decimal import Decimal
+from fractions import Fraction
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from cqsens.engine.suggest import _Reach, suggest
+from cqsens.frontend.ddl import schema_from_ddl
+from cqsens.frontend.parse_sql import parse_sql
 from cqsens.frontend.sqlgen import predicate_sql
 from cqsens.ir.cq import CQ, Atom, Const, Term, Var
 from cqsens.ir.dependencies import (
@@ -35,6 +38,8 @@ from cqsens.ir.expr import (
     Predicate,
     Slot,
 )
+from cqsens.witness.aggregate import _agrees, aggregate_sql, evaluate_released, released_values
+from cqsens.witness.evaluate import Database
 from cqsens.witness.values import Values
 from tests.strategies import cqs, dependencies_for
 
@@ -216,3 +221,37 @@ def test_a_bound_value_is_the_literal_that_spells_it(check: Predicate, value: in
     finally:
         conn.close()
     assert bound == literal
+
+
+@given(st.fractions(), st.fractions(min_value=0), st.integers(-3, 3), st.booleans())
+def test_agreeing_doubles_agree_without_their_text(value: Fraction, scale: Fraction, ulps: int,
+                                                   exact: bool) -> None:
+    """SQLite's double agrees with the exact value (within 10⁻⁹ of the magnitude) exactly
+    when its text does: the double nearest the value, and a few doubles around it."""
+    try:
+        native = float(value)
+    except OverflowError:
+        return
+    for _ in range(abs(ulps)):
+        native = math.nextafter(native, math.inf if ulps > 0 else -math.inf)
+    if exact:
+        scale = max(scale, abs(value))
+    if not math.isfinite(native):
+        return
+    plain = abs(Fraction(repr(native)) - value) <= Fraction(1, 10**9) * max(Fraction(1), scale)
+    assert _agrees(value, native, scale) is plain
+
+
+def test_released_values_kept_per_object_are_computed_ones() -> None:
+    """A database run again (the same object) gives what a fresh run gives, as a copy."""
+    query = parse_sql("SELECT d, SUM(v) AS s FROM t GROUP BY d",
+                      schema=schema_from_ddl("CREATE TABLE t (d INTEGER, v REAL)"))
+    db = Database({"t": ("d", "v")}, {"t": frozenset({(1, 0.1), (1, 0.2), (2, 3.5)})},
+                  {"t": ("INTEGER", "REAL")})
+    sql = aggregate_sql(query, db.columns)
+    assert sql is not None
+    first = released_values(query, db, sql)
+    assert first == evaluate_released(query, db, sql) == {(1,): (Fraction(3, 10),),
+                                                           (2,): (Fraction(7, 2),)}
+    first.clear()
+    assert released_values(query, db, sql) == evaluate_released(query, db, sql)
