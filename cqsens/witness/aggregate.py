@@ -31,6 +31,7 @@ the best kept.  See docs/rules.md, rule ``aggregate-witness``.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 import sqlite3
@@ -320,11 +321,9 @@ def _agrees(value: Fraction, native: Any, scale: Fraction) -> bool:
     if native is None or isinstance(native, str):
         return False
     if isinstance(native, float) and math.isfinite(native) and abs(value) <= max(_ONE, scale):
-        try:
+        with contextlib.suppress(OverflowError):  # a value beyond every double
             if native == float(value):
                 return True
-        except OverflowError:
-            pass
     try:
         return abs(sql_value(native) - value) <= _TOLERANCE * max(Fraction(1), scale)
     except ValueError:
@@ -365,20 +364,16 @@ def _exact_rows(conn: sqlite3.Connection, sql: str, native: list[tuple[Any, ...]
     return out
 
 
-_Kept = OrderedDict[tuple[int, int, str], tuple[AggregateQuery, Database, "Released | None"]]
-
-
 class _Last(threading.local):
     """This thread's last results of :func:`released_values`: (query, database, SQL) by
-    identity → the query and database (kept, so that their identities stay theirs) and
-    the result."""
+    identity → the query and database (kept, so their identities stay theirs), the result."""
 
     def __init__(self) -> None:
-        self.kept: _Kept = OrderedDict()
+        self.kept: OrderedDict[tuple[int, int, str],
+                               tuple[AggregateQuery, Database, Released | None]] = OrderedDict()
 
 
-_LAST = _Last()
-_LAST_MAX = 64
+_LAST, _LAST_MAX = _Last(), 64
 
 
 def released_values(query: AggregateQuery, db: Database, sql: str) -> Released | None:
