@@ -18,6 +18,7 @@ References
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -237,6 +238,14 @@ def position_classes(atoms: Iterable[Atom]) -> tuple[list[int], dict[int, Const]
     return [root(p) for p in range(len(parent))], dict(classes[1])
 
 
+@functools.lru_cache(maxsize=4096)
+def _ordered(atoms: frozenset[Atom]) -> tuple[tuple[Atom, ...], tuple[Atom, ...]]:
+    """``atoms`` in the canonical order, and those that are not filters: kept per set of
+    atoms (a set hashes once), as the engine asks for them again and again."""
+    ordered = tuple(sorted(atoms, key=Atom.sort_key))
+    return ordered, tuple(a for a in ordered if not a.is_filter)
+
+
 @dataclass(frozen=True, slots=True)
 class CQ:
     """A conjunctive query: head terms, a set of atoms, and satisfiability.
@@ -271,11 +280,11 @@ class CQ:
 
     def sorted_atoms(self) -> list[Atom]:
         """Atoms in the canonical (printing) order."""
-        return sorted(self.atoms, key=Atom.sort_key)
+        return list(_ordered(self.atoms)[0])
 
     def relation_atoms(self) -> list[Atom]:
         """The non-filter atoms, in canonical order."""
-        return [a for a in self.sorted_atoms() if not a.is_filter]
+        return list(_ordered(self.atoms)[1])
 
     def variables(self) -> frozenset[Var]:
         """Every variable of the body and the head."""

@@ -205,6 +205,38 @@ def rows_violations(
 
 
 def satisfies(db: Mapping[str, Iterable[Sequence[object]]], sigma: Sigma) -> bool:
-    """True when the database (relation → rows) satisfies every dependency of ``sigma``."""
-    return not violations(db, sigma) and not multi_violations(db, sigma) \
-        and not rows_violations(db, sigma)
+    """True when the database (relation → rows) satisfies every dependency of ``sigma``:
+    :func:`violations`, :func:`multi_violations` and :func:`rows_violations` all empty.
+
+    The rows of a relation are grouped once per source positions (not once per
+    dependency), and a grouping whose groups each hold one row breaks no bound ``k ≥ 1``.
+
+    >>> sigma = Sigma.of([MultiDependency("R", (0, 1), 2), Dependency("R", 0, 2, 2)])
+    >>> satisfies({"R": [(1, 2, 3), (1, 3, 4)]}, sigma)
+    True
+    >>> satisfies({"R": [(1, 2, 3), (1, 2, 4)]}, sigma)
+    False
+    """
+    by_source: dict[tuple[str, tuple[int, ...]], list[Dependency | MultiDependency]] = {}
+    for dep in sigma.deps:
+        by_source.setdefault((dep.relation, (dep.i,)), []).append(dep)
+    for multi in sigma.multi:
+        by_source.setdefault((multi.relation, multi.sources), []).append(multi)
+    for (relation, sources), deps in by_source.items():
+        if not _groups_hold(db.get(relation, ()), sources, deps):
+            return False
+    return not rows_violations(db, sigma)
+
+
+def _groups_hold(rows: Iterable[Sequence[object]], sources: tuple[int, ...],
+                 deps: Sequence[Dependency | MultiDependency]) -> bool:
+    """No dependency of ``deps`` (all over ``sources``) has a key with more than ``k``
+    distinct values at its ``j``."""
+    listed = rows if isinstance(rows, (list, tuple, set, frozenset)) else list(rows)
+    groups: dict[tuple[object, ...], list[Sequence[object]]] = {}
+    for row in listed:
+        groups.setdefault(tuple(row[i] for i in sources), []).append(row)
+    if len(groups) == len(listed) and all(d.k >= 1 for d in deps):
+        return True  # one row per key: one value at every j
+    return all(len(members) <= d.k or len({r[d.j] for r in members}) <= d.k
+               for d in deps for members in groups.values())

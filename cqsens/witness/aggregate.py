@@ -31,11 +31,13 @@ the best kept.  See docs/rules.md, rule ``aggregate-witness``.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 import sqlite3
 import statistics
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -56,6 +58,7 @@ __all__ = [
     "exact_text",
     "released_change",
     "released_pair",
+    "evaluate_released",
     "released_values",
     "show_released",
     "sql_value",
@@ -252,6 +255,7 @@ own on the connection of an exact pass (:func:`_exact_rows`)."""
 _TOLERANCE = Fraction(1, 10**9)
 """How far SQLite's own float result may lie from the exact one, relative to the
 magnitude Σ|x| of the values it adds up (a cross-check, never a comparison of bounds)."""
+_ONE = Fraction(1)
 
 
 def aggregate_sql(query: AggregateQuery, columns: Mapping[str, tuple[str, ...]]) -> str | None:
@@ -308,9 +312,18 @@ def _rows(conn: sqlite3.Connection, sql: str) -> tuple[list[tuple[Any, ...]], li
 
 
 def _agrees(value: Fraction, native: Any, scale: Fraction) -> bool:
-    """SQLite's own result ``native`` lies within the tolerance of the exact ``value``."""
+    """SQLite's own result ``native`` lies within the tolerance of the exact ``value``.
+
+    A double equal to the double nearest ``value`` (with ``|value| <= max(1, scale)``, as
+    for every sum, average and percentile of values of magnitude Σ ≤ ``scale``) agrees
+    without reading its text: its text and ``value`` both round to it, so they lie within
+    one unit in its last place, under 10⁻¹⁵ of ``max(1, scale)``."""
     if native is None or isinstance(native, str):
         return False
+    if isinstance(native, float) and math.isfinite(native) and abs(value) <= max(_ONE, scale):
+        with contextlib.suppress(OverflowError):  # a value beyond every double
+            if native == float(value):
+                return True
     try:
         return abs(sql_value(native) - value) <= _TOLERANCE * max(Fraction(1), scale)
     except ValueError:
@@ -351,7 +364,35 @@ def _exact_rows(conn: sqlite3.Connection, sql: str, native: list[tuple[Any, ...]
     return out
 
 
+class _Last(threading.local):
+    """This thread's last results of :func:`released_values`: (query, database, SQL) by
+    identity → the query and database (kept, so their identities stay theirs), the result."""
+
+    def __init__(self) -> None:
+        self.kept: OrderedDict[tuple[int, int, str],
+                               tuple[AggregateQuery, Database, Released | None]] = OrderedDict()
+
+
+_LAST, _LAST_MAX = _Last(), 64
+
+
 def released_values(query: AggregateQuery, db: Database, sql: str) -> Released | None:
+    """:func:`evaluate_released`, kept for the same query and database objects (a witness
+    search runs the same larger database against each of its persons)."""
+    kept = _LAST.kept
+    key = (id(query), id(db), sql)
+    got = kept.get(key)
+    if got is not None and got[0] is query and got[1] is db:
+        kept.move_to_end(key)
+        return None if got[2] is None else dict(got[2])
+    out = evaluate_released(query, db, sql)
+    kept[key] = (query, db, None if out is None else dict(out))
+    if len(kept) > _LAST_MAX:
+        kept.popitem(last=False)
+    return out
+
+
+def evaluate_released(query: AggregateQuery, db: Database, sql: str) -> Released | None:
     """What the query releases on ``db``, computed exactly; None when the result cannot be
     read as one row per group (GROUP BY columns not shown by name) or not exactly.
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Mapping, Sequence
 
-from cqsens.frontend.sqlgen import predicate_sql
+from cqsens.frontend.sqlgen import ColumnRef, predicate_sql
 from cqsens.ir.cq import CQ, Const, Var
 from cqsens.ir.expr import Expr, Predicate, Slot, bind, literal_of, literals
 from cqsens.ir.semantics import Undecided, evaluate
@@ -32,6 +32,8 @@ class Values:
         # predicate → (repr of a value → holds), across attempts: a predicate is hashed once
         # per call, not once per candidate value (hashing a predicate walks its whole tree)
         self.memo = {} if memo is None else memo
+        # id of a check → (the check, its SQL with the value as a parameter)
+        self.templates: dict[int, tuple[Predicate, str]] = {}
 
     def fresh(self, checks: Sequence[Predicate] = ()) -> Value:
         """A value not used before that meets every predicate in ``checks``.
@@ -132,12 +134,43 @@ class Values:
                 got = evaluate(check, [value]) is True
             except Undecided:
                 try:
-                    row = self.conn.execute("SELECT " + predicate_sql(check, [value])).fetchone()
+                    row = self._in_sqlite(check, value).fetchone()
                     got = bool(row and row[0])
                 except sqlite3.Error:
                     got = False
             table[shown] = got
         return got
+
+    def _in_sqlite(self, check: Predicate, value: Value) -> sqlite3.Cursor:
+        """SQLite's answer to ``check`` for ``value``: an integer or a plain text bound as a
+        parameter of the check's SQL, written once per check (SQLite reads a bound integer
+        or text as the literal that spells it); any other value spelled as a literal."""
+        if not _bindable(value):
+            return self.conn.execute("SELECT " + predicate_sql(check, [value]))
+        got = self.templates.get(id(check))
+        if got is None or got[0] is not check:
+            got = (check, f"SELECT {predicate_sql(check, [_PROBE])} FROM (SELECT ? AS "
+                          f'"{_PROBE.name}") AS "{_PROBE.table}"')
+            if len(self.templates) >= _TEMPLATES_MAX:
+                self.templates.clear()
+            self.templates[id(check)] = got
+        return self.conn.execute(got[1], (value,))
+
+
+#: The column a check's prepared SQL reads its value from (a one-row subquery).
+_PROBE = ColumnRef("cqsens_probe", "value")
+#: The prepared checks one :class:`Values` keeps (then it starts afresh).
+_TEMPLATES_MAX = 4096
+
+
+def _bindable(value: Value) -> bool:
+    """An integer SQLite stores as one (64 bits) or a text of printable characters without
+    a backslash: bound as a parameter it is the value its literal spells."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return -(2**63) < value < 2**63
+    return isinstance(value, str) and value.isprintable() and "\\" not in value
 
 
 #: The plans of :func:`_plan` kept at most (then they start afresh).
