@@ -82,20 +82,21 @@ def _atom(node: exp.Expr) -> _Atom | None:
 
 
 def _atoms(cond: exp.Expr) -> list[_Atom] | None:
-    """The atoms of a boolean combination, or None when a subquery sits elsewhere (a
-    scalar subquery, an atom under a function or a comparison)."""
+    """The atoms of a boolean combination, left to right, or None when a subquery sits
+    elsewhere (a scalar subquery, an atom under a function or a comparison).  The walk
+    keeps its own stack: a long chain of OR is no deep recursion."""
     found: list[_Atom] = []
-
-    def walk(node: exp.Expr) -> bool:
+    stack = [cond]
+    while stack:
+        node = stack.pop()
         atom = _atom(node)
         if atom is not None:
             found.append(atom)
-            return True
-        if isinstance(node, _CONNECTIVES):
-            return all(walk(child) for child in node.iter_expressions())
-        return not any(True for _ in node.find_all(exp.Select))
-
-    return found if walk(cond) else None
+        elif isinstance(node, _CONNECTIVES):
+            stack.extend(reversed(list(node.iter_expressions())))
+        elif any(True for _ in node.find_all(exp.Select)):
+            return None
+    return found
 
 
 def _public(select: exp.Select, public: Set[str]) -> bool:
