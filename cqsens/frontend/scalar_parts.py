@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from cqsens.frontend.released_views import sources
 from cqsens.frontend.sql_expr import conjuncts
 from cqsens.ir.schema import Schema
 
@@ -46,18 +47,6 @@ def scalar_subqueries(tree: exp.Expr) -> list[exp.Subquery]:
              and len(s.this.expressions) == 1]
     found.sort(key=lambda s: -s.depth)
     return found
-
-
-def _items(select: exp.Select) -> dict[str, exp.Table] | None:
-    """alias → table of ``select``'s FROM/JOIN items; None when one is not a named table
-    or there is none."""
-    from_ = select.args.get("from_") or select.args.get("from")
-    items = [from_.this, *from_.expressions] if from_ is not None else []
-    items += [j.this for j in select.args.get("joins") or []]
-    if not items or not all(isinstance(i, exp.Table) and isinstance(i.this, exp.Identifier)
-                            for i in items):
-        return None
-    return {i.alias_or_name.lower(): i for i in items if isinstance(i, exp.Table)}
 
 
 def _names(table: exp.Table, ctes: Mapping[str, exp.CTE], schema: Schema | None) -> set[str]:
@@ -84,7 +73,7 @@ def _uncorrelated(select: exp.Select, ctes: Mapping[str, exp.CTE],
                   schema: Schema | None) -> bool:
     """Whether every column of ``select`` belongs to one of its own FROM/JOIN tables (an
     unqualified one: to a table whose columns are known to hold it)."""
-    items = _items(select)
+    items = sources(select)
     if items is None:
         return False
     known = {alias: _names(table, ctes, schema) for alias, table in items.items()}

@@ -33,7 +33,7 @@ a part.  sqlglot objects never leave :mod:`cqsens.frontend`.
 from __future__ import annotations
 
 from collections.abc import Callable, Set
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlglot import exp
 
@@ -122,19 +122,25 @@ def _plain(select: exp.Select) -> str | None:
     return None
 
 
+@dataclass
 class _Splitter:
-    def __init__(self, tree: exp.Select, reject: Reject, dialect: str | None,
-                 schema: Schema | None, public: Set[str], owner: OwnerKey | None) -> None:
-        self.tree = tree
-        self.reject = reject
-        self.dialect = dialect
-        self.schema = schema
-        self.public = public
-        self.owner = owner
-        with_ = tree.args.get("with_") or tree.args.get("with")
+    """What the atoms of one statement are checked against: the statement, its WITH names
+    and its outer tables (alias → table; None when one is no named table)."""
+
+    tree: exp.Select
+    reject: Reject
+    dialect: str | None
+    schema: Schema | None
+    public: Set[str]
+    owner: OwnerKey | None
+    ctes: set[str] = field(init=False)
+    outer: dict[str, str] | None = field(init=False)
+
+    def __post_init__(self) -> None:
+        with_ = self.tree.args.get("with_") or self.tree.args.get("with")
         self.ctes = {c.alias_or_name.lower() for c in with_.expressions} \
             if isinstance(with_, exp.With) else set()
-        items = _from_items(tree)
+        items = _from_items(self.tree)
         self.outer = {i.alias_or_name.lower(): i.name for i in items
                       if isinstance(i, exp.Table)} \
             if all(isinstance(i, exp.Table) for i in items) else None
