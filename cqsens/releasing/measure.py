@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 from cqsens.analysis import AggregateRecord, Analysis
@@ -78,17 +79,23 @@ def _value_range(analysis: Analysis, index: int, schema: Schema | None,
     return min(lows), max(highs)
 
 
-def _sum_terms(analysis: Analysis, schema: Schema | None) -> list[AggregateQuery]:
+def _sum_terms(analysis: Analysis, schema: Schema | None) -> tuple[AggregateQuery, ...]:
     """The conjunctive terms of the statement when it is a signed sum of them (outer joins,
     semi-joins under OR / NOT), else none."""
     sql = analysis.query_obj.sql
     if sql is None:
-        return []
+        return ()
+    return _terms_of(analysis.query or sql, analysis.query_obj.dialect, analysis.source, schema)
+
+
+@lru_cache(maxsize=16)
+def _terms_of(sql: str, dialect: str | None, source: str,
+              schema: Schema | None) -> tuple[AggregateQuery, ...]:
+    """:func:`_sum_terms` of one statement, read once for all its aggregates."""
     try:
-        parsed = parse_query(analysis.query or sql, schema=schema,
-                             dialect=analysis.query_obj.dialect, source=analysis.source)
+        parsed = parse_query(sql, schema=schema, dialect=dialect, source=source)
     except CqsensError:  # a statement read by another route: its first part is its query
-        return []
+        return ()
     out: list[AggregateQuery] = []
     stack: list[AggregateQuery | CompoundQuery] = [parsed]
     while stack:
@@ -98,7 +105,7 @@ def _sum_terms(analysis: Analysis, schema: Schema | None) -> list[AggregateQuery
                 stack.extend(node.parts)
         elif node is not parsed:
             out.append(node)
-    return out
+    return tuple(out)
 
 
 def _clamp_text(bounds: tuple[Exact, Exact]) -> tuple[str, str] | None:
