@@ -257,7 +257,8 @@ def _short(select: exp.Select, dialect: str | None) -> str:
 
 def _counted(tree: exp.Select, reject: Reject, dialect: str | None) -> None:
     """Rewrite the aggregates of ``tree`` (outside subqueries) in place: ``COUNT(DISTINCT …)``
-    as ``COUNT(*)``, ``SUM(v)`` as ``SUM(ABS(v))``; refuse the others by name."""
+    as ``COUNT(*)``, ``SUM(v)`` as ``SUM(ABS(v))``, ``AVG(v)`` as ``MIN(v)`` (``MIN`` and
+    ``MAX`` kept: a touched group moves by at most M − m); refuse the others by name."""
     nodes = [n for n in tree.find_all(exp.AggFunc)
              if not any(isinstance(p, exp.Select) and p is not tree for p in _parents(n, tree))]
     for node in nodes:
@@ -268,10 +269,14 @@ def _counted(tree: exp.Select, reject: Reject, dialect: str | None) -> None:
         if isinstance(node, exp.Sum) and not isinstance(node.this, exp.Distinct):
             node.set("this", exp.Abs(this=node.this.copy()))
             continue
+        if isinstance(node, (exp.Min, exp.Max)):
+            continue
+        if isinstance(node, exp.Avg):
+            node.replace(exp.Min(this=node.this.copy()))
+            continue
         raise reject(node, f"{node.sql(dialect=dialect)} with EXISTS / IN under OR / NOT",
-                     "only COUNT, COUNT(DISTINCT …) and SUM are bounded through the rows "
-                     f"whose condition flips ({_RULE}); release SUM and COUNT (a ratio of "
-                     "them is post-processing)")
+                     "only COUNT, COUNT(DISTINCT …), SUM, AVG, MIN and MAX are bounded "
+                     f"through the rows whose condition flips ({_RULE})")
 
 
 def _parents(node: exp.Expr, stop: exp.Expr) -> list[exp.Expr]:
@@ -349,6 +354,11 @@ def split_semijoin_flips(tree: exp.Expr, reject: Reject, dialect: str | None,
         "with that atom as a positive semi-join), so the change is at most the sum of the "
         f"{len(parts)} parts' changes, with COUNT(DISTINCT …) counted as COUNT(*) and SUM(v) "
         f"as SUM(ABS(v)) ({_RULE}); the statement runs as written"]
+    if any(isinstance(n, (exp.Avg, exp.Min, exp.Max)) for n in tree.find_all(exp.AggFunc)):
+        notes.append("MIN, MAX and AVG: a group the changed rows touch stays in [m, M] "
+                     "(assumed defined on both neighbours), so it moves by at most M − m, "
+                     "the MIN/MAX bound of each part that touches it; AVG is read as MIN in "
+                     f"the parts, since flipped rows leave a group as others enter ({_RULE})")
     trivial = sum(len(_atoms(c) or []) - len(a) for c, a in flips)
     if trivial:
         notes.append(f"{trivial} atom{'s' if trivial > 1 else ''} read only public tables or, "
