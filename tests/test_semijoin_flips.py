@@ -429,7 +429,8 @@ def test_release_runs_the_statement_as_written(sql: str, tmp_path: Path,
 
 @pytest.mark.parametrize("sql", [ROW_LEVEL[2], ROW_LEVEL[5],
                                  next(q for q in ROW_LEVEL if "LEFT JOIN" in q),
-                                 next(q for q in ROW_LEVEL if "EXCEPT" in q)])
+                                 next(q for q in ROW_LEVEL if "EXCEPT" in q),
+                                 VALUE_LEVEL[4][0]])
 def test_row_level_release_is_the_sql_answer(sql: str, tmp_path: Path, noiseless: None) -> None:
     """Flips (SUM over NOT IN, COUNT(DISTINCT) under NOT), an anti-join and COUNT(*) over
     EXCEPT released with the noise off: the
@@ -441,8 +442,9 @@ def test_row_level_release_is_the_sql_answer(sql: str, tmp_path: Path, noiseless
         write_db(tmp_path / "d.db", conn)
         cds = [arg for c in ROW_CDS for arg in ("--cd", c)]
         got = released_rows(release_json(tmp_path, ROWS, ["--sql", sql, *cds]))
-        # a SUM over no row is NULL in SQL, released as 0
+        # a SUM over no row is NULL in SQL, released as 0 (a MIN/AVG over none as NULL)
         truth = [tuple(0 if v is None else v for v in row) for row in truth]
+        got = [tuple(0 if v is None else v for v in row) for row in got]
         assert sorted(got, key=repr) == sorted(truth, key=repr), (got, truth)
 
 
@@ -485,3 +487,15 @@ def test_random_boolean_combinations_of_semi_joins_hold_against_brute_force(
         base = _released(_conn(db, ROWS), sql)
         for other in _row_neighbours(db, rng):
             assert _l1(base, _released(_conn(other, ROWS), sql)) <= a.upper, sql
+
+
+def test_a_released_sum_keeps_its_negative_values(tmp_path: Path, noiseless: None) -> None:
+    """The parts sum ABS(v); the release clamps the statement's v to [−3, 3], not to ABS's
+    [0, 3] (which turned SQLite's −4 into 0 with the noise off)."""
+    conn = _conn({"r": [(1, 1, 1, -2), (2, 2, 1, -2), (3, 3, 2, 1)], "s": [], "t": [(1, 3, 1)]},
+                 ROWS)
+    sql = "SELECT SUM(r.v), AVG(r.v) FROM r WHERE r.a NOT IN (SELECT t.a FROM t WHERE t.w = 1)"
+    assert conn.execute(sql).fetchall() == [(-4, -2.0)]
+    write_db(tmp_path / "d.db", conn)
+    cds = [arg for c in ROW_CDS for arg in ("--cd", c)]
+    assert released_rows(release_json(tmp_path, ROWS, ["--sql", sql, *cds])) == [(-4, -2.0)]

@@ -17,6 +17,7 @@ from cqsens.frontend.release_sql import QUANTILE_KINDS, ReleasePlan
 from cqsens.ir.compound import CompoundQuery
 from cqsens.ir.cq import AggregateQuery
 from cqsens.ir.exact import Exact, display, sql_decimal, text
+from cqsens.ir.expr import Abs
 from cqsens.ir.schema import Schema
 from cqsens.release import noise
 from cqsens.release.keys import key_text
@@ -57,9 +58,9 @@ def _value_range(analysis: Analysis, index: int, schema: Schema | None,
     """The range a release clamps the values of aggregate ``index`` to: the hull of the
     ranges its terms' bounds assumed (the terms of a signed sum, such as an outer join's,
     filter one column differently; a compound analysis keeps only its first term in
-    ``query_obj``).  Each term's values satisfy its own filters, so a value clamped to the
-    hull stays in that term's range: the bound holds and data that obey the declared
-    ranges are not changed."""
+    ``query_obj``; a term summing ``ABS(v)`` bounds ``v`` in ``[−H, H]``).  Each term's
+    values satisfy its own filters, so a value clamped to the hull stays in that term's
+    range: the bound holds and data that obey the declared ranges are not changed."""
     cli = parse_value_bounds(bounds)
     lows: list[Exact] = []
     highs: list[Exact] = []
@@ -74,7 +75,9 @@ def _value_range(analysis: Analysis, index: int, schema: Schema | None,
             name = getattr(agg.column, "name", None)
             vb = value_bound(agg.column_name, cli=cli, schema=schema, query=query,
                              variable=name if isinstance(name, str) else None)
-        lows.append(vb.low)
+        # a semi-join-flips part sums ABS(v) for the statement's SUM(v): |v| ≤ H there,
+        # so the statement's values may lie anywhere in [−H, H]
+        lows.append(-vb.high if isinstance(agg.expression, Abs) else vb.low)
         highs.append(vb.high)
     return min(lows), max(highs)
 
