@@ -129,6 +129,28 @@ def _signed_total(compound: CompoundQuery, values: Sequence[Exact], how: str,
     return _worst(combine, tables, len(values))
 
 
+def _ranged(compound: CompoundQuery, parts: Sequence[Analysis], l1: Exact, l2: Exact,
+            records: tuple[AggregateRecord, ...]
+            ) -> tuple[Exact, Exact, tuple[AggregateRecord, ...]]:
+    """An ungrouped MIN/MAX (or AVG, read as MIN) of rule semi-join-flips stays in [m, M] on
+    both neighbours: it moves by at most the largest of its parts' bounds (M − m, or 0 when
+    no part changes), not their sum; the vector by at most the sum of its coordinates'."""
+    if compound.rule != "semi-join-flips" or compound.grouped \
+            or not any(r.kind in ("min", "max") for r in records):
+        return l1, l2, records
+    out = []
+    for j, record in enumerate(records):
+        cap = max(a.aggregates[j].l1 for a in parts)
+        if record.kind in ("min", "max") and cap < record.l1:
+            record = replace(record, l1=cap, l2=cap, derivation=replace(
+                record.derivation, value=cap,
+                inputs={**record.derivation.inputs, "range": "largest part"}))
+        out.append(record)
+    squares = _total([_square(r.l1) for r in out])
+    return (min(l1, _total([r.l1 for r in out])),
+            min(l2, math.inf if squares == math.inf else sqrt_upper(squares)), tuple(out))
+
+
 def _by_steps(compound: CompoundQuery, l1: Exact, l2: Exact,
               records: tuple[AggregateRecord, ...], steps: Analysis | None,
               ) -> tuple[Exact, Exact, tuple[AggregateRecord, ...]]:
@@ -181,8 +203,9 @@ def _bounds(compound: CompoundQuery, parts: Sequence[Analysis], *, neighbor: str
                                        parts[0].neighbourhood, facts),
                             first.values)
             for j, first in enumerate(parts[0].aggregates))
-        return (_signed_total(compound, [a.l1 for a in parts], how, tables),
-                _signed_total(compound, [a.l2 for a in parts], how, tables), records)
+        return _ranged(compound, parts,
+                       _signed_total(compound, [a.l1 for a in parts], how, tables),
+                       _signed_total(compound, [a.l2 for a in parts], how, tables), records)
     delta = _worst(lambda ix: _weights([parts[i].aggregates[0].count_bound for i in ix]),
                    tables, len(parts))
     rule = histogram_bound if compound.grouped else count_bound

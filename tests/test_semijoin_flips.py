@@ -499,3 +499,13 @@ def test_a_released_sum_keeps_its_negative_values(tmp_path: Path, noiseless: Non
     write_db(tmp_path / "d.db", conn)
     cds = [arg for c in ROW_CDS for arg in ("--cd", c)]
     assert released_rows(release_json(tmp_path, ROWS, ["--sql", sql, *cds])) == [(-4, -2.0)]
+
+
+def test_an_ungrouped_min_is_capped_at_its_range() -> None:
+    """An ungrouped MIN stays in [m, M] = [−2, 3] on both sides: the largest part's bound
+    (5), not the sum of the two parts' (10), and a witness reaches it."""
+    a = analyze(VALUE_LEVEL[0][0], schema=ROWS, cds=ROW_CDS)
+    assert (a.upper, a.l2, a.lower) == (5, 5, 5)
+    both = analyze(VALUE_LEVEL[4][0], schema=ROWS, cds=ROW_CDS)
+    avg, total = both.aggregates
+    assert avg.l1 == 5 and both.upper == 5 + total.l1
