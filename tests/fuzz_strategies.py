@@ -79,15 +79,26 @@ def _tokens(text: str) -> list[str]:
     return _TOKEN.findall(text)
 
 
+#: The strategies a mutation draws from, built once (hypothesis validates each strategy
+#: object on its first draw: building them per draw cost a tenth of test_fuzz.py).
+_KINDS = st.sampled_from(
+    ("delete", "duplicate", "swap", "insert", "number", "truncate", "nest", "repeat"))
+_SNIPPETS = st.sampled_from(HOSTILE_SNIPPETS)
+_INSERTED = st.one_of(_SNIPPETS, st.text(max_size=4))
+_NUMBERS = st.sampled_from(HOSTILE_NUMBERS)
+_NESTING = st.sampled_from(_DEPTHS)
+_WORDS = st.sampled_from((" AND ", " NOT ", " AND NOT ", ", ", " OR "))
+_TIMES = st.sampled_from(_REPEATS)
+
+
 @st.composite
 def _mutate_once(draw: st.DrawFn, tokens: list[str]) -> list[str]:
     """One mutation of a token list (never longer than a few thousand characters)."""
-    kind = draw(st.sampled_from(
-        ("delete", "duplicate", "swap", "insert", "number", "truncate", "nest", "repeat")))
+    kind = draw(_KINDS)
     toks = list(tokens)
     n = len(toks)
     if n == 0:
-        return [draw(st.sampled_from(HOSTILE_SNIPPETS))]
+        return [draw(_SNIPPETS)]
     i = draw(st.integers(0, n - 1))
     if kind == "delete":
         del toks[i]
@@ -97,21 +108,20 @@ def _mutate_once(draw: st.DrawFn, tokens: list[str]) -> list[str]:
         j = draw(st.integers(0, n - 1))
         toks[i], toks[j] = toks[j], toks[i]
     elif kind == "insert":
-        snippet = draw(st.one_of(st.sampled_from(HOSTILE_SNIPPETS),
-                                 st.text(max_size=4)))
+        snippet = draw(_INSERTED)
         toks.insert(i, snippet)
     elif kind == "number":
         places = [k for k, t in enumerate(toks) if _NUMBER.fullmatch(t)] or [i]
-        toks[draw(st.sampled_from(places))] = draw(st.sampled_from(HOSTILE_NUMBERS))
+        toks[draw(st.sampled_from(places))] = draw(_NUMBERS)
     elif kind == "truncate":
         toks = toks[:i]
     elif kind == "nest":
-        depth = draw(st.sampled_from(_DEPTHS))
+        depth = draw(_NESTING)
         j = draw(st.integers(i, n))
         toks = toks[:i] + ["("] * depth + toks[i:j] + [")"] * depth + toks[j:]
     else:
-        word = draw(st.sampled_from((" AND ", " NOT ", " AND NOT ", ", ", " OR ")))
-        toks.insert(i, word * draw(st.sampled_from(_REPEATS)))
+        word = draw(_WORDS)
+        toks.insert(i, word * draw(_TIMES))
     return toks
 
 

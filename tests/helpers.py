@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import tomllib
 from pathlib import Path
@@ -92,3 +93,14 @@ def released_rows(document: dict[str, Any]) -> list[tuple[object, ...]]:
         values = g["values"] if "values" in g else [g]
         out.append(tuple(v["value"] for v in values))
     return out
+
+
+@functools.cache
+def upper_of(sql: str, schema: str, neighbor: str, cds: tuple[str, ...] = ()) -> Any:
+    """``cqsens.analyze`` without the witness search, once per process for each argument
+    tuple: the fixed statement of a brute-force property, whose random databases do not
+    change its analysis."""
+    import cqsens
+
+    return cqsens.analyze(sql, schema=schema, cds=list(cds), neighbor=neighbor,
+                          prove_lower=False)

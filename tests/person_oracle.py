@@ -22,6 +22,7 @@ cqsens needs), so every neighbour tried is one cqsens must cover.
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 import sqlite3
@@ -61,8 +62,17 @@ class Table:
     table_level_key: bool = False
     unique: tuple[str, ...] = ()  # single-column UNIQUE keys (NULLs may repeat)
 
+    @functools.cached_property
+    def _positions(self) -> dict[str, int]:
+        positions: dict[str, int] = {}
+        for i, c in enumerate(self.columns):
+            positions.setdefault(c.name, i)
+        return positions
+
     def index(self, column: str) -> int:
-        return [c.name for c in self.columns].index(column)
+        if column not in self._positions:
+            raise ValueError(f"{column!r} is not a column of {self.name}")
+        return self._positions[column]
 
     def column(self, name: str) -> Column:
         return self.columns[self.index(name)]
@@ -250,7 +260,8 @@ def _keys(db: Mapping[str, Sequence[Row]], t: Table, column: str | None = None) 
     column = column or t.key
     if column is None:
         return []
-    return [r[t.index(column)] for r in db.get(t.name, []) if r[t.index(column)] is not None]
+    i = t.index(column)
+    return [r[i] for r in db.get(t.name, []) if r[i] is not None]
 
 
 def _value(rng: random.Random, world: World, db: Mapping[str, Sequence[Row]], t: Table,
@@ -260,8 +271,10 @@ def _value(rng: random.Random, world: World, db: Mapping[str, Sequence[Row]], t:
     if c.nullable and rng.random() < 0.15:
         return None
     if c.name == t.key or c.name in t.unique:
-        free = [v for v in ID_POOL if v not in _keys(db, t, c.name)]
-        return rng.choice(free) if free else max(ID_POOL) + 1 + len(_keys(db, t, c.name))
+        taken = _keys(db, t, c.name)
+        used = set(taken)
+        free = [v for v in ID_POOL if v not in used]
+        return rng.choice(free) if free else max(ID_POOL) + 1 + len(taken)
     f = next((f for f in t.fks if f.column == c.name), None)
     if f is not None:
         targets = _keys(db, world.table(f.table), f.referenced)

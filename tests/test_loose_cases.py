@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 import cqsens
 from tests.conftest import scaled_examples
+from tests.helpers import upper_of
 from tests.oracle import Rows, sql_sensitivity
 
 NEIGHBORS = ["add-remove", "substitute"]
@@ -113,7 +114,7 @@ def test_with_tables_read_as_the_join_they_name(sql: str, plain: str, neighbor: 
 @settings(max_examples=scaled_examples(15), deadline=None)
 @given(db=cte_databases)
 def test_with_table_bounds_are_sound(sql: str, plain: str, neighbor: str, db: Rows) -> None:
-    a = cqsens.analyze(sql, schema=CTE_DDL, neighbor=neighbor, prove_lower=False)
+    a = upper_of(sql, CTE_DDL, neighbor)
     l1, l2 = sql_sensitivity(CTE_DDL, [sql], db, CTE_CANDIDATES, _cte_ok, neighbor=neighbor)
     assert l1 <= a.l1
     assert l2 <= float(a.l2) + 1e-9
@@ -200,7 +201,7 @@ def test_foreign_key_joins_under_substitution(sql: str, before: float, now: floa
 @given(db=fk_databases)
 def test_foreign_key_join_bounds_are_sound(sql: str, before: float, now: float, truth: int,
                                            neighbor: str, db: Rows) -> None:
-    a = cqsens.analyze(sql, schema=FK_DDL, cds=FK_CDS, neighbor=neighbor, prove_lower=False)
+    a = upper_of(sql, FK_DDL, neighbor, tuple(FK_CDS))
     l1, l2 = sql_sensitivity(FK_DDL, [sql], db, FK_CANDIDATES, _fk_ok, neighbor=neighbor)
     assert l1 <= a.l1
     assert l2 <= float(a.l2) + 1e-9
@@ -271,7 +272,7 @@ def test_a_range_on_an_int_key_admits_more_rows_than_its_integers() -> None:
 @given(db=finite_databases)
 def test_finite_table_bounds_are_sound(sql: str, before: float, now: float, tight: bool,
                                        neighbor: str, db: Rows) -> None:
-    a = cqsens.analyze(sql, schema=FINITE_DDL, neighbor=neighbor, prove_lower=False)
+    a = upper_of(sql, FINITE_DDL, neighbor)
     l1, l2 = sql_sensitivity(FINITE_DDL, [sql], db, FINITE_CANDIDATES, _finite_ok,
                              neighbor=neighbor)
     assert l1 <= a.l1

@@ -72,11 +72,12 @@ def _plain_bounded(cq: CQ, public: frozenset[str], skip: frozenset[Atom],
     ``deps`` make finite, reaches every free variable (public atoms and atoms holding every
     free variable aside)."""
     atoms = [a for a in cq.relation_atoms() if a not in skip]
+    steps = set(deps)
     edges: dict[Term, set[Term]] = {}
     for atom in atoms:
         for i, a in enumerate(atom.terms):
             for j, b in enumerate(atom.terms):
-                if i != j and a != b and (atom.relation, i, j) in deps:
+                if i != j and a != b and (atom.relation, i, j) in steps:
                     edges.setdefault(a, set()).add(b)
     for atom in atoms:
         if set(cq.free) <= set(atom.terms) or atom.relation in public:
