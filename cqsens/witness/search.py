@@ -140,6 +140,7 @@ def find_witness(
     column_types: Mapping[str, tuple[str, ...]] | None = None,
     keys: Mapping[str, tuple[tuple[int, ...], ...]] | None = None,
     public: frozenset[str] = frozenset(),
+    reach: float = math.inf,
 ) -> Witness | None:
     """The best witness found for ``query`` on C_Σ, or None.
 
@@ -153,6 +154,11 @@ def find_witness(
         ``core(chase_Σ(Q))``, the structure the databases are built from.
     upper : float
         The upper bound: the search stops once a witness reaches it.
+    reach : float
+        A proven upper bound of the counted difference itself, when ``upper`` bounds
+        something else (a person's released value): with a finite ``upper``, a witness
+        whose difference reaches ``reach`` cannot be beaten (the search keeps only a
+        strictly larger difference), so the search stops there with the same result.
     columns : mapping, optional
         Relation → column names (defaults to the query's, or ``c1..cr``).
     time_budget : float
@@ -203,7 +209,7 @@ def find_witness(
                    types={r: tuple(t) for r, t in (column_types or {}).items() if r in cols},
                    keys=dict(keys or {}), public=public)
     try:
-        found = _search(ctx, upper, time_budget, seed)
+        found = _search(ctx, upper, time_budget, seed, reach)
     finally:
         scratch.close()
     if found is not None:
@@ -217,8 +223,12 @@ def find_witness(
     return dataclasses.replace(found, checks=kept)
 
 
-def _search(ctx: _Context, upper: float, time_budget: float, seed: int) -> Witness | None:
-    """Every construction in turn, the best kept; then the local search."""
+def _search(ctx: _Context, upper: float, time_budget: float, seed: int,
+            reach: float = math.inf) -> Witness | None:
+    """Every construction in turn, the best kept; then the local search.  With a finite
+    ``upper``, the search stops at a witness whose difference reaches ``upper`` or
+    ``reach`` (a proven bound of the difference: nothing later could replace it)."""
+    stop = min(upper, reach) if upper != math.inf else math.inf
     if not ctx.core.satisfiable or not ctx.core.relation_atoms():
         return _any_row(ctx)
     best: Witness | None = None
@@ -234,7 +244,7 @@ def _search(ctx: _Context, upper: float, time_budget: float, seed: int) -> Witne
                 got = _attempt(ctx, relation, players, 1, [capped(trees[p], cap) for p in players])
                 if got is not None and (best is None or got[0].difference > best.difference):
                     best, best_structure = got[0], got[1]
-                    if best.difference >= upper:
+                    if best.difference >= stop:
                         return best
             family: list[tuple[int, int, int]] = []
             growth_witnesses: list[Witness] = []
@@ -250,7 +260,7 @@ def _search(ctx: _Context, upper: float, time_budget: float, seed: int) -> Witne
                 growth_witnesses.append(w)
                 if best is None or w.difference > best.difference:
                     best, best_structure = w, s
-                if upper != math.inf and best.difference >= upper:
+                if best.difference >= stop:
                     return best
                 if quick and len(players) == 1 and len(family) == FIRST_PROOF_MEMBERS:
                     proven = _proven_family(ctx, players[0], family, growth_witnesses)
@@ -262,8 +272,8 @@ def _search(ctx: _Context, upper: float, time_budget: float, seed: int) -> Witne
                     return proven
     if best is None or best_structure is None:
         return best
-    if not quick and (upper == math.inf or best.difference < upper):
-        improved = _local_search(ctx, best, best_structure, upper,
+    if not quick and best.difference < stop:
+        improved = _local_search(ctx, best, best_structure, stop,
                                  min(work_units(time_budget, LOCAL_ROWS_PER_SECOND),
                                      LOCAL_ROWS_MAX), seed)
         if improved is not None:
