@@ -87,16 +87,28 @@ class Database:
         return {r: sorted(rows, key=repr) for r, rows in sorted(self.rows.items())}
 
 
+@functools.lru_cache(maxsize=256)
+def _affinity(declared: str) -> str:
+    """SQLite's affinity of a declared type as :func:`affinity_value` reads it: ``blob``
+    (none or BLOB), ``text``, ``real`` or ``numeric`` (INTEGER and NUMERIC alike there)."""
+    kind = declared.upper()
+    if not kind or "BLOB" in kind:
+        return "blob"
+    if any(word in kind for word in ("CHAR", "CLOB", "TEXT")):
+        return "text"
+    return "real" if any(word in kind for word in ("REAL", "FLOA", "DOUB")) else "numeric"
+
+
 def affinity_value(value: Value, declared: str) -> Value:
     """``value`` as SQLite stores it in a column of the declared type (type affinity).
 
     >>> affinity_value("1", "INTEGER"), affinity_value(2, "TEXT"), affinity_value("x", "INT")
     (1, '2', 'x')
     """
-    kind = declared.upper()
-    if not kind or "BLOB" in kind:
+    kind = _affinity(declared)
+    if kind == "blob":
         return value
-    if any(word in kind for word in ("CHAR", "CLOB", "TEXT")):
+    if kind == "text":
         if isinstance(value, str):
             return value
         return repr(value) if isinstance(value, float) else str(value)
@@ -111,7 +123,7 @@ def affinity_value(value: Value, declared: str) -> Value:
                 return value
     else:
         number = value
-    if any(word in kind for word in ("REAL", "FLOA", "DOUB")):
+    if kind == "real":
         return float(number)
     if isinstance(number, float) and number.is_integer():
         return int(number)

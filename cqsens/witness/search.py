@@ -22,6 +22,7 @@ endomorphism of the core missing t), so the difference is at least N.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import random
 import sqlite3
@@ -36,7 +37,7 @@ from cqsens.engine.upper import UpperBound
 from cqsens.ir.cq import CQ, AggregateQuery, Atom, Const, Var
 from cqsens.ir.dependencies import Sigma, satisfies
 from cqsens.ir.expr import Predicate
-from cqsens.ir.semantics import checks_range
+from cqsens.ir.semantics import Bound, checks_range
 from cqsens.witness.construct import (
     MAX_ROWS,
     Element,
@@ -414,6 +415,13 @@ def _materialise(ctx: _Context, s: Structure) -> tuple[Database, str, tuple[Valu
 _RANGE_SCAN = 100_000  # integers of a CHECK range tried for a distinct value
 
 
+@functools.lru_cache(maxsize=1024)
+def _checks_range(checks: tuple[Predicate, ...]) -> tuple[Bound, Bound]:
+    """:func:`~cqsens.ir.semantics.checks_range`, kept: one column's checks are read
+    again for every value a construction gives it."""
+    return checks_range(checks)
+
+
 def _fresh_in_range(values: Values, checks: Sequence[Predicate]) -> Value:
     """A distinct integer inside the range the checks put on the column, scanned from its
     low end, when the values near the checks' literals are used up (many rows of one
@@ -425,7 +433,7 @@ def _fresh_in_range(values: Values, checks: Sequence[Predicate]) -> Value:
         When the checks give no finite integer range, or every integer of it is used or
         fails a check.
     """
-    low, high = checks_range(checks)
+    low, high = _checks_range(tuple(checks))
     if low == -math.inf or high == math.inf or low > high:
         raise NoValue
     start = math.ceil(low)

@@ -34,6 +34,9 @@ class Values:
         self.memo = {} if memo is None else memo
         # id of a check → (the check, its SQL with the value as a parameter)
         self.templates: dict[int, tuple[Predicate, str]] = {}
+        # id of a check → (the check, its table in memo): the table found without hashing
+        # the check again (the entry holds the check, so its identity is not reused)
+        self.by_id: dict[int, tuple[Predicate, dict[str, bool]]] = {}
 
     def fresh(self, checks: Sequence[Predicate] = ()) -> Value:
         """A value not used before that meets every predicate in ``checks``.
@@ -116,10 +119,16 @@ class Values:
     def holds(self, check: Predicate, value: Value) -> bool:
         """Does ``check`` (over ``Slot(0)``) hold for ``value``?  Decided in Python,
         or by SQLite where Python cannot match SQLite's semantics exactly."""
-        return self._holds(check, self.memo.setdefault(check, {}), value, repr(value))
+        return self._holds(check, self._table(check)[1], value, repr(value))
+
+    def _table(self, check: Predicate) -> tuple[Predicate, dict[str, bool]]:
+        got = self.by_id.get(id(check))
+        if got is None or got[0] is not check:
+            got = self.by_id[id(check)] = (check, self.memo.setdefault(check, {}))
+        return got
 
     def _tables(self, checks: Sequence[Predicate]) -> list[tuple[Predicate, dict[str, bool]]]:
-        return [(chk, self.memo.setdefault(chk, {})) for chk in checks]
+        return [self._table(chk) for chk in checks]
 
     def _all_hold(self, tables: Sequence[tuple[Predicate, dict[str, bool]]],
                   value: Value) -> bool:
