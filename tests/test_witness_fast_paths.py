@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from cqsens.engine.chase import chase
 from cqsens.engine.core import core
 from cqsens.engine.upper import upper_bound
-from cqsens.ir.cq import CQ, AggregateQuery
+from cqsens.ir.cq import CQ, AggregateQuery, Atom, Const, Var
 from cqsens.ir.dependencies import Sigma
 from cqsens.witness.aggregate import (
     _CURRENT,
@@ -22,7 +22,9 @@ from cqsens.witness.aggregate import (
     _ExactTotal,
     sql_value,
 )
+from cqsens.witness.evaluate import affinity_value
 from cqsens.witness.model import Witness
+from cqsens.witness.person_build import _DATE, _copies, _fits, _Plan
 from cqsens.witness.search import find_witness
 from tests.strategies import cqs, dependencies_for
 
@@ -98,3 +100,111 @@ def test_exact_sums_by_denominator_are_the_exact_sums(values: list[object], kind
         return
     assert isinstance(got, float) and got == float(expected)
     assert registry.results[got] == {(expected, scale)}
+
+
+def _plain_copies(cq: CQ, plan: _Plan, cap: int) -> list[dict[Var, object]] | None:
+    """The definition: every copy grown into fresh dictionaries at every step."""
+    copies: list[dict[Var, object]] = [
+        {t: ("key", t.name) for t in plan.key if isinstance(t, Var)}]
+    for target, sources, weight in plan.order:
+        grown: list[dict[Var, object]] = []
+        for copy in copies:
+            parents = tuple(copy[s] if isinstance(s, Var) else ("const", repr(s.value))
+                            for s in sources)
+            grown.extend({**copy, target: (target.name, parents, i)} for i in range(weight))
+        copies = grown
+        if len(copies) * max(len(cq.relation_atoms()), 1) > cap:
+            return None
+    for copy in copies:
+        for atom in cq.atoms:
+            for t in atom.terms:
+                if isinstance(t, Var) and t not in copy:
+                    copy[t] = (t.name,)
+    return copies
+
+
+@st.composite
+def _plans(draw: st.DrawFn) -> tuple[CQ, _Plan]:
+    names = [Var(f"x{i}") for i in range(draw(st.integers(2, 6)))]
+    key = names[:1]
+    order = []
+    for n, target in enumerate(names[1:], start=1):
+        sources = tuple(draw(st.lists(st.sampled_from([*names[:n], Const(7)]), min_size=1,
+                                      max_size=2)))
+        order.append((target, sources, draw(st.integers(0, 3))))
+    extra = Var("y")  # a variable no step reaches: one value shared by every copy
+    cq = CQ((Atom("R", (*names, extra)),), frozenset())
+    return cq, _Plan(tuple(order), tuple(key))
+
+
+@settings(max_examples=200, deadline=None)
+@given(planned=_plans(), cap=st.integers(1, 400))
+def test_copies_grown_in_place_are_the_copies(planned: tuple[CQ, _Plan], cap: int) -> None:
+    """A step of weight 1 grows each copy in place: the same copies, in the same order,
+    with their variables in the same order, as growing fresh dictionaries."""
+    cq, plan = planned
+    got, plain = _copies(cq, plan, cap), _plain_copies(cq, plan, cap)
+    assert got == plain
+    assert got is None or plain is None or [list(c) for c in got] == [list(c) for c in plain]
+
+
+_TYPE_WORDS = ["INT", "INTEGER", "BIGINT", "DECIMAL(15,2)", "NUMERIC", "REAL", "FLOAT",
+               "DOUBLE", "CHAR(25)", "VARCHAR(10)", "TEXT", "CLOB", "BLOB", "DATE",
+               "TIMESTAMP", "BOOLEAN", "", "point", "int", "text"]
+
+
+def _plain_fits(value: object, declared: str) -> bool:
+    kind = declared.upper()
+    if "INT" in kind:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if any(w in kind for w in ("DEC", "NUM", "REAL", "FLOA", "DOUB")):
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if any(w in kind for w in ("CHAR", "TEXT", "CLOB")):
+        return isinstance(value, str)
+    if "DATE" in kind or "TIME" in kind:
+        return isinstance(value, str) and bool(_DATE.match(value))
+    return True
+
+
+def _plain_affinity(value: object, declared: str) -> object:
+    kind = declared.upper()
+    if not kind or "BLOB" in kind:
+        return value
+    if any(word in kind for word in ("CHAR", "CLOB", "TEXT")):
+        if isinstance(value, str):
+            return value
+        return repr(value) if isinstance(value, float) else str(value)
+    number: object
+    if isinstance(value, str):
+        try:
+            number = int(value.strip())
+        except ValueError:
+            try:
+                number = float(value.strip())
+            except ValueError:
+                return value
+    else:
+        number = value
+    if any(word in kind for word in ("REAL", "FLOA", "DOUB")):
+        return float(number)  # type: ignore[arg-type]
+    if isinstance(number, float) and number.is_integer():
+        return int(number)
+    return number
+
+
+_CELL_VALUES = st.one_of(st.integers(-10**6, 10**6), st.floats(allow_nan=False,
+                                                                allow_infinity=False),
+                         st.sampled_from(["1", " 2.5 ", "x", "1994-01-02", "", "-0.0"]),
+                         st.text(max_size=5))
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_CELL_VALUES, words=st.lists(st.sampled_from(_TYPE_WORDS), max_size=2))
+def test_kinds_read_once_per_declared_type_are_the_kinds(value: object,
+                                                          words: list[str]) -> None:
+    """A declared type's kind, read once and kept, decides as reading it every time."""
+    declared = " ".join(words)
+    assert _fits(value, declared) is _plain_fits(value, declared)  # type: ignore[arg-type]
+    got = affinity_value(value, declared)  # type: ignore[arg-type]
+    plain = _plain_affinity(value, declared)
+    assert type(got) is type(plain) and repr(got) == repr(plain)

@@ -165,10 +165,13 @@ def _copies(cq: CQ, plan: _Plan, cap: int) -> list[dict[Var, _Ident]] | None:
     base: dict[Var, _Ident] = {t: ("key", t.name) for t in plan.key if isinstance(t, Var)}
     copies = [base]
     for target, sources, weight in plan.order:
-        grown: list[dict[Var, _Ident]] = []
+        grown: list[dict[Var, _Ident]] = [] if weight != 1 else copies
         for copy in copies:
             parents = tuple(copy[s] if isinstance(s, Var) else ("const", repr(s.value))
                             for s in sources)
+            if weight == 1:  # one choice: the copy itself grows (no other holds it)
+                copy[target] = (target.name, parents, 0)
+                continue
             for i in range(weight):
                 grown.append({**copy, target: (target.name, parents, i)})
         copies = grown
@@ -422,16 +425,30 @@ def _fits(value: Value, declared: str) -> bool:
     """Whether ``value`` is of the kind its column declares: an integer in an INTEGER
     column (a key column SQLite's ``INTEGER PRIMARY KEY`` would refuse text in), a number
     in a numeric one, text in a text one, a ``YYYY-MM-DD`` date in a DATE one."""
-    kind = declared.upper()
-    if "INT" in kind:
+    kind = _kind(declared)
+    if kind == "int":
         return isinstance(value, int) and not isinstance(value, bool)
-    if any(w in kind for w in ("DEC", "NUM", "REAL", "FLOA", "DOUB")):
+    if kind == "number":
         return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if any(w in kind for w in ("CHAR", "TEXT", "CLOB")):
+    if kind == "text":
         return isinstance(value, str)
-    if "DATE" in kind or "TIME" in kind:
+    if kind == "date":
         return isinstance(value, str) and bool(_DATE.match(value))
     return True
+
+
+@functools.lru_cache(maxsize=256)
+def _kind(declared: str) -> str:
+    """The kind of value :func:`_fits` asks of a declared type: ``int``, ``number``,
+    ``text``, ``date`` or ``any``."""
+    kind = declared.upper()
+    if "INT" in kind:
+        return "int"
+    if any(w in kind for w in ("DEC", "NUM", "REAL", "FLOA", "DOUB")):
+        return "number"
+    if any(w in kind for w in ("CHAR", "TEXT", "CLOB")):
+        return "text"
+    return "date" if "DATE" in kind or "TIME" in kind else "any"
 
 
 def _candidates(seeds: Sequence[Value], wanted: int = 1) -> Iterator[Value]:
