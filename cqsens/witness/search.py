@@ -380,9 +380,15 @@ def _materialise(ctx: _Context, s: Structure) -> tuple[Database, str, tuple[Valu
     placed: dict[Element, list[Predicate]] = {}
     assert s.t is not None
     for rel, rs in (*s.rows.items(), (s.t[0], (s.t[1],))):
+        checked: dict[int, list[tuple[int, Sequence[Predicate]]]] = {}  # arity → checks
         for r in rs:
-            for p, e in enumerate(r):
-                for check in ctx.column_checks.get((rel, p), ()):
+            at = checked.get(len(r))
+            if at is None:
+                at = checked[len(r)] = [(p, cs) for p in range(len(r))
+                                        if (cs := ctx.column_checks.get((rel, p), ()))]
+            for p, cs in at:
+                e = r[p]
+                for check in cs:
                     if check not in placed.setdefault(e, []):
                         placed[e].append(check)
 

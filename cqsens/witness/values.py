@@ -72,8 +72,11 @@ class Values:
         raise NoValue  # never a value that breaks a CHECK or a filter on its column
 
     def _fresh_unchecked(self) -> Value:
-        """:meth:`fresh` without predicates: the first unused of the counter's values."""
-        for value in self._candidates(()):
+        """:meth:`fresh` without predicates: the first unused of the counter's values
+        (:meth:`_candidates` without predicates, written out)."""
+        start = self.counter
+        self.counter += 3
+        for value in (1001 + start, 1002 + start, 1003 + start, f"v{start + 3}"):
             if value not in self.used:
                 self.used.add(value)
                 return value
@@ -133,7 +136,11 @@ class Values:
     def _all_hold(self, tables: Sequence[tuple[Predicate, dict[str, bool]]],
                   value: Value) -> bool:
         shown = repr(value)
-        return all(self._holds(chk, table, value, shown) for chk, table in tables)
+        for chk, table in tables:
+            got = table.get(shown)
+            if not (self._holds(chk, table, value, shown) if got is None else got):
+                return False
+        return True
 
     def _holds(self, check: Predicate, table: dict[str, bool], value: Value,
                shown: str) -> bool:
