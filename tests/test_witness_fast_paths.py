@@ -4,6 +4,7 @@ short (bench/results/tpch_release.md, "Analysis time")."""
 from __future__ import annotations
 
 import math
+import sqlite3
 from fractions import Fraction
 
 from hypothesis import given, settings
@@ -14,6 +15,8 @@ from cqsens.engine.core import core
 from cqsens.engine.upper import upper_bound
 from cqsens.ir.cq import CQ, AggregateQuery, Atom, Const, Var
 from cqsens.ir.dependencies import Sigma
+from cqsens.ir.expr import Compare, Kind, Literal, Predicate, Slot
+from cqsens.ir.semantics import checks_range
 from cqsens.witness.aggregate import (
     _CURRENT,
     _Exact,
@@ -25,7 +28,8 @@ from cqsens.witness.aggregate import (
 from cqsens.witness.evaluate import affinity_value
 from cqsens.witness.model import Witness
 from cqsens.witness.person_build import _DATE, _copies, _fits, _Plan
-from cqsens.witness.search import find_witness
+from cqsens.witness.search import _RANGE_SCAN, _fresh_in_range, find_witness
+from cqsens.witness.values import NoValue, Values
 from tests.strategies import cqs, dependencies_for
 
 
@@ -208,3 +212,50 @@ def test_kinds_read_once_per_declared_type_are_the_kinds(value: object,
     got = affinity_value(value, declared)  # type: ignore[arg-type]
     plain = _plain_affinity(value, declared)
     assert type(got) is type(plain) and repr(got) == repr(plain)
+
+
+def _plain_fresh_in_range(values: Values, checks: list[Predicate]) -> object:
+    """The definition: the checks' range read again at every call, scanned from its low end."""
+    low, high = checks_range(checks)
+    if low == -math.inf or high == math.inf or low > high:
+        raise NoValue
+    start = math.ceil(low)
+    for value in range(start, min(math.floor(high), start + _RANGE_SCAN) + 1):
+        if value not in values.used and all(values.holds(c, value) for c in checks):
+            values.used.add(value)
+            return value
+    raise NoValue
+
+
+_BOUNDS = st.one_of(st.integers(-20, 20).map(lambda n: Literal(n, Kind.INTEGER)),
+                    st.decimals(-20, 20, places=1, allow_nan=False).map(
+                        lambda d: Literal(d, Kind.DECIMAL)))
+_CHECKS = st.lists(st.one_of(
+    st.builds(Compare, st.sampled_from([">=", ">", "<=", "<", "=", "<>"]), st.just(Slot(0)),
+              _BOUNDS),
+    st.builds(Compare, st.sampled_from([">=", "<="]), _BOUNDS, st.just(Slot(0)))),
+    max_size=3)
+
+
+@settings(max_examples=200, deadline=None)
+@given(checks=_CHECKS, used=st.sets(st.integers(-25, 25), max_size=20),
+       calls=st.integers(1, 8))
+def test_fresh_values_in_a_kept_range_are_the_fresh_values(
+        checks: list[Predicate], used: set[int], calls: int) -> None:
+    """The scan range kept per checks gives the values (or NoValue) that reading the
+    checks' range at every call gives, call after call."""
+    scratch = sqlite3.connect(":memory:")
+    try:
+        mine, plain = (Values(CQ((), frozenset()), scratch) for _ in range(2))
+        mine.used, plain.used = set(used), set(used)
+        for _ in range(calls):
+            outcomes = []
+            for values, pick in ((mine, _fresh_in_range), (plain, _plain_fresh_in_range)):
+                try:
+                    outcomes.append(pick(values, list(checks)))
+                except NoValue:
+                    outcomes.append(NoValue)
+            assert outcomes[0] == outcomes[1]
+            assert mine.used == plain.used
+    finally:
+        scratch.close()

@@ -22,7 +22,6 @@ endomorphism of the core missing t), so the difference is at least N.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 import random
 import sqlite3
@@ -37,7 +36,7 @@ from cqsens.engine.upper import UpperBound
 from cqsens.ir.cq import CQ, AggregateQuery, Atom, Const, Var
 from cqsens.ir.dependencies import Sigma, satisfies
 from cqsens.ir.expr import Predicate
-from cqsens.ir.semantics import Bound, checks_range
+from cqsens.ir.semantics import checks_range
 from cqsens.witness.construct import (
     MAX_ROWS,
     Element,
@@ -421,11 +420,32 @@ def _materialise(ctx: _Context, s: Structure) -> tuple[Database, str, tuple[Valu
 _RANGE_SCAN = 100_000  # integers of a CHECK range tried for a distinct value
 
 
-@functools.lru_cache(maxsize=1024)
-def _checks_range(checks: tuple[Predicate, ...]) -> tuple[Bound, Bound]:
-    """:func:`~cqsens.ir.semantics.checks_range`, kept: one column's checks are read
-    again for every value a construction gives it."""
-    return checks_range(checks)
+#: The ranges :func:`_checks_range` keeps at most (then it starts afresh).
+_RANGES_MAX = 4096
+_RANGES: dict[tuple[int, ...], tuple[tuple[Predicate, ...], range | None]] = {}
+
+
+def _checks_range(checks: Sequence[Predicate]) -> range | None:
+    """The integers :func:`_fresh_in_range` scans for ``checks``: from the low end of
+    their :func:`~cqsens.ir.semantics.checks_range`, at most ``_RANGE_SCAN`` past it, up to
+    the high end (None when a finite range is not given).  Kept per ``checks`` by
+    identity (the entry holds the predicates, so an identity is not reused while it is
+    kept; hashing a predicate walks its whole tree): one column's checks are read again
+    for every value a construction gives it."""
+    key = tuple(id(c) for c in checks)
+    got = _RANGES.get(key)
+    if got is not None and len(got[0]) == len(checks) and all(
+            a is b for a, b in zip(got[0], checks, strict=True)):
+        return got[1]
+    low, high = checks_range(checks)
+    found: range | None = None
+    if not (low == -math.inf or high == math.inf or low > high):
+        start = math.ceil(low)
+        found = range(start, min(math.floor(high), start + _RANGE_SCAN) + 1)
+    if len(_RANGES) >= _RANGES_MAX:
+        _RANGES.clear()
+    _RANGES[key] = (tuple(checks), found)
+    return found
 
 
 def _fresh_in_range(values: Values, checks: Sequence[Predicate]) -> Value:
@@ -439,11 +459,10 @@ def _fresh_in_range(values: Values, checks: Sequence[Predicate]) -> Value:
         When the checks give no finite integer range, or every integer of it is used or
         fails a check.
     """
-    low, high = _checks_range(tuple(checks))
-    if low == -math.inf or high == math.inf or low > high:
+    scan = _checks_range(checks)
+    if scan is None:
         raise NoValue
-    start = math.ceil(low)
-    for value in range(start, min(math.floor(high), start + _RANGE_SCAN) + 1):
+    for value in scan:
         if value not in values.used and all(values.holds(c, value) for c in checks):
             values.used.add(value)
             return value
