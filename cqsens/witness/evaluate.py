@@ -21,6 +21,7 @@ from cqsens.ir.cq import CQ, AggregateQuery, Const, Var
 
 __all__ = [
     "Database",
+    "affinity_kind",
     "affinity_value",
     "connect",
     "count_answers",
@@ -29,6 +30,7 @@ __all__ = [
     "quote_ident",
     "scratch",
     "sql_literal",
+    "with_affinity",
 ]
 
 Value = str | int | float
@@ -88,7 +90,7 @@ class Database:
 
 
 @functools.lru_cache(maxsize=256)
-def _affinity(declared: str) -> str:
+def affinity_kind(declared: str) -> str:
     """SQLite's affinity of a declared type as :func:`affinity_value` reads it: ``blob``
     (none or BLOB), ``text``, ``real`` or ``numeric`` (INTEGER and NUMERIC alike there)."""
     kind = declared.upper()
@@ -105,7 +107,11 @@ def affinity_value(value: Value, declared: str) -> Value:
     >>> affinity_value("1", "INTEGER"), affinity_value(2, "TEXT"), affinity_value("x", "INT")
     (1, '2', 'x')
     """
-    kind = _affinity(declared)
+    return with_affinity(value, affinity_kind(declared))
+
+
+def with_affinity(value: Value, kind: str) -> Value:
+    """:func:`affinity_value` with the declared type read as its :func:`affinity_kind`."""
     if kind == "blob":
         return value
     if kind == "text":

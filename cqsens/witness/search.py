@@ -56,11 +56,12 @@ from cqsens.witness.construct import (
 from cqsens.witness.evaluate import (
     Database,
     Value,
-    affinity_value,
+    affinity_kind,
     connect,
     count_answers,
     counting_sql,
     quote_ident,
+    with_affinity,
 )
 from cqsens.witness.model import Witness
 from cqsens.witness.values import NoValue, Values, unary_checks
@@ -404,10 +405,18 @@ def _materialise(ctx: _Context, s: Structure) -> tuple[Database, str, tuple[Valu
                 concrete[e] = _fresh_or_repeated(values, checks)
         return concrete[e]
 
+    kinds: dict[str, tuple[str, ...]] = {}  # relation → its columns' affinities
+
     def typed(rel: str, row: Row) -> tuple[Value, ...]:
-        types = ctx.types.get(rel, ())
-        return tuple(affinity_value(value(e), types[i]) if i < len(types) else value(e)
-                     for i, e in enumerate(row))
+        kind = kinds.get(rel)
+        if kind is None:
+            kind = kinds[rel] = tuple(affinity_kind(t) for t in ctx.types.get(rel, ()))
+        out: list[Value] = []
+        for i, e in enumerate(row):  # the elements in order: value() gives them in turn
+            got = e.value if isinstance(e, Const) else \
+                concrete[e] if e in concrete else value(e)
+            out.append(with_affinity(got, kind[i]) if i < len(kind) else got)
+        return tuple(out)
 
     assert s.t is not None
     rows = {rel: frozenset(typed(rel, row) for row in rs) for rel, rs in s.rows.items()}
