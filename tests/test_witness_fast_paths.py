@@ -15,7 +15,7 @@ from cqsens.engine.core import core
 from cqsens.engine.upper import upper_bound
 from cqsens.ir.cq import CQ, AggregateQuery, Atom, Const, Var
 from cqsens.ir.dependencies import Sigma
-from cqsens.ir.expr import Compare, Kind, Literal, Predicate, Slot
+from cqsens.ir.expr import And, Between, Compare, Kind, Literal, Predicate, Slot
 from cqsens.ir.semantics import checks_range
 from cqsens.witness.aggregate import (
     _CURRENT,
@@ -29,7 +29,7 @@ from cqsens.witness.evaluate import affinity_value
 from cqsens.witness.model import Witness
 from cqsens.witness.person_build import _DATE, _copies, _fits, _Plan
 from cqsens.witness.search import _RANGE_SCAN, _fresh_in_range, find_witness
-from cqsens.witness.values import NoValue, Values
+from cqsens.witness.values import NoValue, Values, span
 from tests.strategies import cqs, dependencies_for
 
 
@@ -257,5 +257,31 @@ def test_fresh_values_in_a_kept_range_are_the_fresh_values(
                     outcomes.append(NoValue)
             assert outcomes[0] == outcomes[1]
             assert mine.used == plain.used
+    finally:
+        scratch.close()
+
+
+_SPAN_CHECKS = st.lists(st.one_of(
+    _CHECKS.map(lambda cs: cs[0] if cs else Compare(">=", Slot(0), Literal(0, Kind.INTEGER))),
+    st.builds(Between, st.just(Slot(0)), _BOUNDS, _BOUNDS, st.booleans()),
+    _CHECKS.filter(bool).map(lambda cs: And(tuple(cs)) if len(cs) > 1 else cs[0])),
+    min_size=1, max_size=3)
+
+
+@settings(max_examples=300, deadline=None)
+@given(checks=_SPAN_CHECKS, number=st.one_of(st.integers(-30, 30),
+                                            st.decimals(-30, 30, places=2, allow_nan=False)
+                                            .map(float)))
+def test_a_number_outside_the_span_breaks_a_check(checks: list[Predicate],
+                                                   number: float) -> None:
+    """Passing over a fresh number outside the checks' span skips only numbers that
+    fail a check when evaluated."""
+    low, high = span(checks)
+    if low <= number <= high:
+        return
+    scratch = sqlite3.connect(":memory:")
+    try:
+        values = Values(CQ((), frozenset()), scratch)
+        assert not all(values.holds(c, number) for c in checks)
     finally:
         scratch.close()

@@ -8,10 +8,10 @@ from collections.abc import Mapping, Sequence
 from cqsens.frontend.sqlgen import ColumnRef, predicate_sql
 from cqsens.ir.cq import CQ, Const, Var
 from cqsens.ir.expr import Expr, Predicate, Slot, bind, literal_of, literals
-from cqsens.ir.semantics import Undecided, evaluate
+from cqsens.ir.semantics import Bound, Undecided, checks_range, evaluate
 from cqsens.witness.evaluate import Value
 
-__all__ = ["NoValue", "Values", "unary_checks"]
+__all__ = ["NoValue", "Values", "span", "unary_checks"]
 
 
 class NoValue(Exception):
@@ -54,11 +54,13 @@ class Values:
         if not checks:
             return self._fresh_unchecked()
         tables = self._tables(checks)
+        low, high = span(checks)
         for _ in range(3):  # the fresh numbers first, as in _candidates
             self.counter += 1
         counter = self.counter
         for number in (counter + 998, counter + 999, counter + 1000):
-            if number not in self.used and self._all_hold(tables, number):
+            if number not in self.used and low <= number <= high \
+                    and self._all_hold(tables, number):
                 self.used.add(number)
                 return number
         for kind, item in _plan(self, checks, tables):
@@ -88,11 +90,12 @@ class Values:
         when no candidate does): for a column whose values may repeat.  The first of
         :meth:`_candidates` that does (the counter moves on as it does there)."""
         tables = self._tables(checks)
+        low, high = span(checks)
         for _ in range(3):
             self.counter += 1
         counter = self.counter
         for number in (counter + 998, counter + 999, counter + 1000):
-            if self._all_hold(tables, number):
+            if low <= number <= high and self._all_hold(tables, number):
                 return number
         for kind, item in _plan(self, checks, tables):
             value: Value = item if kind == "" else (
@@ -187,6 +190,29 @@ def _bindable(value: Value) -> bool:
     if isinstance(value, int):
         return -(2**63) < value < 2**63
     return isinstance(value, str) and value.isprintable() and "\\" not in value
+
+
+#: The spans of :func:`span` kept at most (then they start afresh).
+_SPANS_MAX = 4096
+_SPANS: dict[tuple[int, ...], tuple[tuple[Predicate, ...], tuple[Bound, Bound]]] = {}
+
+
+def span(checks: Sequence[Predicate]) -> tuple[Bound, Bound]:
+    """The closed range :func:`~cqsens.ir.semantics.checks_range` the checks put on their
+    column: a number outside it breaks one of them (an inside one is still evaluated), so
+    a fresh number outside it is passed over without evaluating each check.  Kept per
+    ``checks`` by identity (the entry holds the predicates, so an identity is not reused
+    while it is kept; hashing a predicate walks its whole tree)."""
+    key = tuple(id(c) for c in checks)
+    got = _SPANS.get(key)
+    if got is not None and len(got[0]) == len(checks) and all(
+            a is b for a, b in zip(got[0], checks, strict=True)):
+        return got[1]
+    found = checks_range(checks)
+    if len(_SPANS) >= _SPANS_MAX:
+        _SPANS.clear()
+    _SPANS[key] = (tuple(checks), found)
+    return found
 
 
 #: The plans of :func:`_plan` kept at most (then they start afresh).
