@@ -397,6 +397,9 @@ def _materialise(ctx: _Context, s: Structure) -> tuple[Database, str, tuple[Valu
             return e.value
         if e not in concrete:
             var = s.origin.get(e)
+            if e not in placed and not (var is not None and ctx.checks.get(var)):
+                concrete[e] = values.fresh()  # no check: fresh() never fails
+                return concrete[e]
             own = list(ctx.checks.get(var, [])) if var is not None else []
             checks = own + [c for c in placed.get(e, []) if c not in own]
             try:
