@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from cqsens.engine.chase import chase
 from cqsens.engine.core import core
 from cqsens.engine.upper import upper_bound
-from cqsens.ir.cq import CQ, AggregateQuery, Atom, Const, Var
+from cqsens.ir.cq import CQ, Aggregate, AggregateQuery, Atom, Const, Var
 from cqsens.ir.dependencies import Sigma
 from cqsens.ir.expr import And, Between, Compare, Kind, Literal, Predicate, Slot
 from cqsens.ir.semantics import checks_range
@@ -25,6 +25,8 @@ from cqsens.witness.aggregate import (
     _ExactAvg,
     _ExactSum,
     _ExactTotal,
+    _within,
+    released_change,
     sql_value,
 )
 from cqsens.witness.construct import (
@@ -352,3 +354,53 @@ def test_copies_with_their_keys_read_once_are_the_copies(
             finally:
                 construct._add_copies = saved  # type: ignore[assignment]
             assert _structure(got) == _structure(plain)
+
+
+_FRACTIONS = st.fractions(min_value=-10**6, max_value=10**6, max_denominator=10**4)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_FRACTIONS, scale=st.fractions(min_value=0, max_value=10**6,
+                                             max_denominator=10**4))
+def test_magnitude_compared_in_integers_is_the_fraction_comparison(value: Fraction,
+                                                                    scale: Fraction) -> None:
+    assert _within(value, scale) is (abs(value) <= max(Fraction(1), scale))
+
+
+def _plain_change(kinds: list[str], before: dict[tuple[object, ...], tuple[object, ...]],
+                  after: dict[tuple[object, ...], tuple[object, ...]]
+                  ) -> tuple[Fraction, float] | None:
+    """The definition: every entry's difference added to both norms."""
+    l1 = squares = Fraction(0)
+    for key in sorted(set(before) | set(after), key=repr):
+        for i, kind in enumerate(kinds):
+            x = None if key not in before or before[key][i] is None else Fraction(before[key][i])
+            y = None if key not in after or after[key][i] is None else Fraction(after[key][i])
+            if kind in ("count", "count_distinct", "sum"):
+                x, y = x or Fraction(0), y or Fraction(0)
+            if x is None or y is None:
+                if x is None and y is None:
+                    continue
+                return None
+            l1 += abs(x - y)
+            squares += (x - y) ** 2
+    return l1, math.sqrt(squares)
+
+
+_ENTRY = st.one_of(st.none(), st.integers(-5, 5), _FRACTIONS)
+
+
+@settings(max_examples=300, deadline=None)
+@given(kinds=st.lists(st.sampled_from(["count", "sum", "avg", "min"]), min_size=1, max_size=3),
+       data=st.data())
+def test_a_change_that_passes_over_equal_entries_is_the_change(kinds: list[str],
+                                                              data: st.DataObject) -> None:
+    """Entries equal on both sides add nothing to the ℓ1 and ℓ2 norms: passing over them
+    gives the same change (and the same None for an entry undefined on one side)."""
+    rows = st.dictionaries(st.tuples(st.integers(0, 3)),
+                           st.tuples(*(_ENTRY for _ in kinds)), max_size=4)
+    before, after = data.draw(rows), data.draw(rows)
+    after.update({k: v for k, v in before.items() if data.draw(st.booleans())})
+    query = AggregateQuery(cq=CQ((), frozenset()), aggregates=tuple(
+        Aggregate(kind, kind) for kind in kinds))
+    assert released_change(query, before, after) == _plain_change(kinds, before, after)

@@ -342,7 +342,7 @@ def _agrees(value: Fraction, native: Any, scale: Fraction) -> bool:
     one unit in its last place, under 10⁻¹⁵ of ``max(1, scale)``."""
     if native is None or isinstance(native, str):
         return False
-    if isinstance(native, float) and math.isfinite(native) and abs(value) <= max(_ONE, scale):
+    if isinstance(native, float) and math.isfinite(native) and _within(value, scale):
         with contextlib.suppress(OverflowError):  # a value beyond every double
             if native == float(value):
                 return True
@@ -350,6 +350,12 @@ def _agrees(value: Fraction, native: Any, scale: Fraction) -> bool:
         return abs(sql_value(native) - value) <= _TOLERANCE * max(Fraction(1), scale)
     except ValueError:
         return False
+
+
+def _within(value: Fraction, scale: Fraction) -> bool:
+    """``|value| <= max(1, scale)``, compared in integers (no Fraction made)."""
+    n, d = abs(value.numerator), value.denominator
+    return n <= d or n * scale.denominator <= scale.numerator * d
 
 
 def _exact_rows(conn: sqlite3.Connection, sql: str, native: list[tuple[Any, ...]],
@@ -474,8 +480,11 @@ def released_change(
                 if x is None and y is None:
                     continue
                 return None
-            l1 += abs(x - y)
-            squares += (x - y) ** 2
+            if x == y:
+                continue  # adds nothing to either norm
+            d = x - y
+            l1 += abs(d)
+            squares += d * d
     return l1, math.sqrt(squares)
 
 
