@@ -213,6 +213,10 @@ def find_witness(
         found = _search(ctx, upper, time_budget, seed, reach)
     finally:
         scratch.close()
+    if found is not None and found.difference > reach:  # a real pair beats a proven bound
+        raise AssertionError(
+            f"internal error: witness difference {found.difference} exceeds the proven count "
+            f"bound {reach} for {query.cq}; please report it")
     if found is not None:
         found = dataclasses.replace(
             found, query_sql=counting_sql(query, cols),
