@@ -40,7 +40,7 @@ from cqsens.witness.construct import (
 )
 from cqsens.witness.evaluate import affinity_value
 from cqsens.witness.model import Witness
-from cqsens.witness.person_build import _DATE, _copies, _fits, _Plan
+from cqsens.witness.person_build import _DATE, _copies, _fits, _Plan, _tuple_repr
 from cqsens.witness.search import _RANGE_SCAN, _fresh_in_range, find_witness
 from cqsens.witness.values import NoValue, Values, span
 from tests.strategies import cqs, dependencies_for
@@ -404,3 +404,17 @@ def test_a_change_that_passes_over_equal_entries_is_the_change(kinds: list[str],
     query = AggregateQuery(cq=CQ((), frozenset()), aggregates=tuple(
         Aggregate(kind, kind) for kind in kinds))
     assert released_change(query, before, after) == _plain_change(kinds, before, after)
+
+
+_IDENTS = st.recursive(st.one_of(st.text(max_size=4), st.integers(-5, 5)),
+                       lambda inner: st.lists(inner, max_size=3).map(tuple), max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=st.lists(_IDENTS, max_size=6))
+def test_identities_written_once_are_their_repr(values: list[object]) -> None:
+    """A tuple's repr kept by id, its parts' too (shared parts included), is its repr."""
+    shared = tuple(values)
+    shown: dict[int, str] = {}
+    for value in (*values, shared, (shared, shared), (shared,)):
+        assert _tuple_repr(value, shown) == repr(value)

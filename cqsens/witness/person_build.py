@@ -130,10 +130,24 @@ def _shape(extended: CQ, steps: tuple[Step, ...], key: tuple[Term, ...], cap: in
     if copies is None:
         return None
     atoms = extended.relation_atoms()
+    shown: dict[int, str] = {}  # the repr of each identity, by id (all held by the copies)
     idents = sorted({c[t] for c in copies for a in atoms for t in a.terms if isinstance(t, Var)},
-                    key=repr)
+                    key=lambda ident: _tuple_repr(ident, shown))
     return (tuple(copies), tuple(idents),
             frozenset(t.name for t, _, w in plan.order if w > 1))
+
+
+def _tuple_repr(value: object, shown: dict[int, str]) -> str:
+    """``repr(value)``, the repr of each tuple inside kept in ``shown`` by id (the copies'
+    identities share their parents' identities: each is written once, not once per
+    child).  The caller keeps every tuple alive while ``shown`` is in use."""
+    if type(value) is not tuple:
+        return repr(value)
+    got = shown.get(id(value))
+    if got is None:
+        inner = ", ".join(_tuple_repr(v, shown) for v in value)
+        got = shown[id(value)] = f"({inner},)" if len(value) == 1 else f"({inner})"
+    return got
 
 
 def _plan(steps: Sequence[Step], key: Sequence[Term]) -> _Plan | None:
