@@ -32,6 +32,7 @@ the best kept.  See docs/rules.md, rule ``aggregate-witness``.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import re
 import sqlite3
@@ -176,15 +177,27 @@ def _registry() -> _Exact:
     return registry
 
 
+@functools.lru_cache(maxsize=65536)
+def _float_parts(value: float) -> tuple[int, int]:
+    """:func:`sql_value` of a finite double as (numerator, denominator), kept: a witness's
+    databases repeat the same few values in every group."""
+    exact = sql_value(value)
+    return exact.numerator, exact.denominator
+
+
 class _ExactSum:
     """SQLite's SUM computed exactly (:func:`sql_value` of each value): NULL on no
-    value, an int when every value is one; TOTAL and AVG are its subclasses."""
+    value, an int when every value is one; TOTAL and AVG are its subclasses.
+
+    The non-integers are added up by denominator (the decimal texts of a column share a
+    few powers of ten) in integers: the same Fractions as adding each value's
+    :func:`sql_value` one by one, without normalising each partial sum."""
 
     kind = "sum"
 
     def __init__(self) -> None:
         self.ints = self.int_scale = self.count = 0
-        self.others: list[Fraction] = []  # the non-integers
+        self.others: dict[int, list[int]] = {}  # denominator → [Σ numerators, Σ |numerators|]
 
     def step(self, value: Any) -> None:
         if value is None:
@@ -193,20 +206,29 @@ class _ExactSum:
         if isinstance(value, int) and not isinstance(value, bool):
             self.ints += value
             self.int_scale += abs(value)
+            return
+        if isinstance(value, float) and math.isfinite(value):
+            numerator, denominator = _float_parts(value)
         else:
-            self.others.append(sql_value(value))
+            exact = sql_value(value)
+            numerator, denominator = exact.numerator, exact.denominator
+        sums = self.others.setdefault(denominator, [0, 0])
+        sums[0] += numerator
+        sums[1] += abs(numerator)
 
     def finalize(self) -> float | int | None:
-        total = self.ints + sum(self.others, Fraction(0))
-        scale = self.int_scale + sum((abs(v) for v in self.others), Fraction(0))
+        total = Fraction(self.ints)
+        scale = Fraction(self.int_scale)
+        for denominator, (numerator, magnitude) in self.others.items():
+            total += Fraction(numerator, denominator)
+            scale += Fraction(magnitude, denominator)
         if self.kind == "total":
-            return _registry().returned(Fraction(total), Fraction(scale), integer=False)
+            return _registry().returned(total, scale, integer=False)
         if not self.count:
             return None
         if self.kind == "avg":
-            return _registry().returned(Fraction(total, 1) / self.count, Fraction(scale),
-                                        integer=False)
-        return _registry().returned(Fraction(total), Fraction(scale), integer=not self.others)
+            return _registry().returned(total / self.count, scale, integer=False)
+        return _registry().returned(total, scale, integer=not self.others)
 
 
 class _ExactTotal(_ExactSum):
@@ -320,7 +342,7 @@ def _agrees(value: Fraction, native: Any, scale: Fraction) -> bool:
     one unit in its last place, under 10⁻¹⁵ of ``max(1, scale)``."""
     if native is None or isinstance(native, str):
         return False
-    if isinstance(native, float) and math.isfinite(native) and abs(value) <= max(_ONE, scale):
+    if isinstance(native, float) and math.isfinite(native) and _within(value, scale):
         with contextlib.suppress(OverflowError):  # a value beyond every double
             if native == float(value):
                 return True
@@ -328,6 +350,12 @@ def _agrees(value: Fraction, native: Any, scale: Fraction) -> bool:
         return abs(sql_value(native) - value) <= _TOLERANCE * max(Fraction(1), scale)
     except ValueError:
         return False
+
+
+def _within(value: Fraction, scale: Fraction) -> bool:
+    """``|value| <= max(1, scale)``, compared in integers (no Fraction made)."""
+    n, d = abs(value.numerator), value.denominator
+    return n <= d or n * scale.denominator <= scale.numerator * d
 
 
 def _exact_rows(conn: sqlite3.Connection, sql: str, native: list[tuple[Any, ...]],
@@ -452,8 +480,11 @@ def released_change(
                 if x is None and y is None:
                     continue
                 return None
-            l1 += abs(x - y)
-            squares += (x - y) ** 2
+            if x == y:
+                continue  # adds nothing to either norm
+            d = x - y
+            l1 += abs(d)
+            squares += d * d
     return l1, math.sqrt(squares)
 
 

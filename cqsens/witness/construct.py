@@ -148,22 +148,30 @@ def _add_copies(
         indices = [(c,) for c in range(copies)]
     atoms = core_cq.relation_atoms()
     keyed: dict[tuple[object, ...], int] = {}
+    # the variables each copy gives a null, in the order of their first use, with what
+    # their key reads (the same for every copy): "shared", their path of edges, or the index
+    placed = {term for term in player.terms if isinstance(term, Var)}
+    order: list[tuple[Var, list[int] | None, bool]] = []
+    for atom in atoms:
+        for term in atom.terms:
+            if isinstance(term, Var) and term not in placed:
+                placed.add(term)
+                if term in shared:
+                    order.append((term, None, True))
+                elif tree and term in position:
+                    order.append((term, _path(term, tree, position), False))
+                else:
+                    order.append((term, None, False))
     for index in indices:
         mapping: dict[Var, Element] = {}
         for p, term in enumerate(player.terms):
             if isinstance(term, Var):
                 mapping[term] = t[p]
-        for atom in atoms:
-            for term in atom.terms:
-                if isinstance(term, Var) and term not in mapping:
-                    key: tuple[object, ...]
-                    if term in shared:
-                        key = (number, term, "shared")
-                    elif tree and term in position:
-                        key = (number, term, tuple(index[k] for k in _path(term, tree, position)))
-                    else:
-                        key = (number, term, index)
-                    mapping[term] = _null_for(s, keyed, key, term, shared)
+        for term, path, is_shared in order:
+            key: tuple[object, ...] = (number, term, "shared") if is_shared else \
+                (number, term, index) if path is None else \
+                (number, term, tuple(index[k] for k in path))
+            mapping[term] = _null_for(s, keyed, key, term, shared)
         for atom in atoms:
             s.add(atom.relation, tuple(term if isinstance(term, Const) else mapping[term]
                                        for term in atom.terms))

@@ -21,6 +21,7 @@ from cqsens.ir.cq import CQ, AggregateQuery, Const, Var
 
 __all__ = [
     "Database",
+    "affinity_kind",
     "affinity_value",
     "connect",
     "count_answers",
@@ -29,6 +30,7 @@ __all__ = [
     "quote_ident",
     "scratch",
     "sql_literal",
+    "with_affinity",
 ]
 
 Value = str | int | float
@@ -87,16 +89,32 @@ class Database:
         return {r: sorted(rows, key=repr) for r, rows in sorted(self.rows.items())}
 
 
+@functools.lru_cache(maxsize=256)
+def affinity_kind(declared: str) -> str:
+    """SQLite's affinity of a declared type as :func:`affinity_value` reads it: ``blob``
+    (none or BLOB), ``text``, ``real`` or ``numeric`` (INTEGER and NUMERIC alike there)."""
+    kind = declared.upper()
+    if not kind or "BLOB" in kind:
+        return "blob"
+    if any(word in kind for word in ("CHAR", "CLOB", "TEXT")):
+        return "text"
+    return "real" if any(word in kind for word in ("REAL", "FLOA", "DOUB")) else "numeric"
+
+
 def affinity_value(value: Value, declared: str) -> Value:
     """``value`` as SQLite stores it in a column of the declared type (type affinity).
 
     >>> affinity_value("1", "INTEGER"), affinity_value(2, "TEXT"), affinity_value("x", "INT")
     (1, '2', 'x')
     """
-    kind = declared.upper()
-    if not kind or "BLOB" in kind:
+    return with_affinity(value, affinity_kind(declared))
+
+
+def with_affinity(value: Value, kind: str) -> Value:
+    """:func:`affinity_value` with the declared type read as its :func:`affinity_kind`."""
+    if kind == "blob":
         return value
-    if any(word in kind for word in ("CHAR", "CLOB", "TEXT")):
+    if kind == "text":
         if isinstance(value, str):
             return value
         return repr(value) if isinstance(value, float) else str(value)
@@ -111,7 +129,7 @@ def affinity_value(value: Value, declared: str) -> Value:
                 return value
     else:
         number = value
-    if any(word in kind for word in ("REAL", "FLOA", "DOUB")):
+    if kind == "real":
         return float(number)
     if isinstance(number, float) and number.is_integer():
         return int(number)

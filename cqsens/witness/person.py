@@ -321,7 +321,8 @@ def _from_group(search: _Search, query: AggregateQuery, sigma: Sigma, group: Per
         AggregateQuery(cq=extended, columns=columns, row_positions=query.row_positions),
         sigma, extended, upper=display(upper), columns=columns, time_budget=time_budget, seed=seed,
         column_checks=column_checks, bound=bound, keys=keys, public=others,
-        column_types={r.name: r.types for r in search.schema.relations})
+        column_types={r.name: r.types for r in search.schema.relations},
+        reach=bound.value)  # a D* with as many answers as the count allows is not beaten
     if base is None:
         return built
     full = complete(base.database.with_row(base.relation, base.row), [], schema=search.schema,

@@ -130,10 +130,24 @@ def _shape(extended: CQ, steps: tuple[Step, ...], key: tuple[Term, ...], cap: in
     if copies is None:
         return None
     atoms = extended.relation_atoms()
+    shown: dict[int, str] = {}  # the repr of each identity, by id (all held by the copies)
     idents = sorted({c[t] for c in copies for a in atoms for t in a.terms if isinstance(t, Var)},
-                    key=repr)
+                    key=lambda ident: _tuple_repr(ident, shown))
     return (tuple(copies), tuple(idents),
             frozenset(t.name for t, _, w in plan.order if w > 1))
+
+
+def _tuple_repr(value: object, shown: dict[int, str]) -> str:
+    """``repr(value)``, the repr of each tuple inside kept in ``shown`` by id (the copies'
+    identities share their parents' identities: each is written once, not once per
+    child).  The caller keeps every tuple alive while ``shown`` is in use."""
+    if type(value) is not tuple:
+        return repr(value)
+    got = shown.get(id(value))
+    if got is None:
+        inner = ", ".join(_tuple_repr(v, shown) for v in value)
+        got = shown[id(value)] = f"({inner},)" if len(value) == 1 else f"({inner})"
+    return got
 
 
 def _plan(steps: Sequence[Step], key: Sequence[Term]) -> _Plan | None:
@@ -165,10 +179,13 @@ def _copies(cq: CQ, plan: _Plan, cap: int) -> list[dict[Var, _Ident]] | None:
     base: dict[Var, _Ident] = {t: ("key", t.name) for t in plan.key if isinstance(t, Var)}
     copies = [base]
     for target, sources, weight in plan.order:
-        grown: list[dict[Var, _Ident]] = []
+        grown: list[dict[Var, _Ident]] = [] if weight != 1 else copies
         for copy in copies:
             parents = tuple(copy[s] if isinstance(s, Var) else ("const", repr(s.value))
                             for s in sources)
+            if weight == 1:  # one choice: the copy itself grows (no other holds it)
+                copy[target] = (target.name, parents, 0)
+                continue
             for i in range(weight):
                 grown.append({**copy, target: (target.name, parents, i)})
         copies = grown
@@ -422,16 +439,30 @@ def _fits(value: Value, declared: str) -> bool:
     """Whether ``value`` is of the kind its column declares: an integer in an INTEGER
     column (a key column SQLite's ``INTEGER PRIMARY KEY`` would refuse text in), a number
     in a numeric one, text in a text one, a ``YYYY-MM-DD`` date in a DATE one."""
-    kind = declared.upper()
-    if "INT" in kind:
+    kind = _kind(declared)
+    if kind == "int":
         return isinstance(value, int) and not isinstance(value, bool)
-    if any(w in kind for w in ("DEC", "NUM", "REAL", "FLOA", "DOUB")):
+    if kind == "number":
         return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if any(w in kind for w in ("CHAR", "TEXT", "CLOB")):
+    if kind == "text":
         return isinstance(value, str)
-    if "DATE" in kind or "TIME" in kind:
+    if kind == "date":
         return isinstance(value, str) and bool(_DATE.match(value))
     return True
+
+
+@functools.lru_cache(maxsize=256)
+def _kind(declared: str) -> str:
+    """The kind of value :func:`_fits` asks of a declared type: ``int``, ``number``,
+    ``text``, ``date`` or ``any``."""
+    kind = declared.upper()
+    if "INT" in kind:
+        return "int"
+    if any(w in kind for w in ("DEC", "NUM", "REAL", "FLOA", "DOUB")):
+        return "number"
+    if any(w in kind for w in ("CHAR", "TEXT", "CLOB")):
+        return "text"
+    return "date" if "DATE" in kind or "TIME" in kind else "any"
 
 
 def _candidates(seeds: Sequence[Value], wanted: int = 1) -> Iterator[Value]:

@@ -56,11 +56,12 @@ from cqsens.witness.construct import (
 from cqsens.witness.evaluate import (
     Database,
     Value,
-    affinity_value,
+    affinity_kind,
     connect,
     count_answers,
     counting_sql,
     quote_ident,
+    with_affinity,
 )
 from cqsens.witness.model import Witness
 from cqsens.witness.values import NoValue, Values, unary_checks
@@ -140,6 +141,7 @@ def find_witness(
     column_types: Mapping[str, tuple[str, ...]] | None = None,
     keys: Mapping[str, tuple[tuple[int, ...], ...]] | None = None,
     public: frozenset[str] = frozenset(),
+    reach: float = math.inf,
 ) -> Witness | None:
     """The best witness found for ``query`` on C_Σ, or None.
 
@@ -153,6 +155,11 @@ def find_witness(
         ``core(chase_Σ(Q))``, the structure the databases are built from.
     upper : float
         The upper bound: the search stops once a witness reaches it.
+    reach : float
+        A proven upper bound of the counted difference itself, when ``upper`` bounds
+        something else (a person's released value): with a finite ``upper``, a witness
+        whose difference reaches ``reach`` cannot be beaten (the search keeps only a
+        strictly larger difference), so the search stops there with the same result.
     columns : mapping, optional
         Relation → column names (defaults to the query's, or ``c1..cr``).
     time_budget : float
@@ -203,9 +210,13 @@ def find_witness(
                    types={r: tuple(t) for r, t in (column_types or {}).items() if r in cols},
                    keys=dict(keys or {}), public=public)
     try:
-        found = _search(ctx, upper, time_budget, seed)
+        found = _search(ctx, upper, time_budget, seed, reach)
     finally:
         scratch.close()
+    if found is not None and found.difference > reach:  # a real pair beats a proven bound
+        raise AssertionError(
+            f"internal error: witness difference {found.difference} exceeds the proven count "
+            f"bound {reach} for {query.cq}; please report it")
     if found is not None:
         found = dataclasses.replace(
             found, query_sql=counting_sql(query, cols),
@@ -217,8 +228,12 @@ def find_witness(
     return dataclasses.replace(found, checks=kept)
 
 
-def _search(ctx: _Context, upper: float, time_budget: float, seed: int) -> Witness | None:
-    """Every construction in turn, the best kept; then the local search."""
+def _search(ctx: _Context, upper: float, time_budget: float, seed: int,
+            reach: float = math.inf) -> Witness | None:
+    """Every construction in turn, the best kept; then the local search.  With a finite
+    ``upper``, the search stops at a witness whose difference reaches ``upper`` or
+    ``reach`` (a proven bound of the difference: nothing later could replace it)."""
+    stop = min(upper, reach) if upper != math.inf else math.inf
     if not ctx.core.satisfiable or not ctx.core.relation_atoms():
         return _any_row(ctx)
     best: Witness | None = None
@@ -234,7 +249,7 @@ def _search(ctx: _Context, upper: float, time_budget: float, seed: int) -> Witne
                 got = _attempt(ctx, relation, players, 1, [capped(trees[p], cap) for p in players])
                 if got is not None and (best is None or got[0].difference > best.difference):
                     best, best_structure = got[0], got[1]
-                    if best.difference >= upper:
+                    if best.difference >= stop:
                         return best
             family: list[tuple[int, int, int]] = []
             growth_witnesses: list[Witness] = []
@@ -250,7 +265,7 @@ def _search(ctx: _Context, upper: float, time_budget: float, seed: int) -> Witne
                 growth_witnesses.append(w)
                 if best is None or w.difference > best.difference:
                     best, best_structure = w, s
-                if upper != math.inf and best.difference >= upper:
+                if best.difference >= stop:
                     return best
                 if quick and len(players) == 1 and len(family) == FIRST_PROOF_MEMBERS:
                     proven = _proven_family(ctx, players[0], family, growth_witnesses)
@@ -262,8 +277,8 @@ def _search(ctx: _Context, upper: float, time_budget: float, seed: int) -> Witne
                     return proven
     if best is None or best_structure is None:
         return best
-    if not quick and (upper == math.inf or best.difference < upper):
-        improved = _local_search(ctx, best, best_structure, upper,
+    if not quick and best.difference < stop:
+        improved = _local_search(ctx, best, best_structure, stop,
                                  min(work_units(time_budget, LOCAL_ROWS_PER_SECOND),
                                      LOCAL_ROWS_MAX), seed)
         if improved is not None:
@@ -369,9 +384,15 @@ def _materialise(ctx: _Context, s: Structure) -> tuple[Database, str, tuple[Valu
     placed: dict[Element, list[Predicate]] = {}
     assert s.t is not None
     for rel, rs in (*s.rows.items(), (s.t[0], (s.t[1],))):
+        checked: dict[int, list[tuple[int, Sequence[Predicate]]]] = {}  # arity → checks
         for r in rs:
-            for p, e in enumerate(r):
-                for check in ctx.column_checks.get((rel, p), ()):
+            at = checked.get(len(r))
+            if at is None:
+                at = checked[len(r)] = [(p, cs) for p in range(len(r))
+                                        if (cs := ctx.column_checks.get((rel, p), ()))]
+            for p, cs in at:
+                e = r[p]
+                for check in cs:
                     if check not in placed.setdefault(e, []):
                         placed[e].append(check)
 
@@ -380,6 +401,9 @@ def _materialise(ctx: _Context, s: Structure) -> tuple[Database, str, tuple[Valu
             return e.value
         if e not in concrete:
             var = s.origin.get(e)
+            if e not in placed and not (var is not None and ctx.checks.get(var)):
+                concrete[e] = values.fresh()  # no check: fresh() never fails
+                return concrete[e]
             own = list(ctx.checks.get(var, [])) if var is not None else []
             checks = own + [c for c in placed.get(e, []) if c not in own]
             try:
@@ -388,10 +412,18 @@ def _materialise(ctx: _Context, s: Structure) -> tuple[Database, str, tuple[Valu
                 concrete[e] = _fresh_or_repeated(values, checks)
         return concrete[e]
 
+    kinds: dict[str, tuple[str, ...]] = {}  # relation → its columns' affinities
+
     def typed(rel: str, row: Row) -> tuple[Value, ...]:
-        types = ctx.types.get(rel, ())
-        return tuple(affinity_value(value(e), types[i]) if i < len(types) else value(e)
-                     for i, e in enumerate(row))
+        kind = kinds.get(rel)
+        if kind is None:
+            kind = kinds[rel] = tuple(affinity_kind(t) for t in ctx.types.get(rel, ()))
+        out: list[Value] = []
+        for i, e in enumerate(row):  # the elements in order: value() gives them in turn
+            got = e.value if isinstance(e, Const) else \
+                concrete[e] if e in concrete else value(e)
+            out.append(with_affinity(got, kind[i]) if i < len(kind) else got)
+        return tuple(out)
 
     assert s.t is not None
     rows = {rel: frozenset(typed(rel, row) for row in rs) for rel, rs in s.rows.items()}
@@ -402,6 +434,34 @@ def _materialise(ctx: _Context, s: Structure) -> tuple[Database, str, tuple[Valu
 
 
 _RANGE_SCAN = 100_000  # integers of a CHECK range tried for a distinct value
+
+
+#: The ranges :func:`_checks_range` keeps at most (then it starts afresh).
+_RANGES_MAX = 4096
+_RANGES: dict[tuple[int, ...], tuple[tuple[Predicate, ...], range | None]] = {}
+
+
+def _checks_range(checks: Sequence[Predicate]) -> range | None:
+    """The integers :func:`_fresh_in_range` scans for ``checks``: from the low end of
+    their :func:`~cqsens.ir.semantics.checks_range`, at most ``_RANGE_SCAN`` past it, up to
+    the high end (None when a finite range is not given).  Kept per ``checks`` by
+    identity (the entry holds the predicates, so an identity is not reused while it is
+    kept; hashing a predicate walks its whole tree): one column's checks are read again
+    for every value a construction gives it."""
+    key = tuple(id(c) for c in checks)
+    got = _RANGES.get(key)
+    if got is not None and len(got[0]) == len(checks) and all(
+            a is b for a, b in zip(got[0], checks, strict=True)):
+        return got[1]
+    low, high = checks_range(checks)
+    found: range | None = None
+    if not (low == -math.inf or high == math.inf or low > high):
+        start = math.ceil(low)
+        found = range(start, min(math.floor(high), start + _RANGE_SCAN) + 1)
+    if len(_RANGES) >= _RANGES_MAX:
+        _RANGES.clear()
+    _RANGES[key] = (tuple(checks), found)
+    return found
 
 
 def _fresh_in_range(values: Values, checks: Sequence[Predicate]) -> Value:
@@ -415,11 +475,10 @@ def _fresh_in_range(values: Values, checks: Sequence[Predicate]) -> Value:
         When the checks give no finite integer range, or every integer of it is used or
         fails a check.
     """
-    low, high = checks_range(checks)
-    if low == -math.inf or high == math.inf or low > high:
+    scan = _checks_range(checks)
+    if scan is None:
         raise NoValue
-    start = math.ceil(low)
-    for value in range(start, min(math.floor(high), start + _RANGE_SCAN) + 1):
+    for value in scan:
         if value not in values.used and all(values.holds(c, value) for c in checks):
             values.used.add(value)
             return value

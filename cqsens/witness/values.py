@@ -8,10 +8,10 @@ from collections.abc import Mapping, Sequence
 from cqsens.frontend.sqlgen import ColumnRef, predicate_sql
 from cqsens.ir.cq import CQ, Const, Var
 from cqsens.ir.expr import Expr, Predicate, Slot, bind, literal_of, literals
-from cqsens.ir.semantics import Undecided, evaluate
+from cqsens.ir.semantics import Bound, Undecided, checks_range, evaluate
 from cqsens.witness.evaluate import Value
 
-__all__ = ["NoValue", "Values", "unary_checks"]
+__all__ = ["NoValue", "Values", "span", "unary_checks"]
 
 
 class NoValue(Exception):
@@ -34,6 +34,9 @@ class Values:
         self.memo = {} if memo is None else memo
         # id of a check → (the check, its SQL with the value as a parameter)
         self.templates: dict[int, tuple[Predicate, str]] = {}
+        # id of a check → (the check, its table in memo): the table found without hashing
+        # the check again (the entry holds the check, so its identity is not reused)
+        self.by_id: dict[int, tuple[Predicate, dict[str, bool]]] = {}
 
     def fresh(self, checks: Sequence[Predicate] = ()) -> Value:
         """A value not used before that meets every predicate in ``checks``.
@@ -51,11 +54,13 @@ class Values:
         if not checks:
             return self._fresh_unchecked()
         tables = self._tables(checks)
+        low, high = span(checks)
         for _ in range(3):  # the fresh numbers first, as in _candidates
             self.counter += 1
         counter = self.counter
         for number in (counter + 998, counter + 999, counter + 1000):
-            if number not in self.used and self._all_hold(tables, number):
+            if number not in self.used and low <= number <= high \
+                    and self._all_hold(tables, number):
                 self.used.add(number)
                 return number
         for kind, item in _plan(self, checks, tables):
@@ -69,8 +74,11 @@ class Values:
         raise NoValue  # never a value that breaks a CHECK or a filter on its column
 
     def _fresh_unchecked(self) -> Value:
-        """:meth:`fresh` without predicates: the first unused of the counter's values."""
-        for value in self._candidates(()):
+        """:meth:`fresh` without predicates: the first unused of the counter's values
+        (:meth:`_candidates` without predicates, written out)."""
+        start = self.counter
+        self.counter += 3
+        for value in (1001 + start, 1002 + start, 1003 + start, f"v{start + 3}"):
             if value not in self.used:
                 self.used.add(value)
                 return value
@@ -82,11 +90,12 @@ class Values:
         when no candidate does): for a column whose values may repeat.  The first of
         :meth:`_candidates` that does (the counter moves on as it does there)."""
         tables = self._tables(checks)
+        low, high = span(checks)
         for _ in range(3):
             self.counter += 1
         counter = self.counter
         for number in (counter + 998, counter + 999, counter + 1000):
-            if self._all_hold(tables, number):
+            if low <= number <= high and self._all_hold(tables, number):
                 return number
         for kind, item in _plan(self, checks, tables):
             value: Value = item if kind == "" else (
@@ -116,15 +125,25 @@ class Values:
     def holds(self, check: Predicate, value: Value) -> bool:
         """Does ``check`` (over ``Slot(0)``) hold for ``value``?  Decided in Python,
         or by SQLite where Python cannot match SQLite's semantics exactly."""
-        return self._holds(check, self.memo.setdefault(check, {}), value, repr(value))
+        return self._holds(check, self._table(check)[1], value, repr(value))
+
+    def _table(self, check: Predicate) -> tuple[Predicate, dict[str, bool]]:
+        got = self.by_id.get(id(check))
+        if got is None or got[0] is not check:
+            got = self.by_id[id(check)] = (check, self.memo.setdefault(check, {}))
+        return got
 
     def _tables(self, checks: Sequence[Predicate]) -> list[tuple[Predicate, dict[str, bool]]]:
-        return [(chk, self.memo.setdefault(chk, {})) for chk in checks]
+        return [self._table(chk) for chk in checks]
 
     def _all_hold(self, tables: Sequence[tuple[Predicate, dict[str, bool]]],
                   value: Value) -> bool:
         shown = repr(value)
-        return all(self._holds(chk, table, value, shown) for chk, table in tables)
+        for chk, table in tables:
+            got = table.get(shown)
+            if not (self._holds(chk, table, value, shown) if got is None else got):
+                return False
+        return True
 
     def _holds(self, check: Predicate, table: dict[str, bool], value: Value,
                shown: str) -> bool:
@@ -171,6 +190,29 @@ def _bindable(value: Value) -> bool:
     if isinstance(value, int):
         return -(2**63) < value < 2**63
     return isinstance(value, str) and value.isprintable() and "\\" not in value
+
+
+#: The spans of :func:`span` kept at most (then they start afresh).
+_SPANS_MAX = 4096
+_SPANS: dict[tuple[int, ...], tuple[tuple[Predicate, ...], tuple[Bound, Bound]]] = {}
+
+
+def span(checks: Sequence[Predicate]) -> tuple[Bound, Bound]:
+    """The closed range :func:`~cqsens.ir.semantics.checks_range` the checks put on their
+    column: a number outside it breaks one of them (an inside one is still evaluated), so
+    a fresh number outside it is passed over without evaluating each check.  Kept per
+    ``checks`` by identity (the entry holds the predicates, so an identity is not reused
+    while it is kept; hashing a predicate walks its whole tree)."""
+    key = tuple(id(c) for c in checks)
+    got = _SPANS.get(key)
+    if got is not None and len(got[0]) == len(checks) and all(
+            a is b for a, b in zip(got[0], checks, strict=True)):
+        return got[1]
+    found = checks_range(checks)
+    if len(_SPANS) >= _SPANS_MAX:
+        _SPANS.clear()
+    _SPANS[key] = (tuple(checks), found)
+    return found
 
 
 #: The plans of :func:`_plan` kept at most (then they start afresh).
