@@ -19,14 +19,13 @@ from cqsens.ir.dependencies import Sigma
 from cqsens.ir.expr import And, Between, Compare, Kind, Literal, Predicate, Slot
 from cqsens.ir.semantics import checks_range
 from cqsens.witness import construct
-from cqsens.witness.aggregate import (
-    _CURRENT,
-    _Exact,
-    _ExactAvg,
-    _ExactSum,
-    _ExactTotal,
-    _within,
-    released_change,
+from cqsens.witness.aggregate import _within, released_change
+from cqsens.witness.sql_aggregates import (
+    CURRENT,
+    ExactAvg,
+    ExactResults,
+    ExactSum,
+    ExactTotal,
     sql_value,
 )
 from cqsens.witness.construct import (
@@ -41,7 +40,8 @@ from cqsens.witness.construct import (
 from cqsens.witness.evaluate import affinity_value
 from cqsens.witness.model import Witness
 from cqsens.witness.person_build import _DATE, _copies, _fits, _Plan, _tuple_repr
-from cqsens.witness.search import _RANGE_SCAN, _fresh_in_range, find_witness
+from cqsens.witness.search import find_witness
+from cqsens.witness.values import RANGE_SCAN, fresh_in_range
 from cqsens.witness.values import NoValue, Values, span
 from tests.strategies import cqs, dependencies_for
 
@@ -90,29 +90,29 @@ _CELLS = st.one_of(
 
 @settings(max_examples=200, deadline=None)
 @given(values=st.lists(_CELLS, max_size=12),
-       kind=st.sampled_from([_ExactSum, _ExactTotal, _ExactAvg]))
+       kind=st.sampled_from([ExactSum, ExactTotal, ExactAvg]))
 def test_exact_sums_by_denominator_are_the_exact_sums(values: list[object], kind: type) -> None:
     """SUM, TOTAL and AVG added up by denominator in integers return what adding each
     value's exact Fraction returns, with the same magnitude Σ|x| beside it."""
     total, scale, count, integer = _plain_sum(values)
-    registry = _CURRENT.registry = _Exact()
+    registry = CURRENT.registry = ExactResults()
     try:
         aggregate = kind()
         for v in values:
             aggregate.step(v)
         got = aggregate.finalize()
     finally:
-        _CURRENT.registry = None
-    if kind is _ExactTotal:
+        CURRENT.registry = None
+    if kind is ExactTotal:
         expected: Fraction | None = total
     elif not count:
         expected = None
     else:
-        expected = total / count if kind is _ExactAvg else total
+        expected = total / count if kind is ExactAvg else total
     if expected is None:
         assert got is None
         return
-    if kind is _ExactSum and integer:
+    if kind is ExactSum and integer:
         assert got == expected and isinstance(got, int)
         return
     assert isinstance(got, float) and got == float(expected)
@@ -233,7 +233,7 @@ def _plain_fresh_in_range(values: Values, checks: list[Predicate]) -> object:
     if low == -math.inf or high == math.inf or low > high:
         raise NoValue
     start = math.ceil(low)
-    for value in range(start, min(math.floor(high), start + _RANGE_SCAN) + 1):
+    for value in range(start, min(math.floor(high), start + RANGE_SCAN) + 1):
         if value not in values.used and all(values.holds(c, value) for c in checks):
             values.used.add(value)
             return value
@@ -263,7 +263,7 @@ def test_fresh_values_in_a_kept_range_are_the_fresh_values(
         mine.used, plain.used = set(used), set(used)
         for _ in range(calls):
             outcomes = []
-            for values, pick in ((mine, _fresh_in_range), (plain, _plain_fresh_in_range)):
+            for values, pick in ((mine, fresh_in_range), (plain, _plain_fresh_in_range)):
                 try:
                     outcomes.append(pick(values, list(checks)))
                 except NoValue:

@@ -32,11 +32,9 @@ the best kept.  See docs/rules.md, rule ``aggregate-witness``.
 from __future__ import annotations
 
 import contextlib
-import functools
 import math
 import re
 import sqlite3
-import statistics
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -50,6 +48,15 @@ from cqsens.ir.exact import Exact, json_number
 from cqsens.ir.expr import Predicate
 from cqsens.witness.evaluate import Database, Value, connect, cq_sql
 from cqsens.witness.model import Witness
+from cqsens.witness.sql_aggregates import (
+    CURRENT,
+    EXACT_AGGREGATES,
+    Ambiguous,
+    ExactResults,
+    Median,
+    Percentile,
+    sql_value,
+)
 
 __all__ = [
     "AggregateWitness",
@@ -70,208 +77,6 @@ Released = dict[tuple[Value | None, ...], tuple[Value | Fraction | None, ...]]
 (an int or a Fraction; NULL is None)."""
 
 _SUMS = ("count", "count_distinct", "sum")  # an absent group or NULL counts as 0
-
-
-class _Median:
-    """SQLite aggregate: the median of the non-NULL values (NULL when there are none)."""
-
-    def __init__(self) -> None:
-        self.values: list[float | int] = []
-
-    def step(self, value: Any) -> None:
-        if isinstance(value, (int, float)):
-            self.values.append(value)
-
-    def finalize(self) -> float | int | None:
-        return statistics.median(self.values) if self.values else None
-
-
-class _Percentile(_Median):
-    """SQLite aggregate ``PERCENTILE_CONT(x, q)`` (linear interpolation; the median at
-    ``q = 0.5``), the form MEDIAN takes in SQLite syntax."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.q = 0.5
-
-    def step(self, value: Any, q: Any = 0.5) -> None:
-        super().step(value)
-        self.q = float(q)
-
-    def finalize(self) -> float | int | None:
-        if not self.values:
-            return None
-        xs = sorted(self.values)
-        if self.q == 0.5:
-            return statistics.median(xs)
-        pos = self.q * (len(xs) - 1)
-        low = int(pos)
-        high = min(low + 1, len(xs) - 1)
-        return xs[low] + (xs[high] - xs[low]) * (pos - low)
-
-
-def sql_value(value: Any) -> Fraction:
-    """The exact number a value SQLite hands over stands for: an integer as it is, a REAL
-    as the decimal text it is written with (``repr``, the text a witness script inserts:
-    ``0.1`` is 1/10, not the nearest double), a numeric text read exactly.
-
-    >>> sql_value(0.1), sql_value(3), sql_value(" 2.50 ")
-    (Fraction(1, 10), Fraction(3, 1), Fraction(5, 2))
-    """
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise ValueError(f"not a number: {value!r}")
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ValueError(f"not a finite number: {value!r}")
-    return Fraction(repr(value) if isinstance(value, float) else value)
-
-
-_INT64 = 2**63
-
-
-class _Ambiguous(Exception):
-    """Two different exact results share one double: the cell cannot be read exactly."""
-
-
-class _Exact:
-    """The exact results the replacing aggregates of one connection returned: each
-    returned double → the exact values behind it, with the magnitude Σ|x| of their
-    inputs (the scale of a float sum's error)."""
-
-    def __init__(self) -> None:
-        self.results: dict[float, set[tuple[Fraction, Fraction]]] = {}
-
-    def returned(self, value: Fraction, scale: Fraction, *, integer: bool) -> float | int:
-        """What SQLite gets back: an int when SQLite's own function returns one (and an
-        integer overflow as SQLite's own SUM), else the nearest double."""
-        if integer and value.denominator == 1:
-            if abs(value.numerator) >= _INT64:
-                raise OverflowError("integer overflow")
-            return value.numerator
-        shown = float(value)
-        self.results.setdefault(shown, set()).add((value, scale))
-        return shown
-
-    def read(self, cell: Any) -> Fraction | str | None:
-        """The exact value of a result cell; a double no replacing aggregate returned (a
-        MIN, a MAX) is a stored value, read from its text (:func:`sql_value`)."""
-        if cell is None or isinstance(cell, str):
-            return cell
-        found = self.results.get(cell) if isinstance(cell, float) else None
-        if found is None:
-            return sql_value(cell)
-        if len({v for v, _ in found}) != 1:
-            raise _Ambiguous(cell)
-        return next(iter(found))[0]
-
-    def scale(self, cell: Any) -> Fraction:
-        """Σ|x| behind a result cell (0 for a value no replacing aggregate computed)."""
-        found = self.results.get(cell) if isinstance(cell, float) else None
-        return max((sc for _, sc in found), default=Fraction(0)) if found else Fraction(0)
-
-
-_CURRENT = threading.local()  # the registry of the exact pass running in this thread
-
-
-def _registry() -> _Exact:
-    registry: _Exact = _CURRENT.registry
-    return registry
-
-
-@functools.lru_cache(maxsize=65536)
-def _float_parts(value: float) -> tuple[int, int]:
-    """:func:`sql_value` of a finite double as (numerator, denominator), kept: a witness's
-    databases repeat the same few values in every group."""
-    exact = sql_value(value)
-    return exact.numerator, exact.denominator
-
-
-class _ExactSum:
-    """SQLite's SUM computed exactly (:func:`sql_value` of each value): NULL on no
-    value, an int when every value is one; TOTAL and AVG are its subclasses.
-
-    The non-integers are added up by denominator (the decimal texts of a column share a
-    few powers of ten) in integers: the same Fractions as adding each value's
-    :func:`sql_value` one by one, without normalising each partial sum."""
-
-    kind = "sum"
-
-    def __init__(self) -> None:
-        self.ints = self.int_scale = self.count = 0
-        self.others: dict[int, list[int]] = {}  # denominator → [Σ numerators, Σ |numerators|]
-
-    def step(self, value: Any) -> None:
-        if value is None:
-            return
-        self.count += 1
-        if isinstance(value, int) and not isinstance(value, bool):
-            self.ints += value
-            self.int_scale += abs(value)
-            return
-        if isinstance(value, float) and math.isfinite(value):
-            numerator, denominator = _float_parts(value)
-        else:
-            exact = sql_value(value)
-            numerator, denominator = exact.numerator, exact.denominator
-        sums = self.others.setdefault(denominator, [0, 0])
-        sums[0] += numerator
-        sums[1] += abs(numerator)
-
-    def finalize(self) -> float | int | None:
-        total = Fraction(self.ints)
-        scale = Fraction(self.int_scale)
-        for denominator, (numerator, magnitude) in self.others.items():
-            total += Fraction(numerator, denominator)
-            scale += Fraction(magnitude, denominator)
-        if self.kind == "total":
-            return _registry().returned(total, scale, integer=False)
-        if not self.count:
-            return None
-        if self.kind == "avg":
-            return _registry().returned(total / self.count, scale, integer=False)
-        return _registry().returned(total, scale, integer=not self.others)
-
-
-class _ExactTotal(_ExactSum):
-    kind = "total"
-
-
-class _ExactAvg(_ExactSum):
-    kind = "avg"
-
-
-class _ExactPercentile:
-    """MEDIAN and ``PERCENTILE_CONT(x, q)`` computed exactly (as :class:`_Percentile`)."""
-
-    def __init__(self) -> None:
-        self.values: list[Fraction] = []
-        self.integer = True
-        self.q = Fraction(1, 2)
-
-    def step(self, value: Any, q: Any = 0.5) -> None:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            self.values.append(sql_value(value))
-            self.integer = self.integer and isinstance(value, int)
-        self.q = sql_value(q)
-
-    def finalize(self) -> float | int | None:
-        if not self.values:
-            return None
-        xs = sorted(self.values)
-        pos = self.q * (len(xs) - 1)
-        low = math.floor(pos)
-        high = min(low + 1, len(xs) - 1)
-        value = xs[low] + (xs[high] - xs[low]) * (pos - low)
-        scale = sum((abs(v) for v in xs), Fraction(0))
-        # statistics.median returns the middle value itself (an int for ints)
-        middle = len(xs) % 2 == 1 and self.q == Fraction(1, 2)
-        return _registry().returned(value, scale, integer=self.integer and middle)
-
-
-_EXACT_AGGREGATES: dict[tuple[str, int], type] = {
-    ("sum", 1): _ExactSum, ("total", 1): _ExactTotal, ("avg", 1): _ExactAvg,
-    ("median", 1): _ExactPercentile, ("percentile_cont", 2): _ExactPercentile}
-"""SUM, TOTAL, AVG, MEDIAN and PERCENTILE_CONT computed exactly; they replace SQLite's
-own on the connection of an exact pass (:func:`_exact_rows`)."""
 
 
 _TOLERANCE = Fraction(1, 10**9)
@@ -364,13 +169,13 @@ def _exact_rows(conn: sqlite3.Connection, sql: str, native: list[tuple[Any, ...]
     the group keys, as SQLite returns them), cross-checked against SQLite's own rows
     ``native``: None when a cell cannot be read exactly or SQLite's own value is too
     far from it."""
-    registry = _CURRENT.registry = _Exact()
-    for (name, arity), cls in _EXACT_AGGREGATES.items():
+    registry = CURRENT.registry = ExactResults()
+    for (name, arity), cls in EXACT_AGGREGATES.items():
         conn.create_aggregate(name, arity, cls)
     try:
         mine, _ = _rows(conn, sql)
     finally:
-        _CURRENT.registry = None
+        CURRENT.registry = None
     order = sorted(skip)
     theirs_by_key = {tuple(r[p] for p in order): r for r in native}
     if len(mine) != len(native) or len(theirs_by_key) != len(native):
@@ -387,7 +192,7 @@ def _exact_rows(conn: sqlite3.Connection, sql: str, native: list[tuple[Any, ...]
                 return None
             out.append(tuple(v.numerator if isinstance(v, Fraction) and v.denominator == 1
                              else v for v in row))
-    except (_Ambiguous, ValueError):
+    except (Ambiguous, ValueError):
         return None
     return out
 
@@ -430,8 +235,8 @@ def evaluate_released(query: AggregateQuery, db: Database, sql: str) -> Released
     cross-check (within 10⁻⁹ of the magnitude of the values added up).  A COUNT is an
     int, and a MIN or MAX returns a stored value, read from its text."""
     conn = connect(db)
-    conn.create_aggregate("median", 1, _Median)  # type: ignore[arg-type]
-    conn.create_aggregate("percentile_cont", 2, _Percentile)  # type: ignore[arg-type]
+    conn.create_aggregate("median", 1, Median)  # type: ignore[arg-type]
+    conn.create_aggregate("percentile_cont", 2, Percentile)  # type: ignore[arg-type]
     try:
         native, names = _rows(conn, sql)
         keys = [] if not query.group_by else _group_positions(query, names)

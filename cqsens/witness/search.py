@@ -36,7 +36,6 @@ from cqsens.engine.upper import UpperBound
 from cqsens.ir.cq import CQ, AggregateQuery, Atom, Const, Var
 from cqsens.ir.dependencies import Sigma, satisfies
 from cqsens.ir.expr import Predicate
-from cqsens.ir.semantics import checks_range
 from cqsens.witness.construct import (
     MAX_ROWS,
     Element,
@@ -64,7 +63,7 @@ from cqsens.witness.evaluate import (
     with_affinity,
 )
 from cqsens.witness.model import Witness
-from cqsens.witness.values import NoValue, Values, unary_checks
+from cqsens.witness.values import NoValue, Values, fresh_or_repeated, unary_checks
 
 __all__ = ["find_witness", "first_proof"]
 
@@ -409,7 +408,7 @@ def _materialise(ctx: _Context, s: Structure) -> tuple[Database, str, tuple[Valu
             try:
                 concrete[e] = values.fresh(checks)
             except NoValue:
-                concrete[e] = _fresh_or_repeated(values, checks)
+                concrete[e] = fresh_or_repeated(values, checks)
         return concrete[e]
 
     kinds: dict[str, tuple[str, ...]] = {}  # relation → its columns' affinities
@@ -431,77 +430,6 @@ def _materialise(ctx: _Context, s: Structure) -> tuple[Database, str, tuple[Valu
     row = typed(relation, t)
     full = Database(ctx.columns, {r: rows.get(r, frozenset()) for r in ctx.columns}, ctx.types)
     return full.without_row(relation, row), relation, row
-
-
-_RANGE_SCAN = 100_000  # integers of a CHECK range tried for a distinct value
-
-
-#: The ranges :func:`_checks_range` keeps at most (then it starts afresh).
-_RANGES_MAX = 4096
-_RANGES: dict[tuple[int, ...], tuple[tuple[Predicate, ...], range | None]] = {}
-
-
-def _checks_range(checks: Sequence[Predicate]) -> range | None:
-    """The integers :func:`_fresh_in_range` scans for ``checks``: from the low end of
-    their :func:`~cqsens.ir.semantics.checks_range`, at most ``_RANGE_SCAN`` past it, up to
-    the high end (None when a finite range is not given).  Kept per ``checks`` by
-    identity (the entry holds the predicates, so an identity is not reused while it is
-    kept; hashing a predicate walks its whole tree): one column's checks are read again
-    for every value a construction gives it."""
-    key = tuple(id(c) for c in checks)
-    got = _RANGES.get(key)
-    if got is not None and len(got[0]) == len(checks) and all(
-            a is b for a, b in zip(got[0], checks, strict=True)):
-        return got[1]
-    low, high = checks_range(checks)
-    found: range | None = None
-    if not (low == -math.inf or high == math.inf or low > high):
-        start = math.ceil(low)
-        found = range(start, min(math.floor(high), start + _RANGE_SCAN) + 1)
-    if len(_RANGES) >= _RANGES_MAX:
-        _RANGES.clear()
-    _RANGES[key] = (tuple(checks), found)
-    return found
-
-
-def _fresh_in_range(values: Values, checks: Sequence[Predicate]) -> Value:
-    """A distinct integer inside the range the checks put on the column, scanned from its
-    low end, when the values near the checks' literals are used up (many rows of one
-    checked column: 20 orders each with a total in [0, 500]).
-
-    Raises
-    ------
-    NoValue
-        When the checks give no finite integer range, or every integer of it is used or
-        fails a check.
-    """
-    scan = _checks_range(checks)
-    if scan is None:
-        raise NoValue
-    for value in scan:
-        if value not in values.used and all(values.holds(c, value) for c in checks):
-            values.used.add(value)
-            return value
-    raise NoValue
-
-
-def _fresh_or_repeated(values: Values, checks: Sequence[Predicate]) -> Value:
-    """A distinct value of the checks' integer range, else one used before that meets them
-    (a column with a small domain, ``CHECK (flag IN (0, 1))``, under many rows): the
-    database is evaluated from scratch, so a repeated value only changes what it proves.
-
-    Raises
-    ------
-    NoValue
-        When no candidate meets the checks.
-    """
-    try:
-        return _fresh_in_range(values, checks)
-    except NoValue:
-        repeated = values.meeting(checks)
-        if repeated is None:
-            raise
-        return repeated
 
 
 def _meets_checks(ctx: _Context, db: Database) -> bool:

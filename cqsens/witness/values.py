@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sqlite3
 from collections.abc import Mapping, Sequence
 
@@ -11,7 +12,8 @@ from cqsens.ir.expr import Expr, Predicate, Slot, bind, literal_of, literals
 from cqsens.ir.semantics import Bound, Undecided, checks_range, evaluate
 from cqsens.witness.evaluate import Value
 
-__all__ = ["NoValue", "Values", "span", "unary_checks"]
+__all__ = ["RANGE_SCAN", "NoValue", "Values", "fresh_in_range", "fresh_or_repeated", "span",
+           "unary_checks"]
 
 
 class NoValue(Exception):
@@ -288,3 +290,74 @@ def unary_checks(
                     args.append(Slot(0))
             checks.setdefault(var, []).append(bind(atom.predicate, args))
     return checks
+
+
+RANGE_SCAN = 100_000  # integers of a CHECK range tried for a distinct value
+
+
+#: The ranges :func:`_checks_range` keeps at most (then it starts afresh).
+_RANGES_MAX = 4096
+_RANGES: dict[tuple[int, ...], tuple[tuple[Predicate, ...], range | None]] = {}
+
+
+def _checks_range(checks: Sequence[Predicate]) -> range | None:
+    """The integers :func:`fresh_in_range` scans for ``checks``: from the low end of
+    their :func:`~cqsens.ir.semantics.checks_range`, at most ``RANGE_SCAN`` past it, up to
+    the high end (None when a finite range is not given).  Kept per ``checks`` by
+    identity (the entry holds the predicates, so an identity is not reused while it is
+    kept; hashing a predicate walks its whole tree): one column's checks are read again
+    for every value a construction gives it."""
+    key = tuple(id(c) for c in checks)
+    got = _RANGES.get(key)
+    if got is not None and len(got[0]) == len(checks) and all(
+            a is b for a, b in zip(got[0], checks, strict=True)):
+        return got[1]
+    low, high = checks_range(checks)
+    found: range | None = None
+    if not (low == -math.inf or high == math.inf or low > high):
+        start = math.ceil(low)
+        found = range(start, min(math.floor(high), start + RANGE_SCAN) + 1)
+    if len(_RANGES) >= _RANGES_MAX:
+        _RANGES.clear()
+    _RANGES[key] = (tuple(checks), found)
+    return found
+
+
+def fresh_in_range(values: Values, checks: Sequence[Predicate]) -> Value:
+    """A distinct integer inside the range the checks put on the column, scanned from its
+    low end, when the values near the checks' literals are used up (many rows of one
+    checked column: 20 orders each with a total in [0, 500]).
+
+    Raises
+    ------
+    NoValue
+        When the checks give no finite integer range, or every integer of it is used or
+        fails a check.
+    """
+    scan = _checks_range(checks)
+    if scan is None:
+        raise NoValue
+    for value in scan:
+        if value not in values.used and all(values.holds(c, value) for c in checks):
+            values.used.add(value)
+            return value
+    raise NoValue
+
+
+def fresh_or_repeated(values: Values, checks: Sequence[Predicate]) -> Value:
+    """A distinct value of the checks' integer range, else one used before that meets them
+    (a column with a small domain, ``CHECK (flag IN (0, 1))``, under many rows): the
+    database is evaluated from scratch, so a repeated value only changes what it proves.
+
+    Raises
+    ------
+    NoValue
+        When no candidate meets the checks.
+    """
+    try:
+        return fresh_in_range(values, checks)
+    except NoValue:
+        repeated = values.meeting(checks)
+        if repeated is None:
+            raise
+        return repeated
