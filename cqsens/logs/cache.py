@@ -40,7 +40,7 @@ _T = TypeVar("_T")
 __all__ = ["FORMAT", "Result", "ShapeCache", "Verdict"]
 
 #: The layout of the file (SQLite's user_version); a file of another layout is emptied.
-FORMAT = 4
+FORMAT = 5
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS plans (shape TEXT PRIMARY KEY, plan TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, row TEXT NOT NULL,
@@ -81,14 +81,16 @@ class Verdict:
 
 def _plan_json(plan: Plan) -> str:
     return json.dumps({"abstract": sorted(plan.abstract), "ordered": sorted(plan.ordered),
-                       "groups": None if plan.groups is None else [list(g) for g in plan.groups]})
+                       "groups": None if plan.groups is None else [list(g) for g in plan.groups],
+                       "aliases": plan.aliases})
 
 
 def _plan_of(text: str) -> Plan:
     got = json.loads(text)
     groups = got["groups"]
     return Plan(frozenset(got["abstract"]), frozenset(got["ordered"]),
-                None if groups is None else tuple(tuple(g) for g in groups))
+                None if groups is None else tuple(tuple(g) for g in groups),
+                bool(got.get("aliases", False)))
 
 
 class ShapeCache:

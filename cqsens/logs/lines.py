@@ -31,7 +31,7 @@ __all__ = ["Line", "LineTemplate", "compile_line", "line_of", "line_text", "rend
 
 #: The values a record puts into its key's line template, in the order of the line.
 _SLOTS = ("id", "file", "query", "lower", "tight", "proof", "shape")
-_MARK = re.compile(r"\"⟦=(\w+)⟧\"|⟦(?:(\d+)\.(\d)|source)⟧")
+_MARK = re.compile(r"\"⟦=(\w+)⟧\"|⟦(?:(\d+)\.(\d)|source|@(\d+))⟧")
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,8 +62,9 @@ def line_of(row: Row) -> Line:
 @dataclass(frozen=True, slots=True)
 class LineTemplate:
     """A key's line split at the places a record fills: ``texts[0] marks[0] texts[1] ...``;
-    a mark is a slot's name (:data:`_SLOTS`), ``(literal, style)`` or ``(-1, 0)`` for the
-    record's name inside a text.  ``upper`` is the key's upper bound."""
+    a mark is a slot's name (:data:`_SLOTS`), ``(literal, style)``, ``(-1, 0)`` for the
+    record's name inside a text or ``(k, -1)`` for its table alias ``k``.  ``upper`` is the
+    key's upper bound."""
 
     texts: tuple[str, ...]
     marks: tuple[str | tuple[int, int], ...]
@@ -91,6 +92,8 @@ def compile_line(template: str) -> LineTemplate | None:
         texts.append(text[at:m.start()])
         if m.group(1) is not None:
             marks.append(m.group(1))
+        elif m.group(4) is not None:
+            marks.append((int(m.group(4)), -1))
         elif m.group(2) is None:
             marks.append((-1, 0))
         else:
@@ -129,8 +132,9 @@ def render_line(template: LineTemplate, lexed: Lexed, *, ident: str, where: str,
         else:
             piece = shown_marks.get(mark)
             if piece is None:
-                piece = shown_marks[mark] = _dumps(where if mark[0] < 0 else render_literal(
-                    literal_value(lexed.literals[mark[0]]), mark[1]))[1:-1]
+                piece = shown_marks[mark] = _dumps(
+                    lexed.aliases[mark[0]] if mark[1] < 0 else where if mark[0] < 0
+                    else render_literal(literal_value(lexed.literals[mark[0]]), mark[1]))[1:-1]
             out.append(piece)
         out.append(text)
     return Line("".join(out), template.status, template.upper, tight, proof, None)

@@ -107,7 +107,7 @@ class _LogRun:
             return
         plan = cache.plan(shape)
         if plan is not None:
-            key = record_key(fp, lexed, plan.abstract, plan.groups)
+            key = record_key(fp, lexed, plan.abstract, plan.groups, aliases=plan.aliases)
             if cache.result(key) is not None:
                 cache.hits += 1
                 self.serve(slot, fp, key, plan, seconds, lexed)

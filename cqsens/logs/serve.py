@@ -138,8 +138,10 @@ class _Done:
 
 
 def _literal_key(lexed: Lexed) -> str:
-    """A record's literals as written, the key of its proven lower bound in the cache."""
-    return json.dumps([lit.text for lit in lexed.literals])
+    """A record's literals as written (and its table aliases, when it has some), the key of
+    its proven lower bound in the cache."""
+    texts = [lit.text for lit in lexed.literals]
+    return json.dumps([texts, list(lexed.aliases)] if lexed.aliases else texts)
 
 
 def _verdict(row: Row, lexed: Lexed, note: str | None) -> Verdict | None:
@@ -241,7 +243,8 @@ def _work(task: _Task) -> _Done:
         schema = _parsed_schema(opts)
         checked = column_checks(schema, value_bounds=parse_value_bounds(opts.bounds),
                                 columns=analysis.query_obj.columns)
-        plan = abstract_literals(analysis.query_obj, lexed, checked)
+        plan = replace(abstract_literals(analysis.query_obj, lexed, checked),
+                       aliases=bool(lexed.aliases))  # kept only if the template shows them
     without = replace(opts, prove_lower=False)
 
     def rerun(sql: str) -> dict[str, Any] | None:
@@ -253,7 +256,8 @@ def _work(task: _Task) -> _Done:
     template = derive_template(_stored(first), sql=record.sql, lexed=lexed,
                                fingerprint=task.fingerprint, plan=plan, rerun=rerun)
     plan = template.plan
-    key = shape_key(task.fingerprint, lexed, plan.abstract, plan.groups)
+    key = shape_key(task.fingerprint, lexed, plan.abstract, plan.groups,
+                    aliases=plan.aliases)
     row = _finish(_named(first, record), record, key, False)
     return _Done(row, shape, plan, key, template, [lit.text for lit in lexed.literals],
                  _proof_of(analysis, lexed), searched=True,
@@ -440,7 +444,7 @@ def _hit_line(cache: ShapeCache, options: Settings, record: Record) -> Line | No
     plan = cache.plan(_shape_id(fp, lexed))
     if plan is None:
         return None
-    key = record_key(fp, lexed, plan.abstract, plan.groups)
+    key = record_key(fp, lexed, plan.abstract, plan.groups, aliases=plan.aliases)
     got = cache.result(key)
     if got is None:
         return None
