@@ -65,8 +65,9 @@ COLUMNS = {"p": [("p.age", "n"), ("p.sex", "t"), ("p.hos", "n"), ("p.id", "n")],
            "h": [("h.loc", "t"), ("h.id", "n")],
            "d": [("d.specialty", "t"), ("d.hos", "n"), ("d.id", "n")],
            "x": [("x.pat", "n"), ("x.doc", "n")]}
-_NUMBER_FILTERS = ["{c} = {{a}}", "{c} > {{a}}", "{c} < {{age}}", "{c} BETWEEN {{age}} AND {{age2}}",
-                   "{c} <> {{b}}", "{c} IN ({{a}}, {{b}})", "{c} >= {{age}}"]
+_NUMBER_FILTERS = ["{c} = {{a}}", "{c} > {{a}}", "{c} < {{age}}",
+                   "{c} BETWEEN {{age}} AND {{age2}}", "{c} <> {{b}}", "{c} IN ({{a}}, {{b}})",
+                   "{c} >= {{age}}"]
 _TEXT_FILTERS = ["{c} = '{{s}}'", "{c} <> '{{s}}'", "{c} LIKE '{{s}}%'", "{c} IN ('{{s}}', 'Q')"]
 
 
