@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from cqsens.logs.keywords import KEYWORDS
 
@@ -48,10 +48,9 @@ def PLACEHOLDER(k: int) -> str:  # noqa: N802 - a constant-like formatter
     return f"⟨{k}⟩"
 
 
-@dataclass(frozen=True, slots=True)
-class Token:
+class Token(NamedTuple):
     """A token of a query text: its text, its kind (``ident``, ``qident``, ``op``,
-    ``literal``) and where it is."""
+    ``literal``) and where it is (immutable; a tuple, as a text has many)."""
 
     text: str
     kind: str
@@ -69,26 +68,27 @@ def plain_alias(name: str) -> bool:
     return len(name) <= 64 and _PLAIN.fullmatch(name) is not None and name not in KEYWORDS
 
 
-def _spelled(token: Token) -> str | None:
-    """The name a token spells, lower-cased (a quoted identifier without its quotes)."""
-    if token.kind == "ident":
-        return token.text.lower()
-    if token.kind == "qident":
-        return token.text[1:-1].lower()
-    return None
+def _lows(tokens: Sequence[Token]) -> list[str]:
+    """Each token's text in lower case (a quoted identifier without its quotes; "" for a
+    literal): what names and keywords are compared with."""
+    out = []
+    for token in tokens:
+        kind = token.kind
+        out.append(token.text.lower() if kind == "ident" or kind == "op"
+                   else token.text[1:-1].lower() if kind == "qident" else "")
+    return out
 
 
-def _table_positions(tokens: Sequence[Token]) -> set[int]:
+def _table_positions(tokens: Sequence[Token], lows: list[str]) -> set[int]:
     """The tokens that start a table reference: after FROM, JOIN, or a comma of a FROM
     list (at its depth of parentheses)."""
     starts: set[int] = set()
     in_from = [False]
+    before = ""
     for i, token in enumerate(tokens):
-        low = token.text.lower() if token.kind in ("ident", "op") else ""
-        if i:
-            before = tokens[i - 1].text.lower() if tokens[i - 1].kind in ("ident", "op") else ""
-            if before in _TABLE_AFTER or (before == "," and in_from[-1]):
-                starts.add(i)
+        low = lows[i] if token.kind != "qident" else ""
+        if before in _TABLE_AFTER or (before == "," and in_from[-1]):
+            starts.add(i)
         if low == "(":
             in_from.append(False)
         elif low == ")":
@@ -98,6 +98,7 @@ def _table_positions(tokens: Sequence[Token]) -> set[int]:
             in_from[-1] = True
         elif low in _ENDS_FROM:
             in_from[-1] = False
+        before = low
     return starts
 
 
@@ -139,14 +140,16 @@ def _qualifier(tokens: Sequence[Token], k: int, starts: set[int]) -> bool:
 def table_aliases(tokens: Sequence[Token]) -> tuple[tuple[str, ...], dict[int, int]]:
     """The abstracted aliases of a query's tokens, by first appearance, and for each token
     that spells one (by index) the alias's index."""
-    starts = _table_positions(tokens)
+    lows = _lows(tokens)
+    starts = _table_positions(tokens, lows)
     declared = _declared(tokens, starts)
+    if not declared:
+        return (), {}
     names = set(declared.values())
     places: dict[str, list[int]] = {name: [] for name in names}
-    for k, token in enumerate(tokens):
-        spelled = _spelled(token)
-        if spelled in places:
-            places[spelled].append(k)
+    for k, low in enumerate(lows):
+        if low in places and tokens[k].kind != "op":
+            places[low].append(k)
     kept: list[str] = []
     for name in names:
         if all(token_ok(tokens, k, name, declared, starts) for k in places[name]):
