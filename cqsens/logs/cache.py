@@ -194,6 +194,27 @@ class ShapeCache:
                          key, literals)
         return None if got is None else Verdict(literals, str(got[0]), got[1], got[2])
 
+    def checked_many(self, wanted: list[tuple[str, str]]) -> dict[tuple[str, str], Verdict]:
+        """:meth:`checked` of several (key, literals) pairs at once: the verdicts stored,
+        by pair (one query per key)."""
+        by_key: dict[str, set[str]] = {}
+        for key, literals in wanted:
+            by_key.setdefault(key, set()).add(literals)
+        out: dict[tuple[str, str], Verdict] = {}
+        for key, texts in by_key.items():
+            listed = sorted(texts)
+            marks = ", ".join("?" * len(listed))
+            try:
+                rows = self._db.execute(
+                    f"SELECT literals, lower, note, proof FROM checked WHERE key = ? "  # noqa: S608
+                    f"AND literals IN ({marks})", (key, *listed)).fetchall()
+            except sqlite3.DatabaseError as err:
+                raise InputError(f"cannot read the cache {self.path} ({err})", source=self.path,
+                                 construct="--cache") from None
+            for literals, lower, note, proof in rows:
+                out[(key, literals)] = Verdict(literals, str(lower), note, proof)
+        return out
+
     def store_checked(self, key: str, verdict: Verdict) -> None:
         """Remember the verdict on one record's lower bound (see :meth:`checked`)."""
         self._db.execute("INSERT OR REPLACE INTO checked VALUES (?, ?, ?, ?, ?)",

@@ -327,7 +327,8 @@ def _run(records: Iterable[Record], jobs: int, timeout: float | None,
     try:
         for record in records:
             run.add(stream.add(record))
-            yield from stream.throttle()
+            if not run.batch:  # a record waiting in a batch has nothing to settle yet
+                yield from stream.throttle()
         run.flush()
         yield from stream.drain()
     finally:

@@ -420,20 +420,35 @@ _FINGERPRINTS: dict[tuple[Settings, str | None, str | None], str] = {}
 def _hit_lines(task: _Hits) -> list[_PlainLine | None]:
     """In a worker: the JSON line of each record that is a hit whose lower bound is decided
     in the cache file as committed (its verdict kept, or ``--no-lower``); None for any other
-    record, which the run then serves itself (:meth:`_LogRun.start`)."""
+    record, which the run then serves itself (:meth:`_LogRun.start`).  The verdicts of the
+    batch are read together."""
     cache = _reader(task.cache_path)
-    lines: list[_PlainLine | None] = []
+    lower = task.settings.prove_lower
+    hits: list[tuple[Record, Lexed, str, str, str] | None] = []
     for plain in task.records:
         try:
-            line = _hit_line(cache, task.settings, Record(*plain))
+            hits.append(_hit(cache, task.settings, Record(*plain)))
         except Exception:  # noqa: BLE001 - the run serves it the long way, errors included
-            line = None
+            hits.append(None)
+    seen = cache.checked_many([(h[2], h[4]) for h in hits if h is not None]) if lower else {}
+    lines: list[_PlainLine | None] = []
+    for hit in hits:
+        line = None
+        if hit is not None and (not lower or (hit[2], hit[4]) in seen):
+            record, lexed, key, row, text = hit
+            try:
+                line = _decided(row, record, key, lexed, seen.get((key, text)))
+            except Exception:  # noqa: BLE001 - the run serves it the long way
+                line = None
         lines.append(None if line is None else (line.text, line.status, line.upper,
                                                 line.tight, line.proof, line.error))
     return lines
 
 
-def _hit_line(cache: ShapeCache, options: Settings, record: Record) -> Line | None:
+def _hit(cache: ShapeCache, options: Settings, record: Record
+         ) -> tuple[Record, Lexed, str, str, str] | None:
+    """A record whose key is stored: it, its lexing, its key, the key's row template and
+    the record's literal key (:func:`_literal_key`); None for any other record."""
     if record.error is not None:
         return None
     slot = (options, record.dialect, record.schema)
@@ -448,10 +463,7 @@ def _hit_line(cache: ShapeCache, options: Settings, record: Record) -> Line | No
     got = cache.result(key)
     if got is None:
         return None
-    seen = cache.checked(key, _literal_key(lexed)) if options.prove_lower else None
-    if options.prove_lower and seen is None:
-        return None
-    return _decided(got.row, record, key, lexed, seen)
+    return record, lexed, key, got.row, _literal_key(lexed)
 
 
 def _decided(row: str, record: Record, key: str, lexed: Lexed, seen: Verdict | None
