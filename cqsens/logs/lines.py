@@ -112,8 +112,14 @@ _STRING: Any = getattr(json.encoder, "c_encode_basestring", None) \
 
 
 def _dumps(value: Any) -> str:
-    """``json.dumps(value, ensure_ascii=False, default=json_default)``, one encoder."""
-    return str(_STRING(value)) if type(value) is str else _ENCODER.encode(value)
+    """``json.dumps(value, ensure_ascii=False, default=json_default)``, one encoder (a text,
+    an int and null without it)."""
+    kind = type(value)
+    if kind is str:
+        return str(_STRING(value))
+    if kind is int:
+        return str(value)
+    return "null" if value is None else _ENCODER.encode(value)
 
 
 def render_line(template: LineTemplate, lexed: Lexed, *, ident: str, where: str, sql: str,
