@@ -397,6 +397,11 @@ def _check_in_worker(task: _Check) -> _Done:
     return _serve(_reader(task.cache_path), task)
 
 
+def _checks_in_worker(tasks: tuple[_Check, ...]) -> list[_Done]:
+    """:func:`_check_in_worker` of each of a batch of records."""
+    return [_check_in_worker(task) for task in tasks]
+
+
 #: A record as plain values (id, where, sql, dialect, schema, error) and a line as plain
 #: values (text, status, upper, tight, proof, error): what goes to and from a worker in
 #: batches (plain tuples pickle about ten times faster than frozen dataclasses).
