@@ -172,3 +172,18 @@ def test_warm_rows_equal_first_rows_with_aliases(tmp_path: Path) -> None:
         return {k: v for k, v in json.loads(text).items() if k != "cached"}
 
     assert [strip(t) for t in first] == [strip(t) for t in warm]
+
+
+def test_aliases_not_located_stay_keyed_and_the_constants_are_still_abstract(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import cqsens.logs.template as template
+
+    monkeypatch.setattr(template, "_alias_site", lambda x, y, names: None)
+    sqls = ["SELECT COUNT(*) FROM Pat t0 WHERE t0.age > 30 AND t0.sex = 'F'",
+            "SELECT COUNT(*) FROM Pat t0 WHERE t0.age > 45 AND t0.sex = 'M'",
+            "SELECT COUNT(*) FROM Pat t1 WHERE t1.age > 45 AND t1.sex = 'M'"]
+    cache = ShapeCache()
+    rows = list(analyse_log([Record(str(i), str(i), s) for i, s in enumerate(sqls)],
+                            cache=cache, schema=SCHEMA, prove_lower=False))
+    assert [r["cached"] for r in rows] == [False, True, False]
+    assert "t1_age" in " ".join(rows[2]["analysis"]["explanation"]) + rows[2]["analysis"]["cq"]

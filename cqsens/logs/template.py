@@ -226,8 +226,19 @@ def derive_template(row: dict[str, Any], *, sql: str, lexed: Lexed, fingerprint:
     -------
     Template
         Without the lower bound (:func:`without_lower`); with ``plan.abstract`` empty
-        when the constants could not be located.
+        when the constants could not be located, and ``plan.aliases`` False when the
+        table aliases could not (then the constants are tried alone).
     """
+    made = _derive(row, sql, lexed, fingerprint, plan, rerun)
+    if plan.aliases and plan.abstract and not made.plan.abstract and not made.plan.aliases:
+        # the aliases could not be located: the constants alone, the aliases keyed
+        made = _derive(row, sql, lexed, fingerprint, replace(plan, aliases=False), rerun)
+    return made
+
+
+def _derive(row: dict[str, Any], sql: str, lexed: Lexed, fingerprint: str, plan: Plan,
+            rerun: Callable[[str], dict[str, Any] | None]) -> Template:
+    """:func:`derive_template` with the aliases abstracted as ``plan.aliases`` says."""
     first_row = without_lower(row)
     exact = Template(json.dumps(first_row, ensure_ascii=False),
                      Plan(frozenset(), frozenset(), plan.groups))
