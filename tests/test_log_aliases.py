@@ -187,3 +187,20 @@ def test_aliases_not_located_stay_keyed_and_the_constants_are_still_abstract(
                             cache=cache, schema=SCHEMA, prove_lower=False))
     assert [r["cached"] for r in rows] == [False, True, False]
     assert "t1_age" in " ".join(rows[2]["analysis"]["explanation"]) + rows[2]["analysis"]["cq"]
+
+
+def test_the_sqlite_text_of_a_record_is_its_own_with_its_aliases() -> None:
+    from cqsens.frontend.sqlgen import sqlite_query
+    from cqsens.logs.transpiled import record_sqlite
+
+    base = BASES[1]
+    first = _text(base, ["t0", "t1", "t2"], (5, 30, 4, "F"))
+    assert record_sqlite("k-aliases", first, lex(first), None) == sqlite_query(first, None)
+    from cqsens.logs.transpiled import _TEMPLATES
+
+    assert _TEMPLATES[("k-aliases", None)] is not None  # the key's template serves the others
+    for names in (["t7", "t8", "t9"], ["x", "age", "q"], ["hos", "a_b", "z"]):
+        other = _text(base, names, (9, 41, 2, "M"))
+        got = record_sqlite("k-aliases", other, lex(other), None)
+        assert got == sqlite_query(other, None), (got, other)
+        assert all(re.search(rf"\b{n}\b", got or "") for n in names[:2])
