@@ -32,7 +32,7 @@ from typing import NamedTuple
 
 from cqsens.logs.keywords import KEYWORDS
 
-__all__ = ["PLACEHOLDER", "Token", "plain_alias", "table_aliases"]
+__all__ = ["Token", "placeholder", "plain_alias", "table_aliases"]
 
 _PLAIN = re.compile(r"[a-z_][a-z0-9_]*")
 #: Tokens after which a FROM list ends (at the same depth of parentheses).
@@ -42,7 +42,7 @@ _ENDS_FROM = frozenset({"where", "group", "order", "having", "limit", "union", "
 _TABLE_AFTER = frozenset({"from", "join"})
 
 
-def PLACEHOLDER(k: int) -> str:  # noqa: N802 - a constant-like formatter
+def placeholder(k: int) -> str:
     """The template's token for alias ``k`` (the lexer never makes ``⟨``: it would be a
     token of its own)."""
     return f"⟨{k}⟩"

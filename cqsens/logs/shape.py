@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from cqsens.ir.cq import Const, format_term
-from cqsens.logs.aliases import PLACEHOLDER, Token, table_aliases
+from cqsens.logs.aliases import Token, placeholder, table_aliases
 
 __all__ = ["Lexed", "Literal", "lex", "lex_tokens", "literal_value", "record_key", "shape_key",
            "substitute_literals"]
@@ -204,7 +204,7 @@ def lex_tokens(sql: str) -> Lexed:
         tokens.append(Token(value, kind, m.start(kind), m.end()))
         previous = value
     names, where = table_aliases(tokens)
-    texts = [PLACEHOLDER(where[i]) if i in where else t.text for i, t in enumerate(tokens)]
+    texts = [placeholder(where[i]) if i in where else t.text for i, t in enumerate(tokens)]
     spans = tuple((where[i], tokens[i].start, tokens[i].end) for i in sorted(where))
     return Lexed(" ".join(texts), tuple(literals), names, spans)
 
