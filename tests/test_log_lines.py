@@ -61,7 +61,7 @@ def test_lex_remembers_skeletons_and_signs() -> None:
     sql = "SELECT a - -3, f(- 2) FROM t WHERE a BETWEEN -1 AND 'x' -- 5\n AND b = 2"
     assert lex(sql) == lex_tokens(sql)
     assert len(shapes._SKELETONS) == 1
-    (template, signs), = shapes._SKELETONS.values()  # type: ignore[misc]
+    (template, signs, _, _), = shapes._SKELETONS.values()  # type: ignore[misc]
     assert signs == (1, 2, 1, 0, 0)  # the '-' before 3, 2 and 1 are signs; 'x' and 2 none
     again = sql.replace("-3", "-40").replace("'x'", "'it''s'")
     assert lex(again) == lex_tokens(again) and len(shapes._SKELETONS) == 1

@@ -40,7 +40,7 @@ _T = TypeVar("_T")
 __all__ = ["FORMAT", "Result", "ShapeCache", "Verdict"]
 
 #: The layout of the file (SQLite's user_version); a file of another layout is emptied.
-FORMAT = 4
+FORMAT = 5
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS plans (shape TEXT PRIMARY KEY, plan TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, row TEXT NOT NULL,
@@ -81,14 +81,16 @@ class Verdict:
 
 def _plan_json(plan: Plan) -> str:
     return json.dumps({"abstract": sorted(plan.abstract), "ordered": sorted(plan.ordered),
-                       "groups": None if plan.groups is None else [list(g) for g in plan.groups]})
+                       "groups": None if plan.groups is None else [list(g) for g in plan.groups],
+                       "aliases": plan.aliases})
 
 
 def _plan_of(text: str) -> Plan:
     got = json.loads(text)
     groups = got["groups"]
     return Plan(frozenset(got["abstract"]), frozenset(got["ordered"]),
-                None if groups is None else tuple(tuple(g) for g in groups))
+                None if groups is None else tuple(tuple(g) for g in groups),
+                bool(got.get("aliases", False)))
 
 
 class ShapeCache:
@@ -191,6 +193,27 @@ class ShapeCache:
         got = self._read("SELECT lower, note, proof FROM checked WHERE key = ? AND literals = ?",
                          key, literals)
         return None if got is None else Verdict(literals, str(got[0]), got[1], got[2])
+
+    def checked_many(self, wanted: list[tuple[str, str]]) -> dict[tuple[str, str], Verdict]:
+        """:meth:`checked` of several (key, literals) pairs at once: the verdicts stored,
+        by pair (one query per key)."""
+        by_key: dict[str, set[str]] = {}
+        for key, literals in wanted:
+            by_key.setdefault(key, set()).add(literals)
+        out: dict[tuple[str, str], Verdict] = {}
+        for key, texts in by_key.items():
+            listed = sorted(texts)
+            marks = ", ".join("?" * len(listed))
+            try:
+                rows = self._db.execute(
+                    f"SELECT literals, lower, note, proof FROM checked WHERE key = ? "  # noqa: S608
+                    f"AND literals IN ({marks})", (key, *listed)).fetchall()
+            except sqlite3.DatabaseError as err:
+                raise InputError(f"cannot read the cache {self.path} ({err})", source=self.path,
+                                 construct="--cache") from None
+            for literals, lower, note, proof in rows:
+                out[(key, literals)] = Verdict(literals, str(lower), note, proof)
+        return out
 
     def store_checked(self, key: str, verdict: Verdict) -> None:
         """Remember the verdict on one record's lower bound (see :meth:`checked`)."""

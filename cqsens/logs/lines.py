@@ -31,7 +31,7 @@ __all__ = ["Line", "LineTemplate", "compile_line", "line_of", "line_text", "rend
 
 #: The values a record puts into its key's line template, in the order of the line.
 _SLOTS = ("id", "file", "query", "lower", "tight", "proof", "shape")
-_MARK = re.compile(r"\"⟦=(\w+)⟧\"|⟦(?:(\d+)\.(\d)|source)⟧")
+_MARK = re.compile(r"\"⟦=(\w+)⟧\"|⟦(?:(\d+)\.(\d)|source|@(\d+))⟧")
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,12 +61,14 @@ def line_of(row: Row) -> Line:
 
 @dataclass(frozen=True, slots=True)
 class LineTemplate:
-    """A key's line split at the places a record fills: ``texts[0] marks[0] texts[1] ...``;
-    a mark is a slot's name (:data:`_SLOTS`), ``(literal, style)`` or ``(-1, 0)`` for the
-    record's name inside a text.  ``upper`` is the key's upper bound."""
+    """A key's line as a format string: ``form.format(*values)`` gives a record's line,
+    where ``values[i]`` is the text of ``fields[i]``: a slot's name (:data:`_SLOTS`),
+    ``(literal, style)``, ``(-1, 0)`` for the record's name inside a text or ``(k, -1)``
+    for its table alias ``k`` (each field once, however often the line shows it).
+    ``upper`` is the key's upper bound."""
 
-    texts: tuple[str, ...]
-    marks: tuple[str | tuple[int, int], ...]
+    form: str
+    fields: tuple[str | tuple[int, int], ...]
     status: str
     upper: Any
 
@@ -84,20 +86,24 @@ def compile_line(template: str) -> LineTemplate | None:
     for slot in _SLOTS:
         doc[slot] = f"⟦={slot}⟧"
     text = json.dumps(versioned(doc), ensure_ascii=False)
-    texts: list[str] = []
-    marks: list[str | tuple[int, int]] = []
+    parts: list[str] = []
+    fields: dict[str | tuple[int, int], int] = {}
     at = 0
     for m in _MARK.finditer(text):
-        texts.append(text[at:m.start()])
+        parts.append(text[at:m.start()].replace("{", "{{").replace("}", "}}"))
+        mark: str | tuple[int, int]
         if m.group(1) is not None:
-            marks.append(m.group(1))
+            mark = m.group(1)
+        elif m.group(4) is not None:
+            mark = (int(m.group(4)), -1)
         elif m.group(2) is None:
-            marks.append((-1, 0))
+            mark = (-1, 0)
         else:
-            marks.append((int(m.group(2)), int(m.group(3))))
+            mark = (int(m.group(2)), int(m.group(3)))
+        parts.append("{%d}" % fields.setdefault(mark, len(fields)))  # noqa: UP031 - a field
         at = m.end()
-    texts.append(text[at:])
-    return LineTemplate(tuple(texts), tuple(marks), str(row.get("status")), upper)
+    parts.append(text[at:].replace("{", "{{").replace("}", "}}"))
+    return LineTemplate("".join(parts), tuple(fields), str(row.get("status")), upper)
 
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, default=json_default)
@@ -106,8 +112,14 @@ _STRING: Any = getattr(json.encoder, "c_encode_basestring", None) \
 
 
 def _dumps(value: Any) -> str:
-    """``json.dumps(value, ensure_ascii=False, default=json_default)``, one encoder."""
-    return str(_STRING(value)) if type(value) is str else _ENCODER.encode(value)
+    """``json.dumps(value, ensure_ascii=False, default=json_default)``, one encoder (a text,
+    an int and null without it)."""
+    kind = type(value)
+    if kind is str:
+        return str(_STRING(value))
+    if kind is int:
+        return str(value)
+    return "null" if value is None else _ENCODER.encode(value)
 
 
 def render_line(template: LineTemplate, lexed: Lexed, *, ident: str, where: str, sql: str,
@@ -121,16 +133,14 @@ def render_line(template: LineTemplate, lexed: Lexed, *, ident: str, where: str,
     tight = shown is not None and shown == template.upper
     slots = {"id": ident, "file": where, "query": sql, "lower": shown, "proof": proof,
              "shape": key[:16]}
-    out = [template.texts[0]]
-    shown_marks: dict[tuple[int, int], str] = {}
-    for mark, text in zip(template.marks, template.texts[1:], strict=True):
+    values: list[str] = []
+    for mark in template.fields:
         if isinstance(mark, str):
-            out.append(("true" if tight else "false") if mark == "tight" else _dumps(slots[mark]))
+            values.append(("true" if tight else "false") if mark == "tight"
+                          else _dumps(slots[mark]))
         else:
-            piece = shown_marks.get(mark)
-            if piece is None:
-                piece = shown_marks[mark] = _dumps(where if mark[0] < 0 else render_literal(
-                    literal_value(lexed.literals[mark[0]]), mark[1]))[1:-1]
-            out.append(piece)
-        out.append(text)
-    return Line("".join(out), template.status, template.upper, tight, proof, None)
+            values.append(_dumps(
+                lexed.aliases[mark[0]] if mark[1] < 0 else where if mark[0] < 0
+                else render_literal(literal_value(lexed.literals[mark[0]]), mark[1]))[1:-1])
+    return Line(template.form.format(*values), template.status, template.upper, tight, proof,
+                None)

@@ -66,11 +66,13 @@ ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 @dataclass(frozen=True, slots=True)
 class Plan:
     """The literals (by index) that may be abstract, those of them compared by order, and
-    the groups of literals that can meet (each a sorted tuple of indices)."""
+    the groups of literals that can meet (each a sorted tuple of indices); ``aliases``:
+    the table aliases' names are left out of the key (:mod:`cqsens.logs.aliases`)."""
 
     abstract: frozenset[int]
     ordered: frozenset[int]
     groups: tuple[tuple[int, ...], ...] | None = None
+    aliases: bool = False
 
 
 _ValueKey = tuple[str, str]

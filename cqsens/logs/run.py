@@ -29,7 +29,7 @@ from cqsens.logs.serve import (
     HITS_BATCH,
     SEARCHES,
     _Check,
-    _check_in_worker,
+    _checks_in_worker,
     _decided,
     _Done,
     _error_row,
@@ -50,6 +50,10 @@ from cqsens.settings import Settings
 __all__ = ["analyse_log", "fingerprint", "log_lines"]
 
 _Slot = Slot[Row | Line]
+#: Records started between two looks for finished tasks (:func:`_run`).
+POLL = 16
+#: Records whose witness is checked in one worker task (:meth:`_LogRun.flush_checks`).
+CHECKS_BATCH = 8
 
 class _LogRun:
     """The state of one :func:`analyse_log` run: the records in flight, the shapes being
@@ -76,6 +80,8 @@ class _LogRun:
         # records whose text (key and literals) is being checked in a worker: the later
         # ones wait for its verdict, so that one text gets one verdict in a run
         self.proving: dict[tuple[str, str], list[tuple[_Slot, Lexed]]] = {}
+        # records to check in a worker, sent CHECKS_BATCH at a time (:meth:`flush_checks`)
+        self.checks: list[tuple[_Slot, tuple[str, str], str, Plan, _Check]] = []
 
     def _fingerprint(self, record: Record) -> str:
         fp_key = (record.dialect, record.schema)
@@ -107,7 +113,7 @@ class _LogRun:
             return
         plan = cache.plan(shape)
         if plan is not None:
-            key = record_key(fp, lexed, plan.abstract, plan.groups)
+            key = record_key(fp, lexed, plan.abstract, plan.groups, aliases=plan.aliases)
             if cache.result(key) is not None:
                 cache.hits += 1
                 self.serve(slot, fp, key, plan, seconds, lexed)
@@ -145,8 +151,9 @@ class _LogRun:
         light = proof is None or not (proof.witnesses or search) or seen is not None
         if self.in_workers and not light:
             self.proving[mark] = []
-            self.stream.submit(slot, partial(self.proved, mark, fp, plan), _check_in_worker,
-                               task)
+            self.checks.append((slot, mark, fp, plan, task))
+            if len(self.checks) >= CHECKS_BATCH:
+                self.flush_checks()
             return
         self.settled(slot, _serve(cache, task, lexed))
 
@@ -199,6 +206,25 @@ class _LogRun:
                 self.stream.fill(slot, Line(*line))
         if 2 * left > len(slots):  # mostly new: the next records go the long way at once
             self.direct = 8 * HITS_BATCH
+        self.flush_checks()
+
+    def flush_checks(self) -> None:
+        """Send the records whose witness is to be checked to a worker, together."""
+        if not self.checks:
+            return
+        items, self.checks = self.checks, []
+        cache = self.cache
+        assert cache is not None
+        cache.commit()  # what this process stored, for the workers to read
+        self.stream.submit(items[0][0], partial(self.checked_batch, items), _checks_in_worker,
+                           tuple(item[4] for item in items))
+
+    def checked_batch(self, items: list[tuple[_Slot, tuple[str, str], str, Plan, _Check]],
+                      _first: _Slot, dones: list[_Done]) -> None:
+        """The records of a batch of checks are done (see :meth:`proved`)."""
+        for (slot, mark, fp, plan, _), done in zip(items, dones, strict=True):
+            self.proved(mark, fp, plan, slot, done)
+        self.flush_checks()  # what the records waiting for them started
 
     def proved(self, mark: tuple[str, str], fp: str, plan: Plan, slot: _Slot,
                done: _Done) -> None:
@@ -241,6 +267,7 @@ class _LogRun:
                 cache.commit()  # the workers read the file: the key must be there first
         for other in self.waiting.pop(shape, []):
             self.start(other)
+        self.flush_checks()
 
 
 def analyse_log(
@@ -325,10 +352,15 @@ def _run(records: Iterable[Record], jobs: int, timeout: float | None,
                   in_workers=jobs > 1 and cache is not None and cache.shared, full=full,
                   lines=lines)
     try:
-        for record in records:
+        for count, record in enumerate(records):
             run.add(stream.add(record))
-            yield from stream.throttle()
+            # a record waiting in a batch has nothing to settle yet; otherwise the finished
+            # tasks are looked for every POLL records (each look asks every task in flight)
+            # and whenever the window is full
+            if not run.batch and (count % POLL == 0 or len(stream.order) >= stream.window):
+                yield from stream.throttle()
         run.flush()
+        run.flush_checks()
         yield from stream.drain()
     finally:
         stream.close()

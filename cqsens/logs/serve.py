@@ -138,8 +138,10 @@ class _Done:
 
 
 def _literal_key(lexed: Lexed) -> str:
-    """A record's literals as written, the key of its proven lower bound in the cache."""
-    return json.dumps([lit.text for lit in lexed.literals])
+    """A record's literals as written (and its table aliases, when it has some), the key of
+    its proven lower bound in the cache."""
+    texts = [lit.text for lit in lexed.literals]
+    return json.dumps([texts, list(lexed.aliases)] if lexed.aliases else texts)
 
 
 def _verdict(row: Row, lexed: Lexed, note: str | None) -> Verdict | None:
@@ -241,7 +243,8 @@ def _work(task: _Task) -> _Done:
         schema = _parsed_schema(opts)
         checked = column_checks(schema, value_bounds=parse_value_bounds(opts.bounds),
                                 columns=analysis.query_obj.columns)
-        plan = abstract_literals(analysis.query_obj, lexed, checked)
+        plan = replace(abstract_literals(analysis.query_obj, lexed, checked),
+                       aliases=bool(lexed.aliases))  # kept only if the template shows them
     without = replace(opts, prove_lower=False)
 
     def rerun(sql: str) -> dict[str, Any] | None:
@@ -253,7 +256,8 @@ def _work(task: _Task) -> _Done:
     template = derive_template(_stored(first), sql=record.sql, lexed=lexed,
                                fingerprint=task.fingerprint, plan=plan, rerun=rerun)
     plan = template.plan
-    key = shape_key(task.fingerprint, lexed, plan.abstract, plan.groups)
+    key = shape_key(task.fingerprint, lexed, plan.abstract, plan.groups,
+                    aliases=plan.aliases)
     row = _finish(_named(first, record), record, key, False)
     return _Done(row, shape, plan, key, template, [lit.text for lit in lexed.literals],
                  _proof_of(analysis, lexed), searched=True,
@@ -393,6 +397,11 @@ def _check_in_worker(task: _Check) -> _Done:
     return _serve(_reader(task.cache_path), task)
 
 
+def _checks_in_worker(tasks: tuple[_Check, ...]) -> list[_Done]:
+    """:func:`_check_in_worker` of each of a batch of records."""
+    return [_check_in_worker(task) for task in tasks]
+
+
 #: A record as plain values (id, where, sql, dialect, schema, error) and a line as plain
 #: values (text, status, upper, tight, proof, error): what goes to and from a worker in
 #: batches (plain tuples pickle about ten times faster than frozen dataclasses).
@@ -416,20 +425,35 @@ _FINGERPRINTS: dict[tuple[Settings, str | None, str | None], str] = {}
 def _hit_lines(task: _Hits) -> list[_PlainLine | None]:
     """In a worker: the JSON line of each record that is a hit whose lower bound is decided
     in the cache file as committed (its verdict kept, or ``--no-lower``); None for any other
-    record, which the run then serves itself (:meth:`_LogRun.start`)."""
+    record, which the run then serves itself (:meth:`_LogRun.start`).  The verdicts of the
+    batch are read together."""
     cache = _reader(task.cache_path)
-    lines: list[_PlainLine | None] = []
+    lower = task.settings.prove_lower
+    hits: list[tuple[Record, Lexed, str, str, str] | None] = []
     for plain in task.records:
         try:
-            line = _hit_line(cache, task.settings, Record(*plain))
+            hits.append(_hit(cache, task.settings, Record(*plain)))
         except Exception:  # noqa: BLE001 - the run serves it the long way, errors included
-            line = None
+            hits.append(None)
+    seen = cache.checked_many([(h[2], h[4]) for h in hits if h is not None]) if lower else {}
+    lines: list[_PlainLine | None] = []
+    for hit in hits:
+        line = None
+        if hit is not None and (not lower or (hit[2], hit[4]) in seen):
+            record, lexed, key, row, text = hit
+            try:
+                line = _decided(row, record, key, lexed, seen.get((key, text)))
+            except Exception:  # noqa: BLE001 - the run serves it the long way
+                line = None
         lines.append(None if line is None else (line.text, line.status, line.upper,
                                                 line.tight, line.proof, line.error))
     return lines
 
 
-def _hit_line(cache: ShapeCache, options: Settings, record: Record) -> Line | None:
+def _hit(cache: ShapeCache, options: Settings, record: Record
+         ) -> tuple[Record, Lexed, str, str, str] | None:
+    """A record whose key is stored: it, its lexing, its key, the key's row template and
+    the record's literal key (:func:`_literal_key`); None for any other record."""
     if record.error is not None:
         return None
     slot = (options, record.dialect, record.schema)
@@ -440,14 +464,11 @@ def _hit_line(cache: ShapeCache, options: Settings, record: Record) -> Line | No
     plan = cache.plan(_shape_id(fp, lexed))
     if plan is None:
         return None
-    key = record_key(fp, lexed, plan.abstract, plan.groups)
+    key = record_key(fp, lexed, plan.abstract, plan.groups, aliases=plan.aliases)
     got = cache.result(key)
     if got is None:
         return None
-    seen = cache.checked(key, _literal_key(lexed)) if options.prove_lower else None
-    if options.prove_lower and seen is None:
-        return None
-    return _decided(got.row, record, key, lexed, seen)
+    return record, lexed, key, got.row, _literal_key(lexed)
 
 
 def _decided(row: str, record: Record, key: str, lexed: Lexed, seen: Verdict | None

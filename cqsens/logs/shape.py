@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from cqsens.ir.cq import Const, format_term
+from cqsens.logs.aliases import Token, placeholder, table_aliases
 
 __all__ = ["Lexed", "Literal", "lex", "lex_tokens", "literal_value", "record_key", "shape_key",
            "substitute_literals"]
@@ -88,15 +89,20 @@ class Literal:
 
 @dataclass(frozen=True, slots=True)
 class Lexed:
-    """A query text split into its template and its literals."""
+    """A query text split into its template and its literals; ``aliases`` are its table
+    aliases that the template holds as ``⟨k⟩`` (:mod:`cqsens.logs.aliases`), by first
+    appearance, and ``alias_spans`` where each is written: ``(k, start, end)``."""
 
     template: str
     literals: tuple[Literal, ...]
+    aliases: tuple[str, ...] = ()
+    alias_spans: tuple[tuple[int, int, int], ...] = ()
 
 
 #: Skeletons lexed before (see :func:`lex`) at most; the table is emptied when full.
 SKELETONS = 16384
-_SKELETONS: dict[tuple[str, ...], tuple[str, tuple[int, ...]] | None] = {}
+_Known = tuple[str, tuple[int, ...], tuple[str, ...], tuple[tuple[int, int, int, int], ...]]
+_SKELETONS: dict[tuple[str, ...], _Known | None] = {}
 
 
 def lex(sql: str) -> Lexed:
@@ -132,19 +138,26 @@ def lex(sql: str) -> Lexed:
                 _SKELETONS.clear()
             _SKELETONS[skeleton] = _signs(full, spans)
         return full
-    template, signs = known
+    template, signs, names, places = known
     literals = []
     for (kind, start, end), sign in zip(spans, signs, strict=True):
         text = sql[start:end]
         literals.append(Literal(kind, "-" + text, start - sign, end) if sign  # type: ignore[arg-type]
                         else Literal(kind, text, start, end))  # type: ignore[arg-type]
-    return Lexed(template, tuple(literals))
+    if not names:
+        return Lexed(template, tuple(literals))
+    alias_spans = []
+    for k, part, offset, length in places:
+        at = (spans[part - 1][2] if part else 0) + offset
+        alias_spans.append((k, at, at + length))
+    return Lexed(template, tuple(literals), names, tuple(alias_spans))
 
 
-def _signs(full: Lexed, spans: list[tuple[str | None, int, int]]
-           ) -> tuple[str, tuple[int, ...]] | None:
-    """The template of a skeleton and, per literal, how far before it its sign is (0: none),
-    when the full lexing found the literals ``spans`` found; None when not."""
+def _signs(full: Lexed, spans: list[tuple[str | None, int, int]]) -> _Known | None:
+    """The template of a skeleton, per literal how far before it its sign is (0: none), and
+    its aliases with, per place written, the part of the skeleton it is in and where
+    (:data:`_Known`), when the full lexing found the literals ``spans`` found; None when
+    not."""
     if len(full.literals) != len(spans):
         return None
     signs: list[int] = []
@@ -155,12 +168,19 @@ def _signs(full: Lexed, spans: list[tuple[str | None, int, int]]
         if sign and (kind != "number" or lit.text[:1] != "-"):
             return None
         signs.append(sign)
-    return full.template, tuple(signs)
+    places = []
+    for k, start, end in full.alias_spans:
+        part = sum(1 for _, _, lit_end in spans if lit_end <= start)
+        base = spans[part - 1][2] if part else 0
+        if part < len(spans) and spans[part][1] < end:
+            return None
+        places.append((k, part, start - base, end - start))
+    return full.template, tuple(signs), full.aliases, tuple(places)
 
 
 def lex_tokens(sql: str) -> Lexed:
     """:func:`lex`, token by token (what it remembers per skeleton comes from here)."""
-    tokens: list[str] = []
+    tokens: list[Token] = []
     literals: list[Literal] = []
     previous = "("
     sign_at: int | None = None
@@ -177,13 +197,16 @@ def lex_tokens(sql: str) -> Lexed:
                 start = sign_at
                 text = "-" + value
             literals.append(Literal(kind, text, start, m.end()))
-            tokens.append("?")
+            tokens.append(Token("?", "literal", start, m.end()))
             previous, sign_at = "?", None
             continue
         sign_at = m.start(kind) if value == "-" and previous.lower() in _SIGN_AFTER else None
-        tokens.append(value)
+        tokens.append(Token(value, kind, m.start(kind), m.end()))
         previous = value
-    return Lexed(" ".join(tokens), tuple(literals))
+    names, where = table_aliases(tokens)
+    texts = [placeholder(where[i]) if i in where else t.text for i, t in enumerate(tokens)]
+    spans = tuple((where[i], tokens[i].start, tokens[i].end) for i in sorted(where))
+    return Lexed(" ".join(texts), tuple(literals), names, spans)
 
 
 def literal_value(literal: Literal) -> int | Fraction | str:
@@ -221,7 +244,7 @@ def _const(value: int | Fraction | str) -> Const:
 
 def shape_key(fingerprint: str, lexed: Lexed, abstract: frozenset[int],
               groups: Sequence[Sequence[int]] | None = None, *,
-              presentation: bool = False) -> str:
+              presentation: bool = False, aliases: bool = False) -> str:
     """The cache key of a record (a hex digest).
 
     Parameters
@@ -242,6 +265,9 @@ def shape_key(fingerprint: str, lexed: Lexed, abstract: frozenset[int],
         and CQ rendering).  They decide only the order in which atoms are listed, so the
         cache key leaves them out; the check of a row template keeps them
         (:mod:`cqsens.logs.template`).
+    aliases : bool
+        Leave the names of the table aliases out (the template holds each as ``⟨k⟩``,
+        :mod:`cqsens.logs.aliases`); otherwise they are in the key as written.
 
     Returns
     -------
@@ -273,6 +299,8 @@ def shape_key(fingerprint: str, lexed: Lexed, abstract: frozenset[int],
     parts.append([bool(_ISO_DATE.fullmatch(v)) if i in abstract and isinstance(v, str) else None
                   for i, v in enumerate(values)])
     parts.append([None if i in abstract else lit.text for i, lit in enumerate(lexed.literals)])
+    if lexed.aliases and not aliases:
+        parts.append(["aliases", *lexed.aliases])
     blob = json.dumps(parts, separators=(",", ":"), ensure_ascii=False, default=str)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
@@ -288,15 +316,20 @@ def _number_form(text: str) -> str:
     return repr(number) if not number.is_integer() else str(int(number))
 
 
-def substitute_literals(sql: str, lexed: Lexed, new: dict[int, str]) -> str:
-    """``sql`` with literal ``i`` rewritten as ``new[i]`` (SQL text), the rest unchanged."""
+def substitute_literals(sql: str, lexed: Lexed, new: dict[int, str],
+                        aliases: Sequence[str] | None = None) -> str:
+    """``sql`` with literal ``i`` rewritten as ``new[i]`` (SQL text) and, given
+    ``aliases``, alias ``k`` renamed ``aliases[k]`` wherever it is written; the rest
+    unchanged."""
+    places = [(lit.start, lit.end, new[i]) for i, lit in enumerate(lexed.literals) if i in new]
+    if aliases is not None:
+        places.extend((start, end, aliases[k]) for k, start, end in lexed.alias_spans)
     out: list[str] = []
     at = 0
-    for i, lit in enumerate(lexed.literals):
-        if i in new:
-            out.append(sql[at:lit.start])
-            out.append(new[i])
-            at = lit.end
+    for start, end, text in sorted(places):
+        out.append(sql[at:start])
+        out.append(text)
+        at = end
     out.append(sql[at:])
     return "".join(out)
 
@@ -322,10 +355,10 @@ _DIGESTS = [0]  # keys remembered now, over all recipes
 
 
 def _recipe(lexed: Lexed, abstract: frozenset[int],
-            groups: Sequence[Sequence[int]] | None) -> _Recipe:
+            groups: Sequence[Sequence[int]] | None, aliases: bool) -> _Recipe:
     kinds = tuple(lit.kind for lit in lexed.literals)
     every = [tuple(range(len(kinds)))] if groups is None else [tuple(g) for g in groups]
-    slot = (lexed.template, kinds, abstract, tuple(every))
+    slot = (lexed.template, kinds, abstract, tuple(every), aliases)
     found = _RECIPES.get(slot)
     if found is None:
         parts = tuple((tuple(i for i in g if kinds[i] == "number"),
@@ -339,12 +372,12 @@ def _recipe(lexed: Lexed, abstract: frozenset[int],
 
 
 def record_key(fingerprint: str, lexed: Lexed, abstract: frozenset[int],
-               groups: Sequence[Sequence[int]] | None = None) -> str:
+               groups: Sequence[Sequence[int]] | None = None, *, aliases: bool = False) -> str:
     """:func:`shape_key` (without ``presentation``), remembered per the relations among
     the literals it reads: a record whose literals relate as an earlier record's did
-    (ranks and classes within each group, ISO dates, pinned texts) gets its key without
-    a new digest."""
-    recipe = _recipe(lexed, abstract, groups)
+    (ranks and classes within each group, ISO dates, pinned texts, the aliases' names
+    unless ``aliases``) gets its key without a new digest."""
+    recipe = _recipe(lexed, abstract, groups, aliases)
     literals = lexed.literals
     values = [literal_value(lit) for lit in literals]
     relations: list[object] = [fingerprint]
@@ -358,10 +391,12 @@ def record_key(fingerprint: str, lexed: Lexed, abstract: frozenset[int],
         relations.append(bool(_ISO_DATE.fullmatch(values[i])))  # type: ignore[arg-type]
     for i in recipe.pinned:
         relations.append(literals[i].text)
+    if not aliases:
+        relations.append(lexed.aliases)
     memo = tuple(relations)
     digest = recipe.digests.get(memo)
     if digest is None:
-        digest = shape_key(fingerprint, lexed, abstract, groups)
+        digest = shape_key(fingerprint, lexed, abstract, groups, aliases=aliases)
         if _DIGESTS[0] >= DIGESTS:
             _forget()
         recipe.digests[memo] = digest

@@ -19,11 +19,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
 from cqsens.ir.cq import Const, format_term
+from cqsens.logs.aliases import plain_alias
 from cqsens.logs.plan import Plan
 from cqsens.logs.shape import Lexed, lex, literal_value, shape_key, substitute_literals
 
@@ -32,7 +33,7 @@ __all__ = ["SOURCE", "Compiled", "Template", "compile_template", "derive_templat
 
 #: Stands for the record's name in a stored row.
 SOURCE = "⟦source⟧"
-_PLACE = re.compile(r"⟦(?:(\d+)\.(\d)|source)⟧")
+_PLACE = re.compile(r"⟦(?:(\d+)\.(\d)|source|@(\d+))⟧")
 _TOKENS = re.compile(r"'(?:[^'\\]|\\.|'')*'|-?\d+(?:\.\d+)?|\w+|\s+|.", re.DOTALL)
 _NUMBER_MAPS: tuple[Callable[[int], int], ...] = (
     lambda v: v + 1_000_000, lambda v: v * 1000 + 7 if v >= 0 else v * 1000 - 7,
@@ -100,6 +101,17 @@ def render_literal(value: int | Fraction | str, style: int) -> str:
     return sql_text(value) if style == 1 else str(value)
 
 
+def _new_aliases(sql: str, lexed: Lexed) -> tuple[str, ...] | None:
+    """Other names for the record's table aliases, for the second analysis: each is its
+    name followed by ``_`` and more (so that ``alias_column`` names sort alike) and is
+    written nowhere in ``sql``."""
+    low = sql.lower()
+    names = tuple(f"{name}_zq{k}x" for k, name in enumerate(lexed.aliases))
+    if any(not plain_alias(n) or n in low for n in names):
+        return None
+    return names
+
+
 def _renamed(sql: str, lexed: Lexed, abstract: frozenset[int], fingerprint: str,
              groups: tuple[tuple[int, ...], ...] | None
              ) -> tuple[dict[int, int | str], str] | None:
@@ -108,10 +120,12 @@ def _renamed(sql: str, lexed: Lexed, abstract: frozenset[int], fingerprint: str,
     old = {i: literal_value(lexed.literals[i]) for i in abstract}
     if any(isinstance(v, Fraction) for v in old.values()):
         return None
-    key = shape_key(fingerprint, lexed, abstract, groups)
+    if not old:
+        return {}, sql
+    key = shape_key(fingerprint, lexed, abstract, groups, aliases=True)
     # every order among all the literals is kept too, so that the two analyses list
     # their atoms alike (a later record of the key may list them in another order)
-    whole = shape_key(fingerprint, lexed, abstract, presentation=True)
+    whole = shape_key(fingerprint, lexed, abstract, presentation=True, aliases=True)
     for number_map in _NUMBER_MAPS:
         for text_map in _TEXT_MAPS:
             new: dict[int, int | str] = {
@@ -122,22 +136,33 @@ def _renamed(sql: str, lexed: Lexed, abstract: frozenset[int], fingerprint: str,
             other_sql = substitute_literals(sql, lexed, {i: sql_text(v) for i, v in new.items()})
             other = lex(other_sql)
             if other.template == lexed.template \
-                    and shape_key(fingerprint, other, abstract, groups) == key \
-                    and shape_key(fingerprint, other, abstract, presentation=True) == whole:
+                    and shape_key(fingerprint, other, abstract, groups, aliases=True) == key \
+                    and shape_key(fingerprint, other, abstract, presentation=True,
+                                  aliases=True) == whole:
                 return new, other_sql
     return None
 
 
-def _diff(a: Any, b: Any, old: dict[int, int | str], new: dict[int, int | str]) -> Any:
-    """``a`` with the renderings of ``old`` constants marked, where ``b`` shows ``new``."""
+@dataclass(frozen=True, slots=True)
+class _Names:
+    """The record's table aliases (``old``) and their names in the second analysis."""
+
+    old: tuple[str, ...]
+    new: tuple[str, ...]
+
+
+def _diff(a: Any, b: Any, old: dict[int, int | str], new: dict[int, int | str],
+          names: _Names = _Names((), ())) -> Any:
+    """``a`` with the renderings of ``old`` constants marked, where ``b`` shows ``new``, and
+    the table aliases ``names.old`` marked where ``b`` shows ``names.new``."""
     if isinstance(a, dict) and isinstance(b, dict):
         if a.keys() != b.keys():
             raise ValueError("keys")
-        return {k: _diff(a[k], b[k], old, new) for k in a}
+        return {k: _diff(a[k], b[k], old, new, names) for k in a}
     if isinstance(a, list) and isinstance(b, list):
         if len(a) != len(b):
             raise ValueError("length")
-        return [_diff(x, y, old, new) for x, y in zip(a, b, strict=True)]
+        return [_diff(x, y, old, new, names) for x, y in zip(a, b, strict=True)]
     if isinstance(a, str) and isinstance(b, str):
         if a == b:
             return a
@@ -149,11 +174,25 @@ def _diff(a: Any, b: Any, old: dict[int, int | str], new: dict[int, int | str]) 
             if x == y:
                 out.append(x)
                 continue
-            out.append(_site(x, y, old, new))
+            out.append(_alias_site(x, y, names) or _site(x, y, old, new))
         return "".join(out)
     if a != b or type(a) is not type(b):
         raise ValueError("value")
     return a
+
+
+def _alias_site(x: str, y: str, names: _Names) -> str | None:
+    """``y`` with the second analysis's alias names marked ``⟦@k⟧``, when those marks
+    filled with the record's own aliases give ``x``; else None."""
+    marked = y
+    for k in sorted(range(len(names.new)), key=lambda k: -len(names.new[k])):
+        marked = marked.replace(names.new[k], f"⟦@{k}⟧")
+    if marked == y:
+        return None
+    filled = marked
+    for k, name in enumerate(names.old):
+        filled = filled.replace(f"⟦@{k}⟧", name)
+    return marked if filled == x else None
 
 
 def _site(x: str, y: str, old: dict[int, int | str], new: dict[int, int | str]) -> str:
@@ -187,13 +226,33 @@ def derive_template(row: dict[str, Any], *, sql: str, lexed: Lexed, fingerprint:
     -------
     Template
         Without the lower bound (:func:`without_lower`); with ``plan.abstract`` empty
-        when the constants could not be located.
+        when the constants could not be located, and ``plan.aliases`` False when the
+        table aliases could not (then the constants are tried alone).
     """
+    made = _derive(row, sql, lexed, fingerprint, plan, rerun)
+    if plan.aliases and plan.abstract and not made.plan.abstract and not made.plan.aliases:
+        # the aliases could not be located: the constants alone, the aliases keyed
+        made = _derive(row, sql, lexed, fingerprint, replace(plan, aliases=False), rerun)
+    return made
+
+
+def _derive(row: dict[str, Any], sql: str, lexed: Lexed, fingerprint: str, plan: Plan,
+            rerun: Callable[[str], dict[str, Any] | None]) -> Template:
+    """:func:`derive_template` with the aliases abstracted as ``plan.aliases`` says."""
     first_row = without_lower(row)
     exact = Template(json.dumps(first_row, ensure_ascii=False),
                      Plan(frozenset(), frozenset(), plan.groups))
-    if not plan.abstract:
+    aliases = _new_aliases(sql, lexed) if plan.aliases and lexed.aliases else None
+    if not plan.abstract and aliases is None:
         return exact
+    plan = replace(plan, aliases=aliases is not None)
+    names = _Names(lexed.aliases, aliases or ())
+    if aliases is not None:  # the aliases renamed first (the literals' places move)
+        sql = substitute_literals(sql, lexed, {}, aliases)
+        renamed = lex(sql)
+        if renamed.template != lexed.template or renamed.aliases != aliases:
+            return exact
+        lexed = replace(renamed, aliases=names.old)  # its literals, the record's aliases
     found = _renamed(sql, lexed, plan.abstract, fingerprint, plan.groups)
     if found is None:
         return exact
@@ -208,7 +267,7 @@ def derive_template(row: dict[str, Any], *, sql: str, lexed: Lexed, fingerprint:
     first["analysis"] = {k: v for k, v in first_row["analysis"].items() if k != "query"}
     second["analysis"] = {k: v for k, v in other_row["analysis"].items() if k != "query"}
     try:
-        marked = _diff(first, second, old, new)  # type: ignore[arg-type]
+        marked = _diff(first, second, old, new, names)  # type: ignore[arg-type]
     except ValueError:
         return exact
     return Template(json.dumps(marked, ensure_ascii=False), plan)
@@ -217,7 +276,8 @@ def derive_template(row: dict[str, Any], *, sql: str, lexed: Lexed, fingerprint:
 @dataclass(frozen=True, slots=True)
 class Compiled:
     """A row template split at its markers: ``texts[0] mark[0] texts[1] ... texts[-1]``,
-    each mark ``(literal, style)``, or ``(-1, 0)`` for the record's name."""
+    each mark ``(literal, style)``, ``(-1, 0)`` for the record's name or ``(k, -1)`` for
+    its table alias ``k``."""
 
     texts: tuple[str, ...]
     marks: tuple[tuple[int, int], ...]
@@ -237,7 +297,10 @@ def compile_template(template: str, *, compact: bool = False) -> Compiled:
     at = 0
     for m in _PLACE.finditer(template):
         texts.append(template[at:m.start()])
-        marks.append((-1, 0) if m.group(1) is None else (int(m.group(1)), int(m.group(2))))
+        if m.group(3) is not None:
+            marks.append((int(m.group(3)), -1))
+        else:
+            marks.append((-1, 0) if m.group(1) is None else (int(m.group(1)), int(m.group(2))))
         at = m.end()
     texts.append(template[at:])
     return Compiled(tuple(texts), tuple(marks))
@@ -251,7 +314,9 @@ def instantiate(template: str | Compiled, lexed: Lexed, *, source: str) -> dict[
     for mark, text in zip(compiled.marks, compiled.texts[1:], strict=True):
         piece = shown.get(mark)
         if piece is None:
-            if mark[0] < 0:
+            if mark[1] < 0:
+                piece = json.dumps(lexed.aliases[mark[0]], ensure_ascii=False)[1:-1]
+            elif mark[0] < 0:
                 piece = json.dumps(source, ensure_ascii=False)[1:-1]
             else:
                 value = literal_value(lexed.literals[mark[0]])

@@ -3,9 +3,11 @@
 Checking a stored witness against a record (:mod:`cqsens.logs.proofs`) runs the record's
 own query in SQLite, so the record's text must be transpiled; sqlglot takes milliseconds
 for that, the largest cost of a cache hit.  Records of one key differ only in their
-literals, so the key's first record is transpiled with each literal replaced by a marker
-(a number or a string no query writes), and a later record's SQLite text is that
-template with the markers replaced by its own literals, written as it writes them.
+literals and table aliases (:mod:`cqsens.logs.aliases`), so the key's first record is
+transpiled with each literal replaced by a marker (a number or a string no query writes)
+and each alias by a name no query writes, and a later record's SQLite text is that
+template with the markers replaced by its own literals, written as it writes them, and
+its own aliases.
 
 The template is used only when it is exact on the record it was built from: the
 markers' text, replaced by that record's literals, must give exactly what sqlglot gives
@@ -47,10 +49,16 @@ def _markers(lexed: Lexed) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _alias_markers(lexed: Lexed) -> tuple[str, ...]:
+    return tuple(f"cqsensalias{k}q" for k in range(len(lexed.aliases)))
+
+
 def _fill(template: str, markers: tuple[str, ...], lexed: Lexed) -> str:
     out = template
     for marker, lit in zip(markers, lexed.literals, strict=True):
         out = out.replace(marker, lit.text, 1)
+    for marker, name in zip(_alias_markers(lexed), lexed.aliases, strict=True):
+        out = out.replace(marker, name)
     return out
 
 
@@ -60,11 +68,13 @@ def _template(sql: str, lexed: Lexed, dialect: str | None
     if not _plain(lexed):
         return None
     markers = _markers(lexed)
-    marked = sqlite_query(substitute_literals(sql, lexed, dict(enumerate(markers))), dialect)
+    names = _alias_markers(lexed)
+    marked = sqlite_query(substitute_literals(sql, lexed, dict(enumerate(markers)), names),
+                          dialect)
     own = sqlite_query(sql, dialect)
     if marked is None or own is None or any(marked.count(m) != 1 for m in markers):
         return None
-    if any(m in sql for m in markers):
+    if any(m in sql for m in (*markers, *names)):
         return None
     return (marked, markers) if _fill(marked, markers, lexed) == own else None
 
@@ -80,7 +90,7 @@ def record_sqlite(key: str, sql: str, lexed: Lexed, dialect: str | None) -> str 
     found = _TEMPLATES[slot]
     _TEMPLATES.move_to_end(slot)
     if found is None or not _plain(lexed) or len(lexed.literals) != len(found[1]) \
-            or any(m in sql for m in found[1]):
+            or any(m in sql for m in (*found[1], *_alias_markers(lexed))):
         return sqlite_query(sql, dialect)
     text = _fill(found[0], found[1], lexed)
     remember_sqlite(sql, dialect, text)
