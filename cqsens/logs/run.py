@@ -179,14 +179,20 @@ class _LogRun:
         if len(self.batch) >= HITS_BATCH:
             self.flush()
 
+    def shared_cache(self) -> ShapeCache:
+        """The file cache, with what this process stored committed for the workers to
+        read."""
+        cache = self.cache
+        assert cache is not None
+        cache.commit()
+        return cache
+
     def flush(self) -> None:
         """Send the batched records to a worker."""
         if not self.batch:
             return
         slots, self.batch = self.batch, []
-        cache = self.cache
-        assert cache is not None
-        cache.commit()  # what this process stored, for the workers to read
+        cache = self.shared_cache()
         task = _Hits(tuple((r.id, r.where, r.sql, r.dialect, r.schema, r.error)
                            for r in (slot.item for slot in slots)), self.options, cache.path)
         self.stream.submit(slots[0], partial(self.batched, slots), _hit_lines, task)
@@ -213,9 +219,7 @@ class _LogRun:
         if not self.checks:
             return
         items, self.checks = self.checks, []
-        cache = self.cache
-        assert cache is not None
-        cache.commit()  # what this process stored, for the workers to read
+        self.shared_cache()
         self.stream.submit(items[0][0], partial(self.checked_batch, items), _checks_in_worker,
                            tuple(item[4] for item in items))
 
