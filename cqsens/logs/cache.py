@@ -223,11 +223,18 @@ class ShapeCache:
 
     def store(self, shape: str, plan: Plan, key: str, row: str, literals: list[str],
               proof: Proof | None) -> None:
-        """Remember a shape's plan, a key's row template and its proof."""
-        self._db.execute("INSERT OR REPLACE INTO plans VALUES (?, ?)", (shape, _plan_json(plan)))
+        """Remember a shape's plan, a key's row template and its proof.
+
+        A shape keeps the first plan stored: a later record of it whose template could
+        abstract less (a narrower plan) keys its own result by that plan, and the shape's
+        other records are still looked up by the first (replacing it made the records keyed
+        before miss, and a warm run key records differently from the first run)."""
+        added = self._db.execute("INSERT OR IGNORE INTO plans VALUES (?, ?)",
+                                 (shape, _plan_json(plan))).rowcount
         self._db.execute("INSERT OR REPLACE INTO results VALUES (?, ?, ?)",
                          (key, row, json.dumps(literals)))
-        _remember(self._plans, shape, plan)
+        if added:
+            _remember(self._plans, shape, plan)
         _remember(self._results, key, Result(row, tuple(literals)))
         if proof is not None:
             self.store_proof(key, proof)
