@@ -363,35 +363,12 @@ def _person_db(rng: random.Random) -> sqlite3.Connection | None:
     return conn
 
 
-@pytest.mark.parametrize("sql", PERSON_LEVEL)
-def test_person_level_bound_holds_against_brute_force(sql: str) -> None:
-    a = analyze(sql, schema=PERSONS, cds=PERSON_CDS, unit="users")
-    assert any("semi-join-flips" in line for line in a.explanation)
-    assert a.upper != math.inf
-    rng = random.Random(sql)
-    worst = Fraction(0)
-    tried = 0
-    while tried < 150:
-        conn = _person_db(rng)
-        if conn is None:
-            continue
-        tried += 1
-        base = _released(conn, sql)
-        for (uid,) in conn.execute("SELECT id FROM users").fetchall():
-            conn.execute("SAVEPOINT p")
-            conn.execute("DELETE FROM items WHERE oid IN (SELECT oid FROM orders WHERE uid = ?)",
-                         (uid,))
-            conn.execute("DELETE FROM orders WHERE uid = ?", (uid,))
-            conn.execute("DELETE FROM users WHERE id = ?", (uid,))
-            worst = max(worst, _l1(base, _released(conn, sql)))
-            conn.execute("ROLLBACK TO p")
-    assert worst <= a.upper, (worst, a.upper)
-    assert worst > 0
-
-
-@pytest.mark.parametrize(("sql", "values"), PERSON_VALUES)
-def test_min_max_avg_person_level_bound_holds_against_brute_force(sql: str, values: set[int]
-                                                                  ) -> None:
+@pytest.mark.parametrize(("sql", "values"),
+                         [(sql, set()) for sql in PERSON_LEVEL] + PERSON_VALUES)
+def test_person_level_bound_holds_against_brute_force(sql: str, values: set[int]) -> None:
+    """Every person removed (with their orders and items) from 150 random databases: the
+    released vector moves by at most the bound (a MIN/MAX/AVG entry where it is defined on
+    both sides)."""
     a = analyze(sql, schema=PERSONS, cds=PERSON_CDS, unit="users")
     assert any("semi-join-flips" in line for line in a.explanation)
     assert a.upper != math.inf
