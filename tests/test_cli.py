@@ -114,3 +114,20 @@ def test_api_quickstart_runs() -> None:
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     assert "upper 3, lower 3, tight True" in proc.stdout
+
+
+@pytest.mark.parametrize(("args", "missing"), [
+    (["report", str(EXAMPLES / "hospital")], "'-o' / '--output'"),
+    (["witness", str(EXAMPLES / "hospital" / "avg_age_by_sex.sql")],
+     "'-o' / '--output'"),
+    (["release", "--sql", "SELECT COUNT(*) FROM Pat", "--epsilon", "1"], "'--db'"),
+    (["profile"], "'--db'"),
+    (["init"], "'--db'"),
+])
+def test_a_missing_required_option_is_a_usage_error(args: list[str], missing: str) -> None:
+    """Every required option is reported missing (exit 2), never an internal error: click 8.3
+    and later take an explicit ``default=None`` as a default and stop checking the option
+    (``cqsens report FOLDER`` without ``-o`` crashed with a TypeError)."""
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == EXIT_USAGE, result.output
+    assert f"Missing option {missing}" in result.output

@@ -120,10 +120,13 @@ def query_column_option(help: str) -> _Decorator:
 
 def output_option(*, help: str, required: bool = False,
                   default: str | None = None) -> _Decorator:
-    """-o/--output FILE."""
-    return click.option("-o", "--output", required=required, default=default,
-                        show_default=default is not None,
-                        type=click.Path(dir_okay=False), help=help)
+    """-o/--output FILE.  No ``default`` is passed when there is none: click 8.3 and later
+    take an explicit ``default=None`` as a default, and a required option with one is never
+    reported missing."""
+    extra: dict[str, Any] = {} if default is None else {"default": default,
+                                                        "show_default": True}
+    return click.option("-o", "--output", required=required, type=click.Path(dir_okay=False),
+                        help=help, **extra)
 
 
 def format_option(choices: Sequence[str], *, default: str | None = "text",
