@@ -138,10 +138,10 @@ def _row_neighbours(db: dict[str, list[tuple[object, ...]]], rng: random.Random
                 yield grown
 
 
-def _check_witness(sql: str, lower: object, witness: object, ddl: str) -> None:
-    """A reported lower bound is the change of the statement as written on its witness."""
+def _witness_pair(witness: object, ddl: str) -> list[sqlite3.Connection]:
+    """The witness's two databases, each loaded into SQLite with ``ddl``."""
     assert witness is not None
-    pair = []
+    out = []
     for d in (witness.database, witness.after):  # type: ignore[attr-defined]
         assert isinstance(d, Database)
         conn = sqlite3.connect(":memory:")
@@ -149,7 +149,14 @@ def _check_witness(sql: str, lower: object, witness: object, ddl: str) -> None:
         for relation, rows in d.rows.items():
             marks = ", ".join("?" for _ in d.columns[relation])
             conn.executemany(f"INSERT INTO {relation} VALUES ({marks})", list(rows))
-        pair.append(_released(conn, sql))
+        out.append(conn)
+    return out
+
+
+def _check_witness(sql: str, lower: object, witness: object, ddl: str) -> None:
+    """A reported lower bound is the change of the statement as written on its witness."""
+    assert witness is not None
+    pair = [_released(conn, sql) for conn in _witness_pair(witness, ddl)]
     assert _l1(*pair) == Fraction(str(lower))
 
 
@@ -277,14 +284,8 @@ def test_min_max_avg_row_level_bound_holds_against_brute_force(sql: str, values:
     assert worst <= a.upper, (worst, a.upper)
     assert worst > 0
     assert a.lower is not None and 0 < a.lower <= a.upper
-    pair = []  # the lower bound is the statement's own change on its witness (AVG as a float)
-    for d in (a.witness.database, a.witness.after):  # type: ignore[union-attr]
-        conn = sqlite3.connect(":memory:")
-        conn.executescript(ROWS)
-        for relation, rows in d.rows.items():
-            marks = ", ".join("?" for _ in d.columns[relation])
-            conn.executemany(f"INSERT INTO {relation} VALUES ({marks})", list(rows))
-        pair.append(_value_released(conn, sql))
+    # the lower bound is the statement's own change on its witness (AVG as a float)
+    pair = [_value_released(conn, sql) for conn in _witness_pair(a.witness, ROWS)]
     assert abs(_value_l1(*pair, values) - Fraction(str(a.lower))) < Fraction(1, 10**9)
 
 
