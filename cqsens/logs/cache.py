@@ -228,7 +228,7 @@ class ShapeCache:
         A shape keeps the first plan stored: a later record of it whose template could
         abstract less (a narrower plan) keys its own result by that plan, and the shape's
         other records are still looked up by the first (replacing it made the records keyed
-        before miss, and a warm run key records differently from the first run)."""
+        before miss, and a warm run keyed records differently from the first run)."""
         added = self._db.execute("INSERT OR IGNORE INTO plans VALUES (?, ?)",
                                  (shape, _plan_json(plan))).rowcount
         self._db.execute("INSERT OR REPLACE INTO results VALUES (?, ?, ?)",
