@@ -234,6 +234,8 @@ def target_select(part: exp.Select) -> exp.Select:
 
 def _derived(tree: exp.Select, reject: Reject, dialect: str | None) -> SetSplit | None:
     """An aggregate over a set operation in FROM: one part per SELECT of the operation."""
+    if tree.find(*SET_OPERATIONS) is None:  # none anywhere (a CTE's included): no copy
+        return None
     tree = tree.copy()
     _inline_set_ctes(tree)
     found = [i for i in _items(tree)

@@ -56,12 +56,12 @@ from cqsens.witness.evaluate import (
     Database,
     Value,
     affinity_kind,
-    connect,
     count_answers,
     counting_sql,
     quote_ident,
     with_affinity,
 )
+from cqsens.witness.evaluate import scratch as scratch_database
 from cqsens.witness.model import Witness
 from cqsens.witness.values import NoValue, Values, fresh_or_repeated, unary_checks
 
@@ -466,7 +466,7 @@ def _evaluate(
     if time.monotonic() > ctx.deadline:
         return None
     try:
-        conn = connect(full)
+        conn = scratch_database(full)  # this thread's database of full's layout, refilled
         # a construction whose evaluation outlives the search's deadline is abandoned
         conn.set_progress_handler(lambda: int(time.monotonic() > ctx.deadline), 10_000)
         try:
@@ -476,7 +476,7 @@ def _evaluate(
             conn.execute(f"DELETE FROM {quote_ident(relation)} WHERE {cond}", row)
             without_t = count_answers(ctx.query, db, conn=conn)
         finally:
-            conn.close()
+            conn.set_progress_handler(None, 0)
     except sqlite3.Error:
         return None
     return without_t, with_t
