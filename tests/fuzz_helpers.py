@@ -63,13 +63,14 @@ class Run:
 
 def has_option(command: str, option: str) -> bool:
     """Whether ``cqsens COMMAND`` takes ``option`` (e.g. ``--timeout``)."""
-    cmd = cli.commands[command]
-    return any(option in p.opts for p in cmd.params if isinstance(p, click.Option))
+    cmd = cli.get_command(click.Context(cli), command)
+    return cmd is not None and any(option in p.opts for p in cmd.params
+                                   if isinstance(p, click.Option))
 
 
 def with_limits(args: list[str]) -> list[str]:
     """``args`` plus ``--timeout 5`` when the command takes it and it is not given."""
-    if args and args[0] in cli.commands and has_option(args[0], "--timeout") \
+    if args and has_option(args[0], "--timeout") \
             and "--timeout" not in args:
         return [*args, "--timeout", RUN_TIMEOUT]
     return args

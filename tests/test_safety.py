@@ -18,7 +18,7 @@ from click.testing import CliRunner, Result
 
 from cqsens.cli.exits import EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE
 from cqsens.cli.main import cli
-from cqsens.db.connect import mask_url
+from cqsens.passwords import mask_url
 from cqsens.errors import MAX_INPUT_BYTES, TimeLimitError
 from tests.fuzz_helpers import run_subprocess
 

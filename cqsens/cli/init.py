@@ -27,12 +27,12 @@ from cqsens.cli.options import (
     unit_option,
 )
 from cqsens.cli.output import check_output, force_option, write_output
-from cqsens.db.connect import mask_url
 from cqsens.db.persons import PersonView, measure_persons
 from cqsens.db.reflect import reflect_schema
 from cqsens.errors import InputError
 from cqsens.files import write_text_atomically
 from cqsens.ir.schema import Schema
+from cqsens.passwords import mask_url
 from cqsens.report.init import config_text, schema_sql
 
 __all__ = ["init_cmd"]

@@ -10,28 +10,31 @@ and ``PGPASSWORD`` are masked in these messages.
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import traceback
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 import click
 
-from cqsens.cli.analyze import analyze_cmd
-from cqsens.cli.budget import budget_cmd
 from cqsens.cli.exits import EXIT_INPUT, EXIT_INTERNAL
-from cqsens.cli.init import init_cmd
 from cqsens.cli.masking import ARGS_KEY, scrub_message
-from cqsens.cli.noiseless import noiseless
-from cqsens.cli.profile import profile
-from cqsens.cli.release import release_cmd
-from cqsens.cli.report import report_cmd
-from cqsens.cli.witness import witness_cmd
 from cqsens.errors import CqsensError
 
-__all__ = ["cli", "main"]
+__all__ = ["COMMANDS", "cli", "main"]
 _REPORT_TO = "the cqsens issue tracker"
+
+#: Each command's name → its module under ``cqsens.cli`` and the click command's name there.
+#: A command's module is imported only when the command runs (or ``--help`` lists them all),
+#: so ``cqsens analyze`` does not import the database drivers or NumPy.
+COMMANDS = {
+    "analyze": ("analyze", "analyze_cmd"), "budget": ("budget", "budget_cmd"),
+    "init": ("init", "init_cmd"), "noiseless": ("noiseless", "noiseless"),
+    "profile": ("profile", "profile"), "release": ("release", "release_cmd"),
+    "report": ("report", "report_cmd"), "witness": ("witness", "witness_cmd"),
+}
 
 
 def _issue_tracker() -> str:
@@ -49,7 +52,17 @@ def _issue_tracker() -> str:
 
 
 class _Group(click.Group):
-    """A click group that turns every escaping exception into one line and an exit code."""
+    """A click group that loads its commands when they are asked for (:data:`COMMANDS`) and
+    turns every escaping exception into one line and an exit code."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        module, name = COMMANDS[cmd_name]
+        return cast(click.Command, getattr(importlib.import_module(f"cqsens.cli.{module}"), name))
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         ctx.meta[ARGS_KEY] = list(args)
@@ -116,11 +129,6 @@ def cli(debug: bool) -> None:
       cqsens analyze --cq "Q(x) :- R(x,y), S(y,z)" --fd 'S[1->2]' --format json
     """
     del debug  # read by _Group.invoke
-
-
-for _command in (analyze_cmd, witness_cmd, report_cmd, noiseless, profile, release_cmd,
-                 budget_cmd, init_cmd):
-    cli.add_command(_command)
 
 
 def main() -> None:

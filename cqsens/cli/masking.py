@@ -37,7 +37,7 @@ def _value(arg: str) -> tuple[str, str]:
 
 
 def _secrets(args: Sequence[str]) -> list[str]:
-    from cqsens.db.connect import secrets_of
+    from cqsens.passwords import secrets_of
 
     return secrets_of(*(_value(a)[1] for a in args))
 
@@ -57,7 +57,7 @@ def masked_command(prog: str, args: Sequence[str]) -> str:
     str
         One line, safe to write into a report.
     """
-    from cqsens.db.connect import mask_url, scrub
+    from cqsens.passwords import mask_url, scrub
 
     secrets = _secrets(args)
     shown = []
@@ -77,6 +77,6 @@ def scrub_message(text: str, args: Sequence[str]) -> str:
     args : sequence of str
         The command-line arguments.
     """
-    from cqsens.db.connect import scrub
+    from cqsens.passwords import scrub
 
     return scrub(text, _secrets(args))

@@ -11,7 +11,7 @@ SQLite and PostgreSQL (psycopg 3), both through SQLAlchemy.
 from __future__ import annotations
 
 from cqsens.db.check import ConstraintCheck, Offender, check_constraints, dependency_label
-from cqsens.db.connect import DatabaseError, mask_url
+from cqsens.db.connect import DatabaseError
 from cqsens.db.load import load_sql_file
 from cqsens.db.profile import (
     OBSERVED_NOTE,
@@ -24,6 +24,7 @@ from cqsens.db.profile import (
     proposals_text,
 )
 from cqsens.db.reflect import reflect_schema
+from cqsens.passwords import mask_url
 
 __all__ = [
     "OBSERVED_NOTE",

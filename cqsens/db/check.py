@@ -32,11 +32,12 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from cqsens.db.catalogue import BoundTable, Catalogue, count_distinct
-from cqsens.db.connect import connect, mask_url
+from cqsens.db.connect import connect
 from cqsens.db.reflect import reflect_schema
 from cqsens.errors import DependencyError
 from cqsens.ir.dependencies import AnyDependency, Dependency, MultiDependency
 from cqsens.ir.schema import ForeignKey, Relation, Schema
+from cqsens.passwords import mask_url
 
 __all__ = [
     "PLAIN_NAME",

@@ -1,23 +1,22 @@
-"""Connections to live databases: URL parsing, password masking, one-line errors.
+"""Connections to live databases: URL parsing, connections, one-line errors.
 
 cqsens reads two back ends through SQLAlchemy (>= 2.0): SQLite
 (``sqlite:///path.db``, Python's own driver) and PostgreSQL
 (``postgresql://user:password@host:port/dbname``, read with psycopg 3; a plain
 ``postgresql://`` or ``postgres://`` URL is mapped to ``postgresql+psycopg://``).
-Every message names the database by :func:`mask_url`, which hides the
+Every message names the database by :func:`~cqsens.passwords.mask_url`, which hides the
 password, and every driver error becomes a one-line :class:`DatabaseError`
 with the secrets scrubbed.  Profiling connections to PostgreSQL are read-only.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, unquote
+from urllib.parse import unquote
 
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
@@ -25,163 +24,25 @@ from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.pool import NullPool
 
 from cqsens.errors import InputError
+from cqsens.passwords import mask_url, password_spellings, scrub, split_userinfo
 
 __all__ = [
     "DB_CONSTRUCT",
     "DatabaseError",
     "connect",
     "driver_message",
-    "mask_url",
     "open_connection",
-    "scrub",
-    "secrets_of",
     "sqlite_file",
 ]
 
 #: The construct every database error names (the command-line option).
 DB_CONSTRUCT = "--db"
 _URL_HELP = "expected sqlite:///path.db or postgresql://user:password@host:port/dbname"
-_SCHEME = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*)://(?P<rest>.*)$", re.S)
-_PASSWORD_KEYS = r"(?:password|passwd|pass|pwd|sslpassword)"
-_QUERY_PASSWORD = re.compile(rf"(?P<head>[?&;]{_PASSWORD_KEYS}=)(?P<pw>[^&;]*)", re.IGNORECASE)
-_DSN_PASSWORD = re.compile(
-    rf"(?P<head>(?<![A-Za-z0-9_]){_PASSWORD_KEYS}\s*=\s*)"
-    r"(?P<pw>'(?:[^'\\]|\\.)*'?|\"(?:[^\"\\]|\\.)*\"?|\S+)", re.IGNORECASE)
-_MASK = "***"
 _CONNECT_TIMEOUT = 10  # seconds, PostgreSQL
 
 
 class DatabaseError(InputError):
     """The database URL is bad, or the database cannot be reached or read."""
-
-
-def _split_userinfo(url: str) -> tuple[str, str | None, str | None, str] | None:
-    """``(scheme, user, password, rest)`` of a URL with a user-info part, else None.
-
-    The user-info ends at the *last* ``@`` of the URL, so a password may hold a
-    raw ``?``, ``#``, ``@`` or ``/`` (written unescaped, as people do); an ``@``
-    in the query string makes more of the URL count as the password, which
-    masks too much rather than too little.  A URL whose authority is empty
-    (``sqlite:///a@b.db``) has no user-info.
-    """
-    m = _SCHEME.match(url)
-    if m is None:
-        return None
-    rest = m.group("rest")
-    if rest.startswith("/") or "@" not in rest:
-        return None
-    userinfo, _, after = rest.rpartition("@")
-    user, colon, password = userinfo.partition(":")
-    return m.group("scheme"), user, password if colon else None, after
-
-
-def mask_url(url: str) -> str:
-    """The URL (or libpq ``key=value`` string) with every password replaced by ``***``.
-
-    Parameters
-    ----------
-    url : str
-        A database URL, well-formed or not, or a libpq connection string.
-
-    Returns
-    -------
-    str
-        The same text with the password of the user-info part (which ends at
-        the last ``@``, so raw ``?``, ``#``, ``@`` and ``/`` in it are masked
-        too), any ``password=`` query parameter and any ``password=`` key of a
-        key/value string masked.
-
-    Examples
-    --------
-    >>> mask_url("postgresql://alice:s3cr3t@db.example:5432/hospital")
-    'postgresql://alice:***@db.example:5432/hospital'
-    >>> mask_url("postgresql://alice:S3c?r#t@9@db.example/hospital")
-    'postgresql://alice:***@db.example/hospital'
-    >>> mask_url("postgresql://alice@localhost/h?password=s3cr3t&sslmode=require")
-    'postgresql://alice@localhost/h?password=***&sslmode=require'
-    >>> mask_url("host=db.example password='s3 cr3t' dbname=h")
-    'host=db.example password=*** dbname=h'
-    >>> mask_url("sqlite:///hospital.db")
-    'sqlite:///hospital.db'
-    """
-    parts = _split_userinfo(url)
-    if parts is not None:
-        scheme, user, password, rest = parts
-        shown = user if password is None else f"{user}:{_MASK}"
-        url = f"{scheme}://{shown}@{rest}"
-    text = _QUERY_PASSWORD.sub(lambda m: f"{m.group('head')}{_MASK}", url)
-    if _SCHEME.match(text) is None:
-        text = _DSN_PASSWORD.sub(lambda m: f"{m.group('head')}{_MASK}", text)
-    return text
-
-
-def _secrets(url: str) -> list[str]:
-    """Every spelling of the password(s) in ``url`` and of ``PGPASSWORD``, to scrub."""
-    out: list[str] = []
-    parts = _split_userinfo(url)
-    if parts is not None and parts[2]:
-        out.append(parts[2])
-    out += [m.group("pw") for m in _QUERY_PASSWORD.finditer(url)]
-    out += [m.group("pw").strip("'\"") for m in _DSN_PASSWORD.finditer(url)]
-    try:
-        password = make_url(url.strip()).password
-    except Exception:  # noqa: BLE001 - any parse failure: nothing more to scrub
-        password = None
-    if password:
-        out.append(str(password))
-    env = os.environ.get("PGPASSWORD")
-    if env:
-        out.append(env)
-    expanded: list[str] = []
-    for s in out:
-        if s:
-            expanded += [s, unquote(s), quote(s, safe=""), unquote(s).replace("'", "\\'")]
-    return sorted({s for s in expanded if s and s != _MASK}, key=len, reverse=True)
-
-
-def secrets_of(*texts: str) -> list[str]:
-    """The passwords in ``texts`` (URLs, key/value strings) and ``PGPASSWORD``.
-
-    Parameters
-    ----------
-    *texts : str
-        Any command-line arguments; those that hold no password add nothing.
-
-    Returns
-    -------
-    list of str
-        Every spelling to scrub (raw, percent-decoded, percent-encoded),
-        longest first.
-    """
-    found: set[str] = set()
-    for text in texts:
-        found.update(_secrets(text))
-    if not texts:
-        found.update(_secrets(""))
-    return sorted(found, key=len, reverse=True)
-
-
-def scrub(text: str, secrets: Sequence[str]) -> str:
-    """Replace each secret in ``text`` by ``***`` (a very short one only where it stands alone).
-
-    Parameters
-    ----------
-    text : str
-        A message about to be shown or written.
-    secrets : sequence of str
-        As :func:`secrets_of` returns them.
-
-    Returns
-    -------
-    str
-        The text with the secrets masked.
-    """
-    for s in secrets:
-        if len(s) >= 4:
-            text = text.replace(s, _MASK)
-        else:
-            text = re.sub(rf"(?<![A-Za-z0-9]){re.escape(s)}(?![A-Za-z0-9])", _MASK, text)
-    return text
 
 
 def _parse_url(url: str) -> URL:
@@ -195,7 +56,7 @@ def _parse_url(url: str) -> URL:
     masked = mask_url(text)
     if not text:
         raise DatabaseError(f"empty database URL ({_URL_HELP})", construct=DB_CONSTRUCT)
-    parts = _split_userinfo(text)
+    parts = split_userinfo(text)
     try:
         parsed = make_url(text)
         if parts is not None and text.count("@") > 1:
@@ -304,7 +165,7 @@ def _engine(url: str, *, must_exist: bool) -> Engine:
             source=masked, construct=DB_CONSTRUCT,
         ) from None
     except sa_exc.ArgumentError as exc:
-        raise DatabaseError(f"bad database URL: {driver_message(exc, _secrets(url))}",
+        raise DatabaseError(f"bad database URL: {driver_message(exc, password_spellings(url))}",
                             source=masked, construct=DB_CONSTRUCT) from None
 
 
@@ -333,7 +194,7 @@ def open_connection(url: str, *, must_exist: bool, raw: bool) -> tuple[Any, Any,
     """
     engine = _engine(url, must_exist=must_exist)
     masked = mask_url(url.strip())
-    secrets = _secrets(url)
+    secrets = password_spellings(url)
     try:
         conn = engine.raw_connection() if raw else engine.connect()
     except sa_exc.SQLAlchemyError as exc:

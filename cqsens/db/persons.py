@@ -33,11 +33,12 @@ from sqlalchemy.engine import Connection
 
 from cqsens.db.catalogue import Catalogue
 from cqsens.db.check import dependency_label
-from cqsens.db.connect import connect, mask_url
+from cqsens.db.connect import connect
 from cqsens.engine.person import Chain, Unit, chains, reaches, resolve_unit
 from cqsens.errors import InputError
 from cqsens.ir.dependencies import AnyDependency, Dependency, MultiDependency
 from cqsens.ir.schema import ForeignKey, Relation, Schema
+from cqsens.passwords import mask_url
 
 __all__ = [
     "ChainCount",

@@ -31,13 +31,14 @@ from cqsens.db.check import (
     check_foreign_keys,
     dependency_label,
 )
-from cqsens.db.connect import connect, mask_url
+from cqsens.db.connect import connect
 from cqsens.db.persons import PersonView, measure_persons
 from cqsens.db.reflect import reflect_schema
 from cqsens.errors import DependencyError, read_text
 from cqsens.frontend.parse_cq import ROWS, parse_dependency
 from cqsens.ir.dependencies import AnyDependency, Dependency
 from cqsens.ir.schema import Schema
+from cqsens.passwords import mask_url
 
 __all__ = [
     "OBSERVED_NOTE",

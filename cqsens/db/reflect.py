@@ -17,10 +17,11 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from cqsens.db.connect import DB_CONSTRUCT, connect, mask_url
+from cqsens.db.connect import DB_CONSTRUCT, connect
 from cqsens.errors import SchemaError
 from cqsens.frontend.ddl import relation_from_catalogue
 from cqsens.ir.schema import ForeignKey, Relation, Schema
+from cqsens.passwords import mask_url
 
 __all__ = ["reflect_schema"]
 

@@ -7,11 +7,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from cqsens.analysis import Analysis
-from cqsens.db.connect import mask_url
 from cqsens.db.guard import broken_constraints
 from cqsens.db.reflect import reflect_schema
 from cqsens.frontend.release_sql import ReleasePlan
 from cqsens.ir.schema import Schema
+from cqsens.passwords import mask_url
 from cqsens.release.values import parse_value_bounds
 from cqsens.releasing.results import BrokenConstraint, UnboundedRelease
 

@@ -8,12 +8,13 @@ from dataclasses import replace
 from typing import Any
 
 from cqsens.analysis import AggregateRecord, Analysis
-from cqsens.db.connect import connect, mask_url
+from cqsens.db.connect import connect
 from cqsens.db.reflect import reflect_schema
 from cqsens.errors import InputError
 from cqsens.frontend.dates import sqlite_dates
 from cqsens.frontend.release_sql import NOISY_KINDS, QUANTILE_KINDS, ReleasePlan, release_plan
 from cqsens.ir.schema import Schema
+from cqsens.passwords import mask_url
 from cqsens.public_statement import is_public_statement
 from cqsens.release import noise
 from cqsens.release.derived import with_tables
