@@ -162,7 +162,7 @@ class _Search:
             kept = set(self.column_checks) | set(self.background)
             rename = renamed(full, lambda r, p, v: (r, p) in kept, 7)
         out = full
-        for relation, rows in full.rows.items():
+        for relation, rows in full.as_lists().items():  # renamed numbers values as met
             for row in rows:
                 new = tuple(self.background.get((relation, p), v)
                             for p, v in enumerate(rename(relation, row)))

@@ -212,8 +212,9 @@ class _Chooser:
         self.ends = ends
         self.branching = branching  # variables a step gives several values per source
         self.unary = unary_checks(cq, column_checks)
-        self.filters = [a for a in cq.atoms if a.predicate is not None and len(a.variables()) > 1]
-        self.constants = [c.value for c in cq.constants()]
+        self.filters = [a for a in cq.sorted_atoms()
+                        if a.predicate is not None and len(a.variables()) > 1]
+        self.constants = [c.value for c in sorted(cq.constants(), key=Const.sort_key)]
         self.conn = sqlite3.connect(":memory:")
         self.folded: dict[Predicate, Predicate] = {}
 

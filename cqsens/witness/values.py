@@ -279,7 +279,7 @@ def unary_checks(
                 for check in column_checks.get((atom.relation, pos), ()):
                     if check not in checks.setdefault(term, []):
                         checks[term].append(check)
-    for atom in core_cq.atoms:
+    for atom in core_cq.sorted_atoms():
         if atom.predicate is not None and len(atom.variables()) == 1:
             (var,) = atom.variables()
             args: list[Expr] = []
