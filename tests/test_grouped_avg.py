@@ -104,3 +104,46 @@ def test_grouped_median_with_rows_is_refused() -> None:
     with pytest.raises(cqsens.InputError, match="not of each group"):
         cqsens.analyze("SELECT g, MEDIAN(v) FROM E GROUP BY g", schema=DDL, rows=4,
                        neighbor="substitute", prove_lower=False)
+
+
+def _rows(ddl: str, sql: str, tables: dict[str, list[tuple[int, ...]]]) -> list[tuple[object, ...]]:
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.executescript(ddl)
+        for name, rows in tables.items():
+            if rows:
+                marks = ", ".join("?" * len(rows[0]))
+                conn.executemany(f"INSERT INTO {name} VALUES ({marks})", rows)
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+
+
+def test_a_chain_of_two_steps_moves_a_group_by_the_whole_range() -> None:
+    """With ``contributions=2`` a neighbour is a chain of two steps: {(2, 0)} →
+    {(2, 0), (2, 4)} → {(2, 4)} moves group 2's AVG from 0 to 4, the whole range, above
+    the refinement of one-row steps (it gave ℓ2 = 3.77)."""
+    ddl = ("CREATE TABLE R (a INT NOT NULL CHECK (a BETWEEN 0 AND 2),"
+           " v INT NOT NULL CHECK (v BETWEEN 0 AND 4));")
+    sql = "SELECT a, AVG(v) FROM R GROUP BY a"
+    before = dict(_rows(ddl, sql, {"R": [(2, 0)]}))
+    after = dict(_rows(ddl, sql, {"R": [(2, 4)]}))
+    assert abs(after[2] - before[2]) == 4  # type: ignore[operator]
+    a = cqsens.analyze(sql, schema=ddl, contributions=2, timeout=None)
+    assert a.l1 >= 4 and a.l2 >= 4
+
+
+def test_a_chain_of_two_steps_through_a_join() -> None:
+    """The same through a join with a CD: R = {(2, 0)} → {(2, 0), (1, 0)} → {(1, 0)} moves
+    AVG(S.c) from 3 to 0 (the one-row refinement gave 12/5)."""
+    ddl = ("CREATE TABLE R (a INT PRIMARY KEY CHECK (a BETWEEN 0 AND 3),"
+           " b INT NOT NULL CHECK (b BETWEEN 0 AND 2));"
+           " CREATE TABLE S (c INT NOT NULL CHECK (c BETWEEN 0 AND 3),"
+           " d INT NOT NULL CHECK (d BETWEEN 0 AND 3));")
+    sql = "SELECT AVG(S.c) FROM R JOIN S ON S.d = R.a"
+    s_rows = [(3, 2), (0, 1)]
+    ends = [_rows(ddl, sql, {"R": r, "S": s_rows})[0][0] for r in ([(2, 0)], [(1, 0)])]
+    assert ends == [3.0, 0.0]
+    a = cqsens.analyze(sql, schema=ddl, cds=["S[d->*]<=2"], contributions=2, timeout=None)
+    assert a.upper >= 3
+

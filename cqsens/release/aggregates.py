@@ -311,9 +311,9 @@ def avg_bound(
     Returns
     -------
     AggregateBound
-        Substitution (or Δ = ∞): ``l1 = l2 = M − m``; add-remove with a finite
-        Δ: ``D/(D + 1)·(M − m)`` with ``D = kΔ`` (``(M − m)/2`` on a single table);
-        0 when ``count_delta == 0``.
+        Substitution, ``contributions > 1`` or Δ = ∞: ``l1 = l2 = M − m``; add-remove
+        with one row and a finite Δ: ``D/(D + 1)·(M − m)`` with ``D = Δ`` (``(M − m)/2``
+        on a single table); 0 when ``count_delta == 0``.
 
     Raises
     ------
@@ -327,11 +327,13 @@ def avg_bound(
     empty-set result (SQL NULL) is outside the model. An average of values in
     ``[m, M]`` lies in ``[m, M]``, so two averages differ by at most ``M − m``,
     whatever the neighbour model; this is reached under substitution (``{m}`` to
-    ``{M}``). Under add-remove the query is monotone, so the smaller neighbour has
-    ``n ≥ 1`` averaged rows with mean ``μ`` and the larger ``d ≤ D = kΔ`` more,
-    ``x_1..x_d``; the mean moves by ``|Σ(x_i − μ)|/(n + d) ≤ d(M − m)/(n + d) ≤
+    ``{M}``). Under add-remove of one row the query is monotone, so the smaller
+    neighbour has ``n ≥ 1`` averaged rows with mean ``μ`` and the larger ``d ≤ D = Δ``
+    more, ``x_1..x_d``; the mean moves by ``|Σ(x_i − μ)|/(n + d) ≤ d(M − m)/(n + d) ≤
     D(M − m)/(D + 1)``, reached by ``{m}`` plus ``D`` rows at ``M`` (docs/rules.md,
-    rule ``avg``).
+    rule ``avg``). With ``contributions = k > 1`` neighbours are chains of up to ``k``
+    steps, which may remove rows and add others (``{m}``, then ``{m, M}``, then
+    ``{M}``): only the range bound holds.
 
     Examples
     --------
@@ -341,15 +343,18 @@ def avg_bound(
     10
     >>> avg_bound(3, 0, 10).l1
     Fraction(15, 2)
+    >>> avg_bound(1, 0, 10, contributions=2).l1
+    10
     >>> avg_bound(0, 0, 10).l1
     0
     """
     neighbor, delta, k, low, high = _check_value_args(count_delta, low, high, neighbor,
                                                       contributions)
-    if delta == 0 or neighbor == "substitute" or delta == math.inf or _span(low, high) == 0:
+    if delta == 0 or neighbor == "substitute" or k > 1 or delta == math.inf \
+            or _span(low, high) == 0:
         value = 0 if delta == 0 else _span(low, high)
         return derived(value, value, neighbor, Rule.AVG, k, aggregate="avg", low=low, high=high)
-    rows = _mul(k, delta)
+    rows = delta
     value = _mul(Fraction(rows) / (Fraction(rows) + 1), _span(low, high))
     return derived(value, value, neighbor, Rule.AVG, k, aggregate="avg", low=low, high=high,
                    rows=rows)

@@ -378,16 +378,17 @@ def aggregate_bound(
     if neighbor == "substitute":
         return grouped_range_bound(scalar, scalar_bound("add-remove"), touched * k, kind=kind)
     many = touched * k
-    if kind == "avg" and count_delta != math.inf and lo < hi and hi - lo != math.inf:
-        return _spread_avg(scalar, many, exact(count_delta) * k, hi - lo, k)
+    if kind == "avg" and k == 1 and count_delta != math.inf and lo < hi \
+            and hi - lo != math.inf:  # a chain of k > 1 steps may remove rows and add others
+        return _spread_avg(scalar, many, exact(count_delta), hi - lo)
     return derived(mul(many, scalar.l1), mul(sqrt_upper(many), scalar.l2), neighbor,
                    Rule.GROUPED_VALUE_AGGREGATES, k, (scalar.derivation,), aggregate=kind,
                    groups=many)
 
 
-def _spread_avg(scalar: AggregateBound, groups: Exact, rows: Exact, span: Exact,
-                k: int) -> AggregateBound:
-    """Grouped AVG, add-remove: ``groups`` groups share the ``rows`` added rows.
+def _spread_avg(scalar: AggregateBound, groups: Exact, rows: Exact,
+                span: Exact) -> AggregateBound:
+    """Grouped AVG, add-remove of one row: ``groups`` groups share the ``rows`` added rows.
 
     A group with ``n ≥ 1`` rows that gains ``d`` moves by at most ``d/(n + d)·span ≤
     h(d)·span`` with ``h(d) = d/(1 + d)``; ``h`` is concave and Σ d ≤ ``rows``, so the
@@ -398,7 +399,7 @@ def _spread_avg(scalar: AggregateBound, groups: Exact, rows: Exact, span: Exact,
     share = Fraction(groups) * Fraction(rows) / (Fraction(groups) + Fraction(rows))
     l1 = mul(share, span)
     l2 = min(mul(sqrt_upper(groups), scalar.l2), mul(sqrt_upper(share), span))
-    return derived(l1, l2, "add-remove", Rule.GROUPED_VALUE_AGGREGATES, k,
+    return derived(l1, l2, "add-remove", Rule.GROUPED_VALUE_AGGREGATES, 1,
                    (scalar.derivation,), aggregate="avg", groups=groups, rows=rows)
 
 
