@@ -238,8 +238,10 @@ def bounds_option() -> _Decorator:
                         help="Value bounds of a summed/averaged column, e.g. 'Pat.age=0:120'.")
 
 
-def contributions_option(help: str = "Rows one individual may own: the sensitivity is "
-                                     "multiplied by it.") -> _Decorator:
+def contributions_option(help: str = "Rows one individual may own (neighbours differ by up "
+                                     "to K single-row steps): counts and sums are multiplied "
+                                     "by K; AVG, MIN, MAX and MEDIAN take their value "
+                                     "range.") -> _Decorator:
     """--contributions K."""
     return click.option("--contributions", "contributions", type=click.IntRange(min=1),
                         default=1, show_default=True, help=help)
