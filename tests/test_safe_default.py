@@ -270,6 +270,71 @@ def test_release_checks_keys_of_a_table_without_enforced_keys(tmp_path: Path) ->
     assert "the key t(k)" in err
 
 
+# SQLite's loose typing: found by a red-team run, each released before with noise for a bound
+# the data break.
+
+def test_a_null_in_a_composite_primary_key_is_refused(tmp_path: Path) -> None:
+    """SQLite stores NULL in a PRIMARY KEY column that is not INTEGER PRIMARY KEY: patient 1
+    had six PatDoc rows under a declared at-most-one, the key check skipping NULLs."""
+    live = ("CREATE TABLE Pat (id INTEGER PRIMARY KEY, age INTEGER NOT NULL);"
+            "CREATE TABLE PatDoc (pat INTEGER NOT NULL REFERENCES Pat(id), doc INTEGER,"
+            " PRIMARY KEY (pat, doc));")
+    url, _ = _db(tmp_path, live, {"Pat": [(1, 30), (2, 40)],
+                                  "PatDoc": [(1, 1), *[(1, None)] * 5, (2, 1)]})
+    args = ["release", "--sql", "SELECT COUNT(*) FROM PatDoc", "--db", url, "--unit", "Pat",
+            "--cd", "PatDoc[pat->doc]<=1", "--epsilon", "1"]
+    code, out, err = run(*args)  # the schema read from the database
+    assert code == 1, out
+    assert "PatDoc.doc NOT NULL" in err and "nothing is released" in err
+    declared = tmp_path / "declared.sql"
+    declared.write_text(live.replace("doc INTEGER,", "doc INTEGER NOT NULL,"))
+    code, out, err = run(*args, "--schema", str(declared))
+    assert code == 1 and "PatDoc.doc NOT NULL" in err
+
+
+@pytest.mark.parametrize(("sql", "bounds"), [
+    ("SELECT SUM(v) FROM t", []),
+    ("SELECT SUM(v) FROM t", ["--bounds", "t.v=0:120"]),
+])
+def test_a_range_compares_numbers_not_the_text_of_a_text_column(
+        tmp_path: Path, sql: str, bounds: list[str]) -> None:
+    """'1000000' <= '120' as text, but SUM adds the number: the range check reads numbers."""
+    ddl = "CREATE TABLE t (v TEXT NOT NULL CHECK (v BETWEEN 0 AND 120));"
+    url, _ = _db(tmp_path, ddl, {"t": [("10",), ("1000000",), ("11",)]})
+    code, out, err = run("release", "--sql", sql, "--db", url, "--epsilon", "1", *bounds)
+    assert code == 1, out
+    assert "t.v BETWEEN 0 AND 120" in err and "1000000" not in err
+
+
+def test_a_range_from_the_where_clause_clamps_the_number_sum_reads(
+        tmp_path: Path, noiseless: None) -> None:
+    """WHERE v BETWEEN 0 AND 100 keeps the text '0999999' (text comparison); the clamp reads
+    it as the number SUM adds and caps it at 100."""
+    ddl = "CREATE TABLE t (v TEXT NOT NULL);"
+    url, _ = _db(tmp_path, ddl, {"t": [("10",), ("0999999",), ("1",)]})
+    code, out, err = run("release", "--sql", "SELECT SUM(v) FROM t WHERE v BETWEEN 0 AND 100",
+                         "--db", url, "--epsilon", "1", "--format", "json")
+    assert code == 0, err
+    released = json.loads(out)
+    assert released["parts"][0]["sensitivity"] == "ℓ1 100"
+    assert released["groups"][0]["value"] == 111  # 10 + 100 + 1, not 1000010
+
+
+def test_one_person_under_two_spellings_of_a_key_is_refused(tmp_path: Path) -> None:
+    """orders.uid holds 1 three times and '1' three times: a GROUP BY counts two people of
+    three orders, the foreign key and the join one person of six."""
+    ddl = ("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT NOT NULL);"
+           "CREATE TABLE orders (oid INTEGER PRIMARY KEY, uid NOT NULL REFERENCES users(id));")
+    url, _ = _db(tmp_path, ddl, {"users": [(1, "a"), (2, "b")],
+                                 "orders": [(1, 1), (2, 1), (3, 1), (4, "1"), (5, "1"),
+                                            (6, "1"), (7, 2)]})
+    code, out, err = run("release", "--sql", "SELECT COUNT(*) FROM orders", "--db", url,
+                         "--unit", "users", "--cd", "orders[uid->oid]<=3", "--epsilon", "1")
+    assert code == 1, out
+    assert "orders.uid holds values of one type" in err
+    assert "the foreign key orders(uid) → users(id) joins values of one type" in err
+
+
 # ------------------------------------------------------------------ 12, 13. the analysed query, clamped
 
 HOSPITAL = """
@@ -351,8 +416,10 @@ def test_sums_read_clamped_values(tmp_path: Path, noiseless: None) -> None:
 
     plan = release_plan("SELECT SUM(age) FROM Pat", None)
     sql = plan.parts_sql("sqlite", {0: ("0", "100")})
-    assert sql == ("SELECT SUM(CASE WHEN (age) < 0 THEN 0 WHEN (age) > 100 THEN 100 "
-                   "ELSE (age) END) FROM Pat")
+    assert sql == ("SELECT SUM(CASE WHEN ((age) + 0) < 0 THEN 0 WHEN ((age) + 0) > 100 "
+                   "THEN 100 ELSE (age) END) FROM Pat")  # SQLite: the number SUM reads
+    assert plan.parts_sql("postgres", {0: ("0", "100")}) == (
+        "SELECT SUM(CASE WHEN (age) < 0 THEN 0 WHEN (age) > 100 THEN 100 ELSE (age) END) FROM Pat")
     conn = sqlite3.connect(":memory:")
     conn.executescript("CREATE TABLE Pat (age INTEGER); "
                        "INSERT INTO Pat VALUES (50), (NULL), (1000), (-4);")

@@ -13,8 +13,14 @@ have used over the tables the query reads:
 * every key: no two rows share a PRIMARY KEY or non-NULL UNIQUE value (skipped
   where the database enforces the same key itself);
 * every foreign key of those tables and of the tables they reference;
-* every ``NOT NULL`` column, every ``CHECK`` (as written, ``IN`` lists
-  included) and every ``--bounds`` range (one scan per table for all three).
+* every ``NOT NULL`` column (the primary key's included: SQLite stores NULL in a
+  PRIMARY KEY column that is not ``INTEGER PRIMARY KEY``), every ``CHECK`` (as
+  written, ``IN`` lists included) and every ``--bounds`` range (one scan per table
+  for all three; in SQLite a range compares the values as numbers, as SUM reads
+  them, not as the text a TEXT column may hold);
+* in SQLite, whose columns may mix storage classes: no column that a dependency or
+  a key groups on holds values of two types (``1`` and ``'1'`` are two groups to a
+  GROUP BY but one person to a join), and no foreign key joins two types.
 
 Only the names of the broken constraints leave this module: no count, no
 value, nothing of the answer.
@@ -59,22 +65,23 @@ def _literal(value: Exact, toward: int) -> sa.ColumnElement[Any]:
     return sa.literal_column(sql_decimal(value, toward=toward))
 
 
-def _row_checks(table: BoundTable, t: sa.TableClause, ranges: Mapping[int, tuple[Exact, Exact]]
-                ) -> list[tuple[str, sa.ColumnElement[bool]]]:
+def _row_checks(table: BoundTable, t: sa.TableClause, ranges: Mapping[int, tuple[Exact, Exact]],
+                *, numeric: bool = False) -> list[tuple[str, sa.ColumnElement[bool]]]:
+    """The per-row checks of one table: NOT NULL (primary key included), ranges, CHECKs;
+    ``numeric`` compares a range's values as numbers (SQLite)."""
     rel = table.relation
     out: list[tuple[str, sa.ColumnElement[bool]]] = []
-    for position in rel.not_null:
-        if position in rel.primary_key:
-            continue
+    for position in sorted(set(rel.not_null) | set(rel.primary_key)):
         column = t.c[table.db_columns[position]]
         out.append((f"{rel.name}.{rel.columns[position]} NOT NULL", column.is_(None)))
     for position, (low, high) in sorted(ranges.items()):
-        column = t.c[table.db_columns[position]]
+        raw = t.c[table.db_columns[position]]
+        value: sa.ColumnElement[Any] = sa.cast(raw, sa.Numeric) if numeric else raw
         outside = []
         if low != float("-inf"):
-            outside.append(column < _literal(low, 1))
+            outside.append(value < _literal(low, 1))
         if high != float("inf"):
-            outside.append(column > _literal(high, -1))
+            outside.append(value > _literal(high, -1))
         if outside:
             shown = f"{rel.name}.{rel.columns[position]} BETWEEN {low} AND {high}"
             out.append((shown, sa.or_(*outside)))
@@ -148,6 +155,47 @@ def _grouped_checks(conn: Connection, table: BoundTable, sources: tuple[int, ...
     return [int(w or 0) > k for w, (_, k) in zip(worst, targets, strict=True)]
 
 
+def _storage_classes(conn: Connection, table: BoundTable, position: int) -> set[str]:
+    """The SQLite storage classes of a column's non-NULL values."""
+    t = table.sql()
+    column = t.c[table.db_columns[position]]
+    found = conn.execute(sa.select(sa.func.typeof(column)).where(column.is_not(None))
+                         .distinct()).scalars().all()
+    return {str(c) for c in found}
+
+
+def _mixed_types(conn: Connection, catalogue: Catalogue, schema: Schema, read: list[Relation],
+                 grouped_on: Iterable[tuple[str, tuple[int, ...]]]) -> list[str]:
+    """SQLite: the grouped columns that hold two storage classes, and the foreign keys
+    that join two (a GROUP BY keeps ``1`` and ``'1'`` apart, a join may not)."""
+    classes: dict[tuple[str, int], set[str]] = {}
+
+    def of(rel: Relation, position: int) -> set[str]:
+        key = (rel.name, position)
+        if key not in classes:
+            classes[key] = _storage_classes(conn, catalogue.bind(rel), position)
+        return classes[key]
+
+    broken: list[str] = []
+    for name, sources in grouped_on:
+        rel = schema.find(name)
+        assert rel is not None
+        for position in sources:
+            if len(of(rel, position)) > 1:
+                broken.append(f"{rel.name}.{rel.columns[position]} holds values of one type")
+    for rel in read:
+        for fk in rel.foreign_keys:
+            target = schema.find(fk.table)
+            if target is None:
+                continue
+            for own, ref in zip(fk.columns, fk.referenced, strict=True):
+                if len(of(rel, own) | of(target, ref)) > 1:
+                    broken.append(f"the foreign key {rel.describe_foreign_key(fk, target)} "
+                                  "joins values of one type")
+                    break
+    return list(dict.fromkeys(broken))
+
+
 def broken_constraints(
     conn: Connection,
     schema: Schema,
@@ -183,6 +231,7 @@ def broken_constraints(
         One line per broken constraint, naming it and nothing of the data.
     """
     catalogue = Catalogue(conn, schema, masked)
+    sqlite = conn.dialect.name == "sqlite"
     read = referenced_closure(schema, tables)
     read_names = {r.name.lower() for r in read}
     broken: list[str] = []
@@ -216,10 +265,12 @@ def broken_constraints(
         failed = _grouped_checks(conn, catalogue.bind(rel), sources,
                                  [(j, k) for j, k, _ in checks])
         broken += [label for (_, _, label), bad in zip(checks, failed, strict=True) if bad]
+    if sqlite:
+        broken += _mixed_types(conn, catalogue, schema, read, grouped)
     for rel in read:
         table = catalogue.bind(rel)
         clause = table.sql()
-        row_checks = _row_checks(table, clause, _ranges(rel, value_bounds))
+        row_checks = _row_checks(table, clause, _ranges(rel, value_bounds), numeric=sqlite)
         if row_checks:
             sums = [sa.func.sum(sa.case((condition, 1), else_=0))
                     for _, condition in row_checks]

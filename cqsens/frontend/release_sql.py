@@ -133,8 +133,8 @@ class ReleasePlan:
     def parts_sql(self, dialect: str, clamps: Mapping[int, tuple[str, str]] | None = None) -> str:
         """``SELECT keys…, noisy parts… FROM … GROUP BY …`` in ``dialect``; the argument of
         each part in ``clamps`` (index → low, high as SQL digits) is clamped to its range."""
-        noisy = [self._clamped(i, (clamps or {}).get(i)) for i, p in enumerate(self.parts)
-                 if p.kind in NOISY_KINDS]
+        noisy = [self._clamped(i, (clamps or {}).get(i), dialect)
+                 for i, p in enumerate(self.parts) if p.kind in NOISY_KINDS]
         tree = self._tree.copy()
         tree.set("expressions", [k.copy() for k in self._keys] + noisy)
         return _strip(tree).sql(dialect=dialect)
@@ -161,13 +161,13 @@ class ReleasePlan:
         tree = self._tree.copy()
         keys = [_unalias(k) for k in self._keys]
         argument = sqlglot.parse_one(part.argument, read=self.dialect)
-        tree.set("expressions", keys + [_clamp(argument, clamp) if clamp else argument])
+        tree.set("expressions", keys + [_clamp(argument, clamp, dialect) if clamp else argument])
         tree.set("group", None)
         tree.set("having", None)
         return _strip(tree).sql(dialect=dialect)
 
 
-    def _clamped(self, index: int, clamp: tuple[str, str] | None) -> exp.Expr:
+    def _clamped(self, index: int, clamp: tuple[str, str] | None, dialect: str) -> exp.Expr:
         """Part ``index``'s call, its argument clamped to ``clamp`` (SUM's, or each of
         SUM(DISTINCT …)'s)."""
         node = sqlglot.parse_one(self.parts[index].sql, read=self.dialect)
@@ -175,20 +175,26 @@ class ReleasePlan:
             return node
         inner = node.this
         if isinstance(inner, exp.Distinct):
-            inner.set("expressions", [_clamp(e, clamp) for e in inner.expressions])
+            inner.set("expressions", [_clamp(e, clamp, dialect) for e in inner.expressions])
         else:
-            node.set("this", _clamp(inner, clamp))
+            node.set("this", _clamp(inner, clamp, dialect))
         return node
 
 
-def _clamp(value: exp.Expr, clamp: tuple[str, str]) -> exp.Expr:
+def _clamp(value: exp.Expr, clamp: tuple[str, str], dialect: str | None) -> exp.Expr:
     """``CASE WHEN v < low THEN low WHEN v > high THEN high ELSE v END``: NULL stays NULL
-    (unlike GREATEST/LEAST in some dialects), a value inside the range is unchanged."""
+    (unlike GREATEST/LEAST in some dialects), a value inside the range is unchanged.  In
+    SQLite the tests read ``v + 0``, the number SUM reads: a TEXT column compares its text
+    ``'1000000'`` below ``120``, and SUM would still add a million."""
     low, high = (exp.Literal.number(c) for c in clamp)
-    return exp.Case(ifs=[exp.If(this=exp.LT(this=exp.paren(value.copy()), expression=low),
-                                true=low.copy()),
-                         exp.If(this=exp.GT(this=exp.paren(value.copy()), expression=high),
-                                true=high.copy())],
+
+    def tested() -> exp.Expr:
+        v = exp.paren(value.copy())
+        return exp.paren(exp.Add(this=v, expression=exp.Literal.number(0))) \
+            if dialect == "sqlite" else v
+
+    return exp.Case(ifs=[exp.If(this=exp.LT(this=tested(), expression=low), true=low.copy()),
+                         exp.If(this=exp.GT(this=tested(), expression=high), true=high.copy())],
                     default=exp.paren(value.copy()))
 
 
