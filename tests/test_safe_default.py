@@ -335,6 +335,17 @@ def test_one_person_under_two_spellings_of_a_key_is_refused(tmp_path: Path) -> N
     assert "the foreign key orders(uid) → users(id) joins values of one type" in err
 
 
+def test_integers_and_reals_in_a_key_are_one_type(tmp_path: Path) -> None:
+    """10 and 10.5 in a NUMERIC column: SQLite stores an integer and a real, which group
+    and join as numbers, so nothing is refused."""
+    ddl = ("CREATE TABLE k (id NUMERIC PRIMARY KEY);"
+           "CREATE TABLE r (rid INTEGER PRIMARY KEY, kid NUMERIC NOT NULL REFERENCES k(id));")
+    url, _ = _db(tmp_path, ddl, {"k": [(10,), (10.5,)], "r": [(1, 10), (2, 10.5), (3, 10.0)]})
+    code, out, err = run("release", "--sql", "SELECT COUNT(*) FROM r", "--db", url,
+                         "--unit", "k", "--cd", "r[kid->rid]<=2", "--epsilon", "1")
+    assert code == 0, err
+
+
 # ------------------------------------------------------------------ 12, 13. the analysed query, clamped
 
 HOSPITAL = """

@@ -156,12 +156,13 @@ def _grouped_checks(conn: Connection, table: BoundTable, sources: tuple[int, ...
 
 
 def _storage_classes(conn: Connection, table: BoundTable, position: int) -> set[str]:
-    """The SQLite storage classes of a column's non-NULL values."""
+    """The SQLite storage classes of a column's non-NULL values, ``integer`` and ``real``
+    as one (``10`` and ``10.0`` are one group and join each other)."""
     t = table.sql()
     column = t.c[table.db_columns[position]]
     found = conn.execute(sa.select(sa.func.typeof(column)).where(column.is_not(None))
                          .distinct()).scalars().all()
-    return {str(c) for c in found}
+    return {"number" if c in ("integer", "real") else str(c) for c in found}
 
 
 def _mixed_types(conn: Connection, catalogue: Catalogue, schema: Schema, read: list[Relation],
