@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from cqsens.errors import ParseError
 from cqsens.explain import jsonable
 from cqsens.logs import Record, ShapeCache, analyse_log
 from cqsens.pipeline import analyze
@@ -75,6 +76,23 @@ def test_value_bound_constants_stay_in_the_key() -> None:
                             cache=ShapeCache(), schema=SCHEMA, prove_lower=False))
     assert [r["upper"] for r in rows] == [20, 30, 30]
     assert not any(r["cached"] for r in rows)
+
+
+@pytest.mark.parametrize("big", ["99999999999999999999", "-9223372036854775809",
+                                 "18446744073709551616"])
+def test_an_integer_past_64_bits_is_refused_as_in_a_fresh_analysis(big: str) -> None:
+    """SQLite reads 99999999999999999998 and 99999999999999999999 as the same float, so
+    ``x = A AND y = B AND x = y`` holds; a fresh analysis refuses the literal, and the
+    cache served the shape's 0 (as ``1 ≠ 2``) before."""
+    template = "SELECT COUNT(*) FROM Pat p WHERE p.hos = {} AND p.age = {} AND p.hos = p.age"
+    sqls = [template.format(1, 2), template.format(big[:-1] + "8", big)]
+    rows = list(analyse_log([Record(str(i), str(i), s) for i, s in enumerate(sqls)],
+                            cache=ShapeCache(), schema=SCHEMA, prove_lower=False))
+    assert rows[0]["status"] == "ok" and rows[0]["upper"] == 0
+    assert rows[1]["status"] == "error" and not rows[1]["cached"]
+    assert "integer too large" in str(rows[1]["error"])
+    with pytest.raises(ParseError, match="integer too large"):
+        analyze(sqls[1], schema=SCHEMA, kind="sql", prove_lower=False)
 
 
 def test_equal_constants_stay_equal_and_cache_persists(tmp_path: Path) -> None:

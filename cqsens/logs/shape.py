@@ -242,6 +242,26 @@ def _const(value: int | Fraction | str) -> Const:
     return Const(value if not isinstance(value, Fraction) else float(value))
 
 
+#: The largest integer a query may write (:data:`cqsens.frontend.limits.MAX_INTEGER`).
+_MAX_INTEGER = 2**63 - 1
+
+
+def within_limits(lexed: Lexed, abstract: frozenset[int]) -> frozenset[int]:
+    """``abstract`` without the integer literals past the 64-bit range: a record that
+    writes one is keyed by its text, so it is analysed on its own, where the analysis
+    refuses the literal (SQLite would read it as a float, equal to another such literal).
+
+    >>> lexed = lex("SELECT COUNT(*) FROM t WHERE a = 99999999999999999999 AND b = 2")
+    >>> sorted(within_limits(lexed, frozenset({0, 1})))
+    [1]
+    """
+    too_large = {i for i in abstract if lexed.literals[i].kind == "number"
+                 and len(lexed.literals[i].text) > 18
+                 and isinstance(v := literal_value(lexed.literals[i]), int)
+                 and abs(v) > _MAX_INTEGER}
+    return abstract - too_large if too_large else abstract
+
+
 def shape_key(fingerprint: str, lexed: Lexed, abstract: frozenset[int],
               groups: Sequence[Sequence[int]] | None = None, *,
               presentation: bool = False, aliases: bool = False) -> str:
@@ -273,6 +293,7 @@ def shape_key(fingerprint: str, lexed: Lexed, abstract: frozenset[int],
     -------
     str
     """
+    abstract = within_limits(lexed, abstract)
     values = [literal_value(lit) for lit in lexed.literals]
     kinds = [lit.kind for lit in lexed.literals]
     # what Const holds (_const): a decimal as a float, anything else as it is
@@ -377,6 +398,7 @@ def record_key(fingerprint: str, lexed: Lexed, abstract: frozenset[int],
     the literals it reads: a record whose literals relate as an earlier record's did
     (ranks and classes within each group, ISO dates, pinned texts, the aliases' names
     unless ``aliases``) gets its key without a new digest."""
+    abstract = within_limits(lexed, abstract)
     recipe = _recipe(lexed, abstract, groups, aliases)
     literals = lexed.literals
     values = [literal_value(lit) for lit in literals]
