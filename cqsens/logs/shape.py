@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
+from cqsens.frontend.limits import MAX_INTEGER
 from cqsens.ir.cq import Const, format_term
 from cqsens.logs.aliases import Token, placeholder, table_aliases
 
@@ -242,10 +243,6 @@ def _const(value: int | Fraction | str) -> Const:
     return Const(value if not isinstance(value, Fraction) else float(value))
 
 
-#: The largest integer a query may write (:data:`cqsens.frontend.limits.MAX_INTEGER`).
-_MAX_INTEGER = 2**63 - 1
-
-
 def within_limits(lexed: Lexed, abstract: frozenset[int]) -> frozenset[int]:
     """``abstract`` without the integer literals past the 64-bit range: a record that
     writes one is keyed by its text, so it is analysed on its own, where the analysis
@@ -258,7 +255,7 @@ def within_limits(lexed: Lexed, abstract: frozenset[int]) -> frozenset[int]:
     too_large = {i for i in abstract if lexed.literals[i].kind == "number"
                  and len(lexed.literals[i].text) > 18
                  and isinstance(v := literal_value(lexed.literals[i]), int)
-                 and abs(v) > _MAX_INTEGER}
+                 and abs(v) > MAX_INTEGER}
     return abstract - too_large if too_large else abstract
 
 
